@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Daemon logging: one line per event to stderr, "LEVEL prog: message". Libraries (liblode,
+ * proto) do not log; daemons log where they decide.
+ */
+#ifndef LODE_PROTO_LOG_H
+#define LODE_PROTO_LOG_H
+
+enum lode_log_level { LODE_LOG_ERR, LODE_LOG_WARN, LODE_LOG_INFO, LODE_LOG_DEBUG };
+
+void lode_log_init(const char *prog, enum lode_log_level max);
+void lode_log(enum lode_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define LODE_ERR(...) lode_log(LODE_LOG_ERR, __VA_ARGS__)
+#define LODE_WARN(...) lode_log(LODE_LOG_WARN, __VA_ARGS__)
+#define LODE_INFO(...) lode_log(LODE_LOG_INFO, __VA_ARGS__)
+#define LODE_DEBUG(...) lode_log(LODE_LOG_DEBUG, __VA_ARGS__)
+
+#endif

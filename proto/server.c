@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The request server: listeners, worker threads, and the life of a request.
+ *
+ * Worker 0's loop owns the listeners and hands each accepted connection to a worker in
+ * turn (by posting to that worker's loop); from then on the connection and everything
+ * about it is touched only on its worker's thread, so there are no locks here. A reply
+ * from another thread (the MDS's writer) is posted to the connection's worker.
+ *
+ * Backpressure: a connection stops being read while it has more than CONN_MAX_INFLIGHT
+ * requests or CONN_MAX_INFLIGHT_BYTES of request memory unanswered, so a client that
+ * pipelines without reading its replies cannot make the server allocate without bound.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "server.h"
+#include "transport.h"
+
+#define CONN_MAX_INFLIGHT 256
+#define CONN_MAX_INFLIGHT_BYTES (64u << 20)
+#define LISTEN_MAX 4
+
+struct worker;
+
+struct sconn {
+	struct worker *w;
+	const struct lode_transport_ops *ops;
+	struct lode_tconn *t; /* NULL once closed */
+	uint64_t id;
+	unsigned refs;	  /* this struct + one per request not yet answered */
+	unsigned inflight;
+	uint64_t inflight_bytes;
+	bool paused;
+	struct lode_req *receiving; /* the request whose frame is arriving */
+	struct sconn *prev, *next;  /* on w->conns */
+};
+
+struct worker {
+	struct lode_server *srv;
+	unsigned idx;
+	struct lode_loop *loop;
+	pthread_t thread;
+	struct sconn *conns;
+	unsigned nconns;
+	bool draining;
+};
+
+struct lode_server {
+	const struct lode_server_ops *ops;
+	void *ctx;
+	unsigned nworkers;
+	struct worker *workers;
+	unsigned nlisteners;
+	struct lode_listener *listeners[LISTEN_MAX];
+	const struct lode_transport_ops *lops[LISTEN_MAX];
+	char addrs[LISTEN_MAX][64];
+	unsigned next_worker; /* worker 0's thread only */
+	uint64_t next_conn_id; /* atomic */
+};
+
+struct lode_req {
+	struct sconn *conn;
+	struct lode_wire_hdr hdr;
+	size_t alloc_bytes;
+	/* reply */
+	struct lode_send send;
+	struct iovec iov;
+	void *rdata;
+	void (*rdata_free)(void *);
+	void *rbody; /* heap copy of the reply body for cross-thread replies */
+	char *body;
+	char *data;
+};
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* ---- connection ---- */
+
+static struct sconn *sc_of(const struct lode_tconn *t)
+{
+	return lode_tconn_ctx(t);
+}
+
+static void sconn_put(struct sconn *sc)
+{
+	if (--sc->refs == 0)
+		free(sc);
+}
+
+static void sconn_flow(struct sconn *sc)
+{
+	bool over = sc->inflight >= CONN_MAX_INFLIGHT ||
+		    sc->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
+
+	if (!sc->t || over == sc->paused)
+		return;
+	sc->paused = over;
+	sc->ops->pause(sc->t, over);
+}
+
+static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, void **body,
+		       void **data)
+{
+	struct sconn *sc = sc_of(t);
+	size_t bytes = sizeof(struct lode_req) + pad8(hdr->body_len) + hdr->data_len;
+	struct lode_req *req;
+
+	req = malloc(bytes);
+	if (!req)
+		return -ENOMEM;
+	memset(req, 0, sizeof(*req));
+	req->conn = sc;
+	req->hdr = *hdr;
+	req->alloc_bytes = bytes;
+	req->body = (char *)(req + 1);
+	req->data = req->body + pad8(hdr->body_len);
+	sc->refs++;
+	sc->inflight++;
+	sc->inflight_bytes += bytes;
+	sc->receiving = req;
+	*body = req->body;
+	*data = req->data;
+	return 0;
+}
+
+static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
+{
+	struct sconn *sc = sc_of(t);
+	struct lode_req *req = sc->receiving;
+
+	(void)hdr;
+	sc->receiving = NULL;
+	sconn_flow(sc);
+	sc->w->srv->ops->on_request(sc->w->srv->ctx, req);
+}
+
+static void req_free(struct lode_req *req)
+{
+	struct sconn *sc = req->conn;
+
+	if (req->rdata && req->rdata_free)
+		req->rdata_free(req->rdata);
+	free(req->rbody);
+	sc->inflight--;
+	sc->inflight_bytes -= req->alloc_bytes;
+	free(req);
+	sconn_flow(sc);
+	sconn_put(sc);
+}
+
+static void s_on_close(struct lode_tconn *t, int err)
+{
+	struct sconn *sc = sc_of(t);
+	struct worker *w = sc->w;
+
+	(void)err;
+	sc->t = NULL;
+	if (sc->receiving) {
+		/* a frame cut short: its request was never handed out */
+		struct lode_req *req = sc->receiving;
+
+		sc->receiving = NULL;
+		req_free(req);
+	}
+	if (sc->prev)
+		sc->prev->next = sc->next;
+	else
+		w->conns = sc->next;
+	if (sc->next)
+		sc->next->prev = sc->prev;
+	w->nconns--;
+	sconn_put(sc);
+	if (w->draining && w->nconns == 0)
+		lode_loop_stop(w->loop);
+}
+
+static const struct lode_tconn_cbs server_cbs = {
+	.on_header = s_on_header,
+	.on_frame = s_on_frame,
+	.on_close = s_on_close,
+};
+
+struct attach_msg {
+	struct worker *w;
+	const struct lode_transport_ops *ops;
+	intptr_t cookie;
+};
+
+static void attach_on_worker(void *arg)
+{
+	struct attach_msg *m = arg;
+	struct worker *w = m->w;
+	struct sconn *sc;
+
+	sc = calloc(1, sizeof(*sc));
+	if (!sc || w->draining) {
+		free(sc);
+		m->ops->close_cookie(m->cookie);
+		free(m);
+		return;
+	}
+	sc->w = w;
+	sc->ops = m->ops;
+	sc->refs = 1;
+	sc->id = __atomic_add_fetch(&w->srv->next_conn_id, 1, __ATOMIC_RELAXED);
+	if (m->ops->attach(w->loop, m->cookie, 0, &server_cbs, sc, &sc->t)) {
+		free(sc);
+		free(m);
+		return;
+	}
+	sc->next = w->conns;
+	if (w->conns)
+		w->conns->prev = sc;
+	w->conns = sc;
+	w->nconns++;
+	free(m);
+}
+
+struct listen_ctx {
+	struct lode_server *srv;
+	const struct lode_transport_ops *ops;
+};
+
+static void on_accept(void *ctx, intptr_t cookie)
+{
+	struct listen_ctx *lc = ctx;
+	struct lode_server *srv = lc->srv;
+	struct attach_msg *m = malloc(sizeof(*m));
+
+	if (!m) {
+		lc->ops->close_cookie(cookie);
+		return;
+	}
+	m->w = &srv->workers[srv->next_worker++ % srv->nworkers];
+	m->ops = lc->ops;
+	m->cookie = cookie;
+	lode_loop_post(m->w->loop, attach_on_worker, m);
+}
+
+/* ---- replies ---- */
+
+static void reply_sent(struct lode_send *s, int err)
+{
+	struct lode_req *req = lode_container_of(s, struct lode_req, send);
+
+	(void)err; /* a reply that could not be sent: the client sees the connection drop */
+	req_free(req);
+}
+
+static void reply_on_worker(void *arg)
+{
+	struct lode_req *req = arg;
+	struct sconn *sc = req->conn;
+
+	if (!sc->t) {
+		req_free(req);
+		return;
+	}
+	sc->ops->send(sc->t, &req->send);
+}
+
+void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
+		    void *data, size_t data_len, void (*data_free)(void *))
+{
+	struct sconn *sc = req->conn;
+	bool here = lode_loop_current() == sc->w->loop;
+
+	if (status > 0)
+		status = -EIO; /* a bug in a handler: never send "error 0" or a positive code */
+	if (status) {
+		if (data && data_free)
+			data_free(data);
+		body = NULL;
+		body_len = 0;
+		data = NULL;
+		data_len = 0;
+	}
+	if (data && !data_free && data_len) {
+		void *copy = malloc(data_len);
+
+		if (!copy)
+			abort();
+		memcpy(copy, data, data_len);
+		data = copy;
+		data_free = free;
+	}
+	req->rdata = data;
+	req->rdata_free = data_free;
+	lode_hdr_init(&req->send.hdr, req->hdr.opcode, req->hdr.req_id, 0, 0);
+	req->send.hdr.flags = LODE_WIRE_F_REPLY;
+	req->send.hdr.status = lode_status_from_errno(status);
+	if (body_len && !here) {
+		req->rbody = malloc(body_len);
+		if (!req->rbody)
+			abort();
+		memcpy(req->rbody, body, body_len);
+		body = req->rbody;
+	}
+	req->send.body = body;
+	req->send.body_len = (uint32_t)body_len;
+	req->iov.iov_base = data;
+	req->iov.iov_len = data_len;
+	req->send.data = &req->iov;
+	req->send.data_iovcnt = data_len ? 1 : 0;
+	req->send.done = reply_sent;
+	if (here)
+		reply_on_worker(req);
+	else
+		lode_loop_post(sc->w->loop, reply_on_worker, req);
+}
+
+const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req)
+{
+	return &req->hdr;
+}
+
+const void *lode_req_body(const struct lode_req *req)
+{
+	return req->body;
+}
+
+const void *lode_req_data(const struct lode_req *req)
+{
+	return req->data;
+}
+
+struct lode_loop *lode_req_loop(const struct lode_req *req)
+{
+	return req->conn->w->loop;
+}
+
+uint64_t lode_req_conn_id(const struct lode_req *req)
+{
+	return req->conn->id;
+}
+
+/* ---- start / stop ---- */
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->srv->ops->on_worker_start)
+		w->srv->ops->on_worker_start(w->srv->ctx, w->idx, w->loop);
+	lode_loop_run(w->loop);
+	return NULL;
+}
+
+static void drain_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct lode_server *srv = w->srv;
+
+	w->draining = true;
+	if (w->idx == 0)
+		for (unsigned i = 0; i < srv->nlisteners; i++)
+			srv->lops[i]->listener_close(srv->listeners[i]);
+	for (struct sconn *sc = w->conns; sc; sc = sc->next)
+		sc->ops->close(sc->t, -ESHUTDOWN);
+	if (w->nconns == 0)
+		lode_loop_stop(w->loop);
+}
+
+int lode_server_start(struct lode_server **out, const struct lode_server_opts *opts)
+{
+	struct lode_server *srv;
+	unsigned i, started = 0;
+	int rc;
+
+	if (!opts->threads || !opts->ops || !opts->ops->on_request || !opts->listen[0])
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv) + LISTEN_MAX * sizeof(struct listen_ctx));
+	if (!srv)
+		return -ENOMEM;
+	srv->ops = opts->ops;
+	srv->ctx = opts->ctx;
+	srv->nworkers = opts->threads;
+	srv->workers = calloc(opts->threads, sizeof(*srv->workers));
+	if (!srv->workers) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	for (i = 0; i < srv->nworkers; i++) {
+		srv->workers[i].srv = srv;
+		srv->workers[i].idx = i;
+		rc = lode_loop_create(&srv->workers[i].loop, 256);
+		if (rc)
+			goto err_loops;
+	}
+	for (i = 0; i < LISTEN_MAX && opts->listen[i]; i++) {
+		struct listen_ctx *lc = (struct listen_ctx *)(srv + 1) + i;
+		struct lode_addr a;
+
+		rc = lode_addr_parse(opts->listen[i], &a);
+		if (rc)
+			goto err_listeners;
+		srv->lops[i] = lode_transport_for(&a);
+		if (!srv->lops[i]) {
+			rc = -EPROTONOSUPPORT;
+			goto err_listeners;
+		}
+		lc->srv = srv;
+		lc->ops = srv->lops[i];
+		rc = srv->lops[i]->listen(srv->workers[0].loop, &a, on_accept, lc,
+					  &srv->listeners[i]);
+		if (rc)
+			goto err_listeners;
+		srv->nlisteners++;
+		srv->lops[i]->listener_addr(srv->listeners[i], &a);
+		lode_addr_format(&a, srv->addrs[i], sizeof(srv->addrs[i]));
+	}
+	for (started = 0; started < srv->nworkers; started++) {
+		rc = -pthread_create(&srv->workers[started].thread, NULL, worker_main,
+				     &srv->workers[started]);
+		if (rc)
+			goto err_threads;
+	}
+	*out = srv;
+	return 0;
+
+err_threads:
+	for (i = 0; i < started; i++) {
+		lode_loop_post(srv->workers[i].loop, drain_worker, &srv->workers[i]);
+		pthread_join(srv->workers[i].thread, NULL);
+	}
+	started = srv->nworkers; /* listeners were closed by worker 0 if it ran */
+err_listeners:
+	for (i = 0; i < srv->nlisteners && started == 0; i++)
+		srv->lops[i]->listener_close(srv->listeners[i]);
+err_loops:
+	for (i = 0; i < srv->nworkers; i++)
+		lode_loop_destroy(srv->workers[i].loop);
+	free(srv->workers);
+err_free:
+	free(srv);
+	return rc;
+}
+
+const char *lode_server_address(const struct lode_server *srv, unsigned i)
+{
+	return i < srv->nlisteners ? srv->addrs[i] : NULL;
+}
+
+void lode_server_stop(struct lode_server *srv)
+{
+	if (!srv)
+		return;
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		lode_loop_post(srv->workers[i].loop, drain_worker, &srv->workers[i]);
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		pthread_join(srv->workers[i].thread, NULL);
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		lode_loop_destroy(srv->workers[i].loop);
+	free(srv->workers);
+	free(srv);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_server: the request side of a Lode daemon, independent of the transport.
+ *
+ * A server listens on one or more addresses ("tcp://HOST:PORT"; port 0 picks a free one)
+ * and runs `threads` worker threads, each with its own lode_loop. Connections are spread
+ * over the workers; a connection lives on one worker for its lifetime. Every complete,
+ * well-formed request frame is handed to ops->on_request() on the connection's worker
+ * thread, which must eventually answer it exactly once with lode_req_reply() (from any
+ * thread). Frames that fail the header checks (bad magic or version, unknown opcode,
+ * lengths over the limits, a reply flag, non-zero reserved bits) close that connection;
+ * body checks are the handler's job, through proto/codec.h, answered with an error.
+ */
+#ifndef LODE_PROTO_SERVER_H
+#define LODE_PROTO_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+#include "wire_spec.h"
+
+struct lode_server;
+struct lode_req;
+
+struct lode_server_ops {
+	/* A request arrived. Runs on the worker thread of the request's connection. */
+	void (*on_request)(void *ctx, struct lode_req *req);
+	/* Optional: called once on each worker thread before it serves, with its loop. */
+	void (*on_worker_start)(void *ctx, unsigned worker, struct lode_loop *loop);
+};
+
+struct lode_server_opts {
+	const char *listen[4]; /* NULL-terminated list of addresses, at least one */
+	unsigned threads;      /* worker threads, >= 1 */
+	const struct lode_server_ops *ops;
+	void *ctx;
+};
+
+/* Binds every address and starts the workers. Returns 0 or -errno (-EINVAL for a bad
+ * address, -EADDRINUSE, ...). On failure nothing is left running. */
+int lode_server_start(struct lode_server **out, const struct lode_server_opts *opts);
+/* The address actually bound for listen[i] (with the real port), as "tcp://HOST:PORT". */
+const char *lode_server_address(const struct lode_server *srv, unsigned i);
+/* Stops the workers, closes every connection and frees the server. Requests still held
+ * by handlers may be answered afterwards; their replies are dropped. NULL is accepted. */
+void lode_server_stop(struct lode_server *srv);
+
+/* The request's header, body (hdr.body_len bytes) and bulk data (hdr.data_len bytes).
+ * Valid until lode_req_reply(). Body and data are 8-byte aligned. */
+const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req);
+const void *lode_req_body(const struct lode_req *req);
+const void *lode_req_data(const struct lode_req *req);
+/* The loop of the worker that received the request (for disk I/O on that thread). */
+struct lode_loop *lode_req_loop(const struct lode_req *req);
+/* An identifier of the connection, unique for the server's lifetime. */
+uint64_t lode_req_conn_id(const struct lode_req *req);
+
+/*
+ * Answers the request and frees it. Any thread. status is 0 or a negative errno (turned
+ * into a wire status here; never pass a positive value). body is copied. data (data_len
+ * bytes) is sent after the body: if data_free is non-NULL the reply takes ownership of data
+ * and calls data_free(data) once it is sent or dropped; if NULL, data is copied first.
+ * If the connection has gone, the reply is dropped (and data freed).
+ */
+void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
+		    void *data, size_t data_len, void (*data_free)(void *));
+
+/* Shorthand for an error reply with no body and no data. */
+static inline void lode_req_reply_err(struct lode_req *req, int status)
+{
+	lode_req_reply(req, status, NULL, 0, NULL, 0, NULL);
+}
+
+#endif

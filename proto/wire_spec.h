@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lode wire format, version 1.
+ *
+ * Every message is a frame:
+ *
+ *   struct lode_wire_hdr      40 bytes, fixed
+ *   body                      hdr.body_len bytes: the opcode's fixed struct, then its names
+ *   bulk data                 hdr.data_len bytes (object data; reads, writes, readdir pages)
+ *
+ * All integers are little-endian. Every struct below has a _Static_assert on its size and
+ * explicit reserved fields that a sender sets to zero and a receiver rejects when non-zero,
+ * so that later versions can give them a meaning. Names (file names, xattr names, symlink
+ * targets, addresses) follow the fixed struct in the order the struct lists their lengths;
+ * they are not NUL-terminated on the wire.
+ *
+ * Decoders never trust a length: proto/codec.c checks every one against what was received
+ * and against the limits below before touching the bytes.
+ */
+#ifndef LODE_PROTO_WIRE_SPEC_H
+#define LODE_PROTO_WIRE_SPEC_H
+
+#include <stdint.h>
+
+#define LODE_WIRE_MAGIC 0x45444f4cu /* "LODE" read as a little-endian u32 */
+#define LODE_WIRE_VERSION 1
+
+/* Hard limits: a frame beyond any of them is a protocol error. */
+#define LODE_NAME_MAX 255          /* one path component */
+#define LODE_SYMLINK_MAX 4095      /* symlink target */
+#define LODE_XATTR_NAME_MAX 255
+#define LODE_XATTR_VALUE_MAX 65536
+#define LODE_ADDR_MAX 127          /* "tcp://host:port" */
+#define LODE_BODY_MAX 8192         /* fixed struct plus names */
+#define LODE_DATA_MAX (4u << 20)   /* bulk data of one frame */
+#define LODE_LAYOUT_TARGETS_MAX 64 /* stripe_count * mirror_count */
+#define LODE_READDIR_MAX 1024      /* entries in one readdir page */
+#define LODE_OBJLIST_MAX 1024      /* objects in one listing page */
+#define LODE_TARGETS_MAX 256       /* storage targets in one cluster */
+
+/* Object data is checksummed in chunks of this size (xxh3-64 of the whole chunk, with
+ * bytes past the object's end counted as zero). Object writes are chunk aligned. */
+#define LODE_CHUNK_SHIFT 16
+#define LODE_CHUNK_SIZE (1u << LODE_CHUNK_SHIFT)
+
+/* hdr.flags */
+#define LODE_WIRE_F_REPLY 0x0001u
+
+enum lode_opcode {
+	/* any server */
+	LODE_OP_HELLO = 1,
+	LODE_OP_PING = 2,
+
+	/* metadata server */
+	LODE_OP_LOOKUP = 10,
+	LODE_OP_GETATTR = 11,
+	LODE_OP_SETATTR = 12,
+	LODE_OP_CREATE = 13, /* create + open, returns attr, layout and handle */
+	LODE_OP_MKDIR = 14,
+	LODE_OP_UNLINK = 15,
+	LODE_OP_RMDIR = 16,
+	LODE_OP_RENAME = 17,
+	LODE_OP_LINK = 18,
+	LODE_OP_SYMLINK = 19,
+	LODE_OP_READLINK = 20,
+	LODE_OP_READDIR = 21,
+	LODE_OP_STATFS = 22,
+	LODE_OP_SETXATTR = 23,
+	LODE_OP_GETXATTR = 24,
+	LODE_OP_LISTXATTR = 25,
+	LODE_OP_REMOVEXATTR = 26,
+	LODE_OP_OPEN = 27,
+	LODE_OP_CLOSE = 28,  /* release a handle (and its lease), committing size/mtime if asked */
+	LODE_OP_COMMIT = 29, /* commit size/mtime of a write handle, renew its lease */
+	LODE_OP_TARGET_REGISTER = 30,
+	LODE_OP_TARGET_HEARTBEAT = 31,
+	LODE_OP_TARGET_LIST = 32,
+	LODE_OP_ORPHAN_LIST = 33, /* objects of deleted files a target should remove */
+	LODE_OP_ORPHAN_DONE = 34,
+
+	/* object storage server */
+	LODE_OP_OBJ_WRITE = 50,
+	LODE_OP_OBJ_READ = 51,
+	LODE_OP_OBJ_TRUNCATE = 52,
+	LODE_OP_OBJ_REMOVE = 53,
+	LODE_OP_OBJ_STAT = 54,
+	LODE_OP_OBJ_LIST = 55,
+	LODE_OP_OBJ_FSYNC = 56,
+
+	LODE_OP_MAX_ = 64,
+};
+
+struct lode_wire_hdr {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t opcode;
+	uint16_t flags;
+	uint64_t req_id;
+	int32_t status;    /* replies: 0 or a positive LODE_S_* code; requests: 0 */
+	uint32_t body_len; /* <= LODE_BODY_MAX */
+	uint64_t data_len; /* <= LODE_DATA_MAX */
+	uint64_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_hdr) == 40, "wire header");
+
+/*
+ * Wire status codes. They carry the Linux errno numbers by value, but only the ones in
+ * lode_status_to_errno()'s table cross the wire; anything else becomes LODE_S_EIO. A
+ * reply whose status is non-zero has an empty body and no data unless stated.
+ */
+#define LODE_S_OK 0
+
+/* ---- common sub-structs ---- */
+
+struct lode_wire_attr {
+	uint64_t ino;
+	uint64_t size;
+	uint64_t blocks; /* 512-byte units allocated (approximated from size for files) */
+	int64_t atime_ns;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint32_t mode; /* S_IFMT bits plus permissions */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t nlink;
+	uint64_t generation; /* layout generation; 0 for directories and symlinks */
+	uint32_t rdev;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_attr) == 80, "wire attr");
+
+/* Layout: stripe i, mirror m lives on targets[i * mirror_count + m]. */
+struct lode_wire_layout {
+	uint32_t stripe_size; /* multiple of LODE_CHUNK_SIZE */
+	uint16_t stripe_count;
+	uint16_t mirror_count;
+	uint64_t generation;
+	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
+};
+_Static_assert(sizeof(struct lode_wire_layout) == 16 + 4 * LODE_LAYOUT_TARGETS_MAX, "layout");
+
+/* Caller identity for permission checks. */
+struct lode_wire_cred {
+	uint32_t uid;
+	uint32_t gid;
+};
+_Static_assert(sizeof(struct lode_wire_cred) == 8, "cred");
+
+/* ---- HELLO / PING ---- */
+
+#define LODE_ROLE_CLIENT 1
+#define LODE_ROLE_OSS 2
+
+struct lode_wire_hello_req {
+	uint64_t client_id; /* random, chosen by the client once per process */
+	uint32_t role;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_hello_req) == 16, "hello req");
+
+struct lode_wire_hello_rep {
+	uint64_t cluster_id; /* MDS: its cluster id; OSS: the cluster it belongs to (0 if none yet) */
+	uint32_t server_role; /* 1 = MDS, 2 = OSS */
+	uint32_t target_id;   /* OSS: its target id, MDS: 0 */
+};
+_Static_assert(sizeof(struct lode_wire_hello_rep) == 16, "hello rep");
+
+/* ---- namespace ---- */
+
+/* LOOKUP: body = req + name. Reply: lode_wire_attr. */
+struct lode_wire_lookup_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint16_t name_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_lookup_req) == 24, "lookup req");
+
+/* GETATTR: reply lode_wire_attr. */
+struct lode_wire_getattr_req {
+	uint64_t ino;
+};
+_Static_assert(sizeof(struct lode_wire_getattr_req) == 8, "getattr req");
+
+#define LODE_SETATTR_MODE 0x01u
+#define LODE_SETATTR_UID 0x02u
+#define LODE_SETATTR_GID 0x04u
+#define LODE_SETATTR_SIZE 0x08u
+#define LODE_SETATTR_ATIME 0x10u
+#define LODE_SETATTR_MTIME 0x20u
+#define LODE_SETATTR_ATIME_NOW 0x40u
+#define LODE_SETATTR_MTIME_NOW 0x80u
+#define LODE_SETATTR_CTIME 0x100u
+#define LODE_SETATTR_ALL_ 0x1ffu
+
+/* SETATTR: reply lode_wire_attr (after the change). Size changes of regular files only
+ * touch the metadata: the client truncates the objects first. */
+struct lode_wire_setattr_req {
+	uint64_t ino;
+	struct lode_wire_cred cred;
+	uint32_t valid; /* LODE_SETATTR_* */
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	int64_t atime_ns;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+};
+_Static_assert(sizeof(struct lode_wire_setattr_req) == 64, "setattr req");
+
+/* OPEN flags (subset of O_*, wire values fixed here) */
+#define LODE_OPEN_READ 0x01u
+#define LODE_OPEN_WRITE 0x02u
+#define LODE_OPEN_TRUNC 0x04u  /* metadata size to 0; client truncates objects */
+#define LODE_OPEN_EXCL 0x08u   /* CREATE: fail with EEXIST if the name exists */
+#define LODE_OPEN_CREATE 0x10u /* CREATE: open the existing file if the name exists */
+#define LODE_OPEN_ALL_ 0x1fu
+
+/* CREATE: body = req + name. Creates a regular file (or opens an existing one when
+ * LODE_OPEN_CREATE without LODE_OPEN_EXCL). If layout.stripe_count != 0 the file gets that
+ * layout (targets chosen by the MDS unless targets[0] != 0xffffffff... see has_targets),
+ * otherwise the parent directory's default. Reply: lode_wire_open_rep. */
+struct lode_wire_create_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint32_t mode;  /* permission bits; S_IFREG implied */
+	uint32_t flags; /* LODE_OPEN_* */
+	uint16_t name_len;
+	uint16_t has_layout;  /* 1: layout below sets stripe_size/count/mirror_count */
+	uint16_t has_targets; /* 1: layout.targets are chosen by the caller */
+	uint16_t reserved;
+	struct lode_wire_layout layout;
+};
+_Static_assert(sizeof(struct lode_wire_create_req) == 32 + sizeof(struct lode_wire_layout),
+	       "create req");
+
+struct lode_wire_open_req {
+	uint64_t ino;
+	struct lode_wire_cred cred;
+	uint32_t flags; /* LODE_OPEN_* */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_open_req) == 24, "open req");
+
+/* Reply of OPEN and CREATE. A write handle holds the file's single-writer lease until
+ * CLOSE or until lease_ms pass without a COMMIT. */
+struct lode_wire_open_rep {
+	struct lode_wire_attr attr;
+	struct lode_wire_layout layout;
+	uint64_t handle;
+	uint32_t lease_ms; /* 0 for read handles */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_open_rep) ==
+		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 16,
+	       "open rep");
+
+/* COMMIT and CLOSE. commit != 0: the size becomes exactly the one given (the single writer's
+ * view is authoritative) and mtime is set (0: now). Reply: lode_wire_attr. */
+struct lode_wire_commit_req {
+	uint64_t ino;
+	uint64_t handle;
+	uint64_t size;
+	int64_t mtime_ns;
+	uint32_t commit; /* 1: apply size and mtime */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_commit_req) == 40, "commit req");
+
+/* MKDIR: body = req + name. Reply: lode_wire_attr. */
+struct lode_wire_mkdir_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint32_t mode;
+	uint16_t name_len;
+	uint16_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_mkdir_req) == 24, "mkdir req");
+
+/* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
+
+#define LODE_RENAME_NOREPLACE 0x1u
+#define LODE_RENAME_EXCHANGE 0x2u
+
+/* RENAME: body = req + old name + new name. Reply: empty. */
+struct lode_wire_rename_req {
+	uint64_t old_parent;
+	uint64_t new_parent;
+	struct lode_wire_cred cred;
+	uint16_t old_name_len;
+	uint16_t new_name_len;
+	uint32_t flags; /* LODE_RENAME_* */
+};
+_Static_assert(sizeof(struct lode_wire_rename_req) == 32, "rename req");
+
+/* LINK: body = req + new name. Reply: lode_wire_attr of ino. */
+struct lode_wire_link_req {
+	uint64_t ino;
+	uint64_t new_parent;
+	struct lode_wire_cred cred;
+	uint16_t name_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_link_req) == 32, "link req");
+
+/* SYMLINK: body = req + name + target. Reply: lode_wire_attr. */
+struct lode_wire_symlink_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint16_t name_len;
+	uint16_t target_len; /* 1..LODE_SYMLINK_MAX */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_symlink_req) == 24, "symlink req");
+
+/* READLINK: body = getattr req. Reply: data = target bytes. */
+
+/* READDIR: returns entries with cookie > req.cookie in cookie order. Cookies are per
+ * directory, assigned at link time and never reused, so a listing is stable across
+ * concurrent changes: an entry present for the whole listing is returned exactly once.
+ * Reply body: lode_wire_readdir_rep; data: count records of lode_wire_dirent + name. */
+struct lode_wire_readdir_req {
+	uint64_t ino;
+	uint64_t cookie; /* 0 to start */
+	struct lode_wire_cred cred;
+	uint32_t max_entries; /* 1..LODE_READDIR_MAX */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_readdir_req) == 32, "readdir req");
+
+struct lode_wire_readdir_rep {
+	uint32_t count;
+	uint32_t eof;
+};
+_Static_assert(sizeof(struct lode_wire_readdir_rep) == 8, "readdir rep");
+
+struct lode_wire_dirent {
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t mode; /* S_IFMT bits of the entry */
+	uint16_t name_len;
+	uint16_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_dirent) == 24, "dirent");
+
+/* STATFS: empty body. */
+struct lode_wire_statfs_rep {
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint64_t files;
+	uint64_t files_free;
+	uint32_t targets_up;
+	uint32_t targets_total;
+	uint32_t name_max;
+	uint32_t block_size;
+};
+_Static_assert(sizeof(struct lode_wire_statfs_rep) == 48, "statfs rep");
+
+#define LODE_XATTR_CREATE 0x1u
+#define LODE_XATTR_REPLACE 0x2u
+
+/* SETXATTR: body = req + name; data = value. GETXATTR: body = req + name (value_len 0);
+ * reply data = value. If req.size is 0 the reply carries only the value's length in
+ * lode_wire_xattr_rep; if it is smaller than the value, ERANGE. LISTXATTR: body = req
+ * (name_len 0); reply data = NUL-terminated names, same size rules. REMOVEXATTR: body =
+ * req + name. */
+struct lode_wire_xattr_req {
+	uint64_t ino;
+	struct lode_wire_cred cred;
+	uint32_t flags; /* LODE_XATTR_* */
+	uint32_t size;  /* get/list: caller's buffer size */
+	uint16_t name_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_xattr_req) == 32, "xattr req");
+
+struct lode_wire_xattr_rep {
+	uint32_t size; /* value or list length */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_xattr_rep) == 8, "xattr rep");
+
+/* ---- storage targets ---- */
+
+#define LODE_TARGET_UP 1
+#define LODE_TARGET_DOWN 2
+
+/* TARGET_REGISTER: body = req + address ("tcp://host:port" where clients reach the OSS).
+ * The MDS keeps the uuid -> target id mapping durable, so a restarted OSS gets its id
+ * back. Reply: lode_wire_hello_rep (cluster_id, target_id). */
+struct lode_wire_target_register_req {
+	uint8_t uuid[16];
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint16_t addr_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_target_register_req) == 40, "target register");
+
+/* TARGET_HEARTBEAT: reply empty (ENOENT: unknown target, register again). */
+struct lode_wire_target_heartbeat_req {
+	uint32_t target_id;
+	uint32_t reserved;
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint64_t objects;
+};
+_Static_assert(sizeof(struct lode_wire_target_heartbeat_req) == 32, "heartbeat");
+
+/* TARGET_LIST: empty body. Reply body: lode_wire_target_list_rep; data: count records of
+ * lode_wire_target + address. */
+struct lode_wire_target_list_rep {
+	uint32_t count;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_target_list_rep) == 8, "target list rep");
+
+struct lode_wire_target {
+	uint32_t target_id;
+	uint32_t state; /* LODE_TARGET_* */
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint64_t objects;
+	uint64_t last_seen_ms; /* milliseconds since the last heartbeat */
+	uint16_t addr_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_target) == 48, "target");
+
+/* ORPHAN_LIST: objects a target should delete (of files whose last link went away).
+ * Reply body: lode_wire_orphan_list_rep; data: count lode_wire_objid. ORPHAN_DONE: body
+ * = req; data = the lode_wire_objid entries deleted. */
+struct lode_wire_orphan_req {
+	uint32_t target_id;
+	uint32_t max;
+};
+_Static_assert(sizeof(struct lode_wire_orphan_req) == 8, "orphan req");
+
+struct lode_wire_orphan_list_rep {
+	uint32_t count;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_orphan_list_rep) == 8, "orphan list rep");
+
+/* ---- objects ---- */
+
+/* Object identity: numbers only; an OSS derives its file name from them. ino is never 0
+ * and reserved must be 0 (decoders reject both). */
+struct lode_wire_objid {
+	uint64_t ino;
+	uint64_t generation;
+	uint32_t stripe;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_objid) == 24, "objid");
+
+/* OBJ_WRITE: body = req + nchunks u64 checksums (nchunks = ceil(data_len / CHUNK));
+ * data = bytes. offset is chunk aligned; data_len is a multiple of LODE_CHUNK_SIZE unless
+ * the write ends the object's current data. Each checksum is xxh3-64 of its chunk padded
+ * with zeros to LODE_CHUNK_SIZE. The OSS verifies every checksum before storing anything
+ * (EBADMSG on mismatch). Reply: lode_wire_obj_rep. */
+struct lode_wire_obj_write_req {
+	struct lode_wire_objid obj;
+	uint64_t offset;
+	uint32_t flags; /* LODE_OBJ_F_* */
+	uint32_t nchunks;
+};
+_Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
+
+#define LODE_OBJ_F_SYNC 0x1u /* make durable before answering */
+
+/* OBJ_READ: offset chunk aligned, length <= LODE_DATA_MAX. Reply body: lode_wire_obj_read_rep
+ * + nchunks u64 checksums; data: the bytes that exist (data_len <= length; shorter at the
+ * object's end; a missing object reads as empty). Checksums cover whole padded chunks. */
+struct lode_wire_obj_read_req {
+	struct lode_wire_objid obj;
+	uint64_t offset;
+	uint32_t length;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_obj_read_req) == 40, "obj read");
+
+struct lode_wire_obj_read_rep {
+	uint64_t object_size;
+	uint32_t nchunks;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_obj_read_rep) == 16, "obj read rep");
+
+/* OBJ_TRUNCATE: set the object's size (creating it empty if absent). Reply: obj_rep. */
+struct lode_wire_obj_truncate_req {
+	struct lode_wire_objid obj;
+	uint64_t size;
+};
+_Static_assert(sizeof(struct lode_wire_obj_truncate_req) == 32, "obj truncate");
+
+/* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC: body = lode_wire_objid. Reply: obj_rep (REMOVE of an
+ * absent object succeeds with size 0; STAT of an absent object is ENOENT). */
+struct lode_wire_obj_rep {
+	uint64_t object_size;
+	uint64_t bytes_stored; /* allocated on the OSS's disk */
+};
+_Static_assert(sizeof(struct lode_wire_obj_rep) == 16, "obj rep");
+
+/* OBJ_LIST: objects with id greater than `after` in (ino, generation, stripe) order.
+ * Reply body: lode_wire_obj_list_rep; data: count lode_wire_objinfo. */
+struct lode_wire_obj_list_req {
+	struct lode_wire_objid after;
+	uint32_t max; /* 1..LODE_OBJLIST_MAX */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_obj_list_req) == 32, "obj list");
+
+struct lode_wire_obj_list_rep {
+	uint32_t count;
+	uint32_t eof;
+};
+_Static_assert(sizeof(struct lode_wire_obj_list_rep) == 8, "obj list rep");
+
+struct lode_wire_objinfo {
+	struct lode_wire_objid obj;
+	uint64_t size;
+};
+_Static_assert(sizeof(struct lode_wire_objinfo) == 32, "objinfo");
+
+#endif
