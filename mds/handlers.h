@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_mds: the metadata server's state and its request handler for proto/server.h.
+ *
+ * lode_mds_on_request() runs on a server worker thread: it decodes the request with
+ * proto/codec.h (a malformed body is answered with the decoder's errno), answers reads
+ * there with a read-only transaction, and hands mutations to the writer thread, which
+ * answers them after their group commit.
+ */
+#ifndef LODE_MDS_HANDLERS_H
+#define LODE_MDS_HANDLERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lode_req;
+struct lode_store;
+struct lode_placement;
+struct lode_leases;
+struct lode_writer;
+
+struct lode_mds_opts {
+	const char *dir;      /* existing data directory */
+	uint64_t map_size;    /* 0: store default */
+	unsigned up_ms;       /* 0: LODE_PLACEMENT_UP_MS */
+	unsigned lease_ms;    /* 0: LODE_LEASE_MS */
+	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
+};
+
+struct lode_mds {
+	struct lode_store *st;
+	struct lode_placement *pl;
+	struct lode_leases *leases; /* writer thread only */
+	struct lode_writer *writer;
+	uint64_t cluster_id;
+	int64_t orphan_grace_ns;
+};
+
+/* Opens the store, loads the targets, starts the writer. Returns 0 or -errno with a
+ * one-line reason in why. */
+int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why,
+		  size_t why_len);
+/* Drains and stops the writer, closes the store. Call after the server has stopped. */
+void lode_mds_fini(struct lode_mds *m);
+
+/* struct lode_server_ops.on_request; ctx is the struct lode_mds. */
+void lode_mds_on_request(void *ctx, struct lode_req *req);
+
+#endif

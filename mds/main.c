@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-mds: the metadata server daemon.
+ *
+ *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
+ *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
+ *
+ * Signals: SIGTERM and SIGINT are blocked in every thread and taken by sigwait() in the
+ * main thread, which then stops the server (no new requests), drains the writer (every
+ * queued mutation is committed or failed) and closes the LMDB environment.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "config.h"
+#include "handlers.h"
+#include "log.h"
+#include "server.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
+		"\n"
+		"  --data DIR          LMDB data directory (created if missing)\n"
+		"  --listen ADDR       address to serve, tcp://HOST:PORT (port 0: any free port)\n"
+		"  --threads N         worker threads (default 4)\n"
+		"  --log-level LEVEL   err, warn, info (default) or debug\n"
+		"  --port-file FILE    write the bound address into FILE once listening\n"
+		"  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
+		"                      (default 5000)\n"
+		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
+		"                      deletion after S seconds (default 60)\n"
+		"  --version           print the version and exit\n"
+		"  --help              print this help and exit\n");
+}
+
+static int __attribute__((format(printf, 1, 2))) bad_args(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lode-mds: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	return 2;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Writes the address into path atomically: whoever waits for the file sees all or none. */
+static int write_port_file(const char *path, const char *addr)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int rc = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%s\n", addr) < 0 || fflush(f) || fsync(fileno(f)))
+		rc = -errno;
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* A decimal number in [min, max]. */
+static int parse_num(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || n < min || n > max)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+static int parse_level(const char *s, enum lode_log_level *out)
+{
+	static const char *const names[] = { "err", "warn", "info", "debug" };
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(s, names[i])) {
+			*out = (enum lode_log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "port-file", required_argument, NULL, 'p' },
+		{ "target-timeout", required_argument, NULL, 'T' },
+		{ "orphan-grace", required_argument, NULL, 'G' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *data = NULL, *listen = NULL, *port_file = NULL;
+	enum lode_log_level level = LODE_LOG_INFO;
+	struct lode_mds_opts mopts = { .orphan_grace_ns = -1 };
+	struct lode_server_ops ops = { .on_request = lode_mds_on_request };
+	struct lode_server_opts sopts = { .threads = 4, .ops = &ops };
+	struct lode_server *srv;
+	struct lode_mds mds;
+	struct lode_addr addr;
+	unsigned long num;
+	char why[256];
+	sigset_t sigs;
+	int opt, sig, rc;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			data = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 't':
+			if (parse_num(optarg, 1, 256, &num))
+				return bad_args("--threads wants a number from 1 to 256, not '%s'",
+						optarg);
+			sopts.threads = (unsigned)num;
+			break;
+		case 'T':
+			if (parse_num(optarg, 1, 3600000, &num))
+				return bad_args("--target-timeout wants milliseconds, not '%s'", optarg);
+			mopts.up_ms = (unsigned)num;
+			break;
+		case 'G':
+			if (parse_num(optarg, 0, 30 * 86400, &num))
+				return bad_args("--orphan-grace wants seconds, not '%s'", optarg);
+			mopts.orphan_grace_ns = (int64_t)num * 1000000000;
+			break;
+		case 'L':
+			if (parse_level(optarg, &level))
+				return bad_args("unknown log level '%s'", optarg);
+			break;
+		case 'p':
+			port_file = optarg;
+			break;
+		case 'V':
+			printf("lode-mds %s\n", LODE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return bad_args("unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad_args("unexpected argument '%s'", argv[optind]);
+	if (!data)
+		return bad_args("missing --data DIR");
+	if (!listen)
+		return bad_args("missing --listen tcp://HOST:PORT");
+	if (lode_addr_parse(listen, &addr))
+		return bad_args("cannot use '%s' as a listen address (tcp://HOST:PORT)", listen);
+
+	lode_log_init("lode-mds", level);
+	rc = make_dirs(data);
+	if (rc) {
+		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
+		return 1;
+	}
+
+	/* block the stop signals before any thread starts, so only sigwait() sees them */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	mopts.dir = data;
+	rc = lode_mds_init(&mds, &mopts, why, sizeof(why));
+	if (rc) {
+		LODE_ERR("%s", why[0] ? why : strerror(-rc));
+		return 1;
+	}
+	LODE_INFO("data in %s, cluster id %016llx", data, (unsigned long long)mds.cluster_id);
+
+	sopts.listen[0] = listen;
+	sopts.ctx = &mds;
+	rc = lode_server_start(&srv, &sopts);
+	if (rc) {
+		LODE_ERR("cannot listen on %s: %s", listen, strerror(-rc));
+		goto fini;
+	}
+	fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, 0));
+	if (port_file) {
+		rc = write_port_file(port_file, lode_server_address(srv, 0));
+		if (rc) {
+			LODE_ERR("cannot write %s: %s", port_file, strerror(-rc));
+			goto stop_server;
+		}
+	}
+
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	LODE_INFO("%s: stopping", strsignal(sig));
+	rc = 0;
+
+stop_server:
+	lode_server_stop(srv);
+fini:
+	lode_mds_fini(&mds);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-mds on-disk format: the keys and values of the LMDB databases.
+ *
+ * Values are fixed structs in host (little-endian) byte order with explicit reserved
+ * fields that are written as zero, so a later format can give them a meaning without a
+ * migration. Keys that must sort numerically (inode numbers, cookies) are big-endian.
+ *
+ *   db        key                                   value
+ *   meta      "format_version"                      u32 LODE_MDS_FORMAT_VERSION
+ *             "cluster_id"                          u64, random at first open
+ *             "next_ino"                            u64, next inode number to hand out
+ *             "next_target_id"                      u32, next storage target id
+ *   inodes    ino BE64                              struct lode_disk_inode
+ *   dirents   parent BE64 + name                    struct lode_disk_dirent
+ *   cookies   parent BE64 + cookie BE64             struct lode_disk_dirent + name
+ *   symlinks  ino BE64                              target bytes
+ *   xattrs    ino BE64 + name                       value bytes
+ *   targets   uuid[16]                              struct lode_disk_target
+ *   orphans   ino BE64 + generation BE64            struct lode_disk_orphan
+ *
+ * Bump LODE_MDS_FORMAT_VERSION for any change an older server would misread; a server
+ * refuses a data directory whose version is newer than its own.
+ */
+#ifndef LODE_MDS_SPEC_H
+#define LODE_MDS_SPEC_H
+
+#include <stdint.h>
+
+#include "wire_spec.h"
+
+#define LODE_MDS_FORMAT_VERSION 1u
+
+#define LODE_MDS_ROOT_INO 1ull
+/* Cookies 1 and 2 are left to the client for "." and ".."; real entries start here. */
+#define LODE_MDS_FIRST_COOKIE 3ull
+
+/* Same shape as the wire layout, but an on-disk type of its own so the two may diverge. */
+struct lode_disk_layout {
+	uint32_t stripe_size;
+	uint16_t stripe_count; /* directories' default: 0 = all up targets, at most 8 */
+	uint16_t mirror_count;
+	uint64_t generation;
+	uint32_t targets[LODE_LAYOUT_TARGETS_MAX]; /* stripe i, mirror m: [i * mirror_count + m] */
+};
+_Static_assert(sizeof(struct lode_disk_layout) == 272, "disk layout");
+
+struct lode_disk_inode {
+	uint32_t mode; /* S_IFMT bits plus permissions */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t nlink; /* directories: 2 + subdirectories */
+	uint64_t size;
+	int64_t atime_ns;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint64_t parent;      /* directories: the one parent (root: itself); others: 0 */
+	uint64_t next_cookie; /* directories: next readdir cookie, never reused */
+	uint64_t reserved[4];
+	/* regular files: the layout; directories: the default layout of new children
+	 * (targets unused, zero); symlinks: zero */
+	struct lode_disk_layout layout;
+};
+_Static_assert(sizeof(struct lode_disk_inode) == 96 + sizeof(struct lode_disk_layout),
+	       "disk inode");
+
+struct lode_disk_dirent {
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t mode; /* S_IFMT bits of the entry's inode */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_disk_dirent) == 24, "disk dirent");
+
+struct lode_disk_target {
+	uint32_t target_id; /* >= 1; 0 marks an unused layout slot */
+	uint16_t addr_len;
+	uint16_t reserved0;
+	uint64_t bytes_total; /* as last registered */
+	uint64_t bytes_free;
+	uint64_t reserved1[2];
+	char addr[LODE_ADDR_MAX + 1]; /* not NUL-terminated; addr_len bytes */
+};
+_Static_assert(sizeof(struct lode_disk_target) == 40 + LODE_ADDR_MAX + 1, "disk target");
+
+/*
+ * A deleted file whose objects still sit on storage targets. Bit i of `pending` stands
+ * for layout.targets[i] (LODE_LAYOUT_TARGETS_MAX == 64 fits one u64): each target acks
+ * its own objects with ORPHAN_DONE, and the record goes once no bit is left.
+ */
+struct lode_disk_orphan {
+	uint64_t pending;
+	int64_t unlinked_ns; /* when the last link went (orphans are listed after a grace) */
+	uint64_t reserved[2];
+	struct lode_disk_layout layout;
+};
+_Static_assert(sizeof(struct lode_disk_orphan) == 32 + sizeof(struct lode_disk_layout),
+	       "disk orphan");
+_Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "orphan pending bitmask");
+
+#endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_ns: the namespace operations of lode-mds, on top of lode_store.
+ *
+ * Every function runs inside the caller's transaction (read-only for lookups, a write txn
+ * for changes; the writer wraps each change in a nested txn so a failure leaves nothing
+ * behind) and returns 0 or a negative errno, the one a local Linux file system would give
+ * (ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, ENAMETOOLONG, EPERM, EACCES, EINVAL,
+ * ENODATA, ERANGE, ...). Output parameters are written only on success. A failed write
+ * operation may have written part of its change into the txn: abort it.
+ *
+ * Permissions come from the wire cred (uid, gid; supplementary groups are not known):
+ * uid 0 bypasses them (but needs one x bit to "execute" a non-directory); lookups need
+ * search (x) permission on the directory; creating, removing and renaming need write and
+ * search permission on the parent(s), and the sticky bit restricts removal to the owner
+ * of the entry or of the directory.
+ *
+ * Names are (ptr, len) pairs, not NUL-terminated: 1..LODE_NAME_MAX bytes, no '/', no NUL,
+ * not "." or ".." (-EINVAL; -ENAMETOOLONG past LODE_NAME_MAX).
+ */
+#ifndef LODE_MDS_NAMESPACE_H
+#define LODE_MDS_NAMESPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "placement.h"
+#include "store.h"
+#include "wire_spec.h"
+
+/* One readdir record: struct lode_wire_dirent, the name, zero padding to 8 bytes. */
+#define LODE_NS_DIRENT_REC(name_len) \
+	((sizeof(struct lode_wire_dirent) + (size_t)(name_len) + 7) & ~(size_t)7)
+#define LODE_NS_DIRENT_REC_MAX LODE_NS_DIRENT_REC(LODE_NAME_MAX)
+/* One TARGET_LIST record: struct lode_wire_target, the address, zero padding to 8. */
+#define LODE_NS_TARGET_REC(addr_len) \
+	((sizeof(struct lode_wire_target) + (size_t)(addr_len) + 7) & ~(size_t)7)
+
+/* Orphans are listed only once they are this old, so readers that had the file open when
+ * it was unlinked or replaced keep reading for a while (no open-handle tracking yet). */
+#define LODE_NS_ORPHAN_GRACE_NS (60ll * 1000000000)
+
+typedef struct lode_wire_cred lode_cred;
+
+int lode_ns_name_check(const char *name, size_t len);
+
+int lode_ns_lookup(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		   size_t len, struct lode_wire_attr *attr);
+int lode_ns_getattr(struct lode_txn *t, uint64_t ino, struct lode_wire_attr *attr);
+/* SETATTR as the wire request says (req->ino, req->cred, req->valid, ...). Returns the attr
+ * after the change. */
+int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
+		    struct lode_wire_attr *attr);
+
+struct lode_ns_create {
+	uint64_t parent;
+	lode_cred cred;
+	const char *name;
+	size_t name_len;
+	uint32_t mode;	/* permission bits (S_IFMT ignored) */
+	uint32_t flags; /* LODE_OPEN_* */
+	/* NULL: the parent's default layout. Otherwise its non-zero stripe_size, stripe_count,
+	 * mirror_count override the default; with has_targets the caller's targets are used
+	 * (all must be known targets, mirrors of a stripe distinct). */
+	const struct lode_wire_layout *layout;
+	int has_targets;
+	struct lode_placement *pl;
+	uint64_t now_ms; /* monotonic, for placement */
+};
+/* CREATE: a new regular file, or with LODE_OPEN_CREATE and without LODE_OPEN_EXCL the
+ * existing one opened as lode_ns_open() would (*created 0). Returns attr and layout. */
+int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a,
+		   struct lode_wire_attr *attr, struct lode_wire_layout *layout, int *created);
+/* OPEN: checks permission for flags (READ: r, WRITE/TRUNC: w), EISDIR for writing a
+ * directory, ELOOP for a symlink; TRUNC sets size 0 and mtime/ctime (needs a write txn). */
+int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t flags,
+		 struct lode_wire_attr *attr, struct lode_wire_layout *layout);
+/* COMMIT/CLOSE of a writer: size (authoritative), mtime (0: now), ctime now. */
+int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
+		   struct lode_wire_attr *attr);
+
+int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		  size_t len, uint32_t mode, struct lode_wire_attr *attr);
+int lode_ns_unlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		   size_t len);
+int lode_ns_rmdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		  size_t len);
+/* flags: 0, LODE_RENAME_NOREPLACE or LODE_RENAME_EXCHANGE. */
+int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t old_parent,
+		   const char *old_name, size_t old_len, uint64_t new_parent,
+		   const char *new_name, size_t new_len, uint32_t flags);
+int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t new_parent,
+		 const char *name, size_t len, struct lode_wire_attr *attr);
+int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		    size_t len, const char *target, size_t target_len,
+		    struct lode_wire_attr *attr);
+/* Copies the target (not NUL-terminated) into buf (cap >= LODE_SYMLINK_MAX). */
+int lode_ns_readlink(struct lode_txn *t, uint64_t ino, char *buf, size_t cap, size_t *len);
+
+/*
+ * READDIR: entries with cookie > `cookie`, in cookie order, at most max, encoded as
+ * LODE_NS_DIRENT_REC records into buf (cap >= max * LODE_NS_DIRENT_REC_MAX always
+ * suffices). *eof is 1 when no entry follows the last one returned. Needs r on the dir.
+ */
+int lode_ns_readdir(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
+		    uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count, int *eof);
+
+int lode_ns_statfs(struct lode_txn *t, struct lode_placement *pl, uint64_t now_ms,
+		   struct lode_wire_statfs_rep *out);
+
+/*
+ * Extended attributes, "user.", "trusted." (root only) and "security." namespaces;
+ * others are -EOPNOTSUPP. set: LODE_XATTR_CREATE (-EEXIST) / LODE_XATTR_REPLACE
+ * (-ENODATA). get/list: size 0 returns only the length in *len; a size smaller than the
+ * value (list) is -ERANGE; else the bytes are copied into buf. list gives NUL-terminated
+ * names, hiding trusted.* from non-root.
+ */
+int lode_ns_setxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
+		     size_t name_len, const void *value, size_t value_len, uint32_t flags);
+int lode_ns_getxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
+		     size_t name_len, void *buf, size_t size, size_t *len);
+int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void *buf,
+		      size_t size, size_t *len);
+int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino,
+			const char *name, size_t name_len);
+
+/* ORPHAN_LIST: up to max objects target_id should delete, of files unlinked at least
+ * grace_ns before now_ns (wall clock). ORPHAN_DONE: the target deleted these. */
+int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns,
+			int64_t grace_ns, struct lode_wire_objid *out, uint32_t max, uint32_t *n);
+int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
+			const struct lode_wire_objid *ids, uint32_t n);
+
+/* Wall-clock nanoseconds, as the namespace stamps times. */
+int64_t lode_ns_now(void);
+
+#endif

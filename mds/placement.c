@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Storage target table and target choice for new files. A fixed array of at most
+ * LODE_TARGETS_MAX targets behind one mutex: creates take it once per file, heartbeats
+ * once per target every few seconds, so contention does not matter.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mds_spec.h"
+#include "placement.h"
+
+struct target {
+	uint32_t id;
+	uint16_t addr_len;
+	char addr[LODE_ADDR_MAX + 1];
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint64_t objects;
+	uint64_t seen_ms; /* 0: never heard from since start */
+};
+
+struct lode_placement {
+	pthread_mutex_t lock;
+	unsigned up_ms;
+	struct target t[LODE_TARGETS_MAX]; /* protected by lock, sorted by id */
+	unsigned n;			   /* protected by lock */
+	unsigned rr;			   /* protected by lock: rotation of the next choice */
+};
+
+int lode_placement_create(struct lode_placement **out, unsigned up_ms)
+{
+	struct lode_placement *pl = calloc(1, sizeof(*pl));
+
+	if (!pl)
+		return -ENOMEM;
+	pthread_mutex_init(&pl->lock, NULL);
+	pl->up_ms = up_ms ? up_ms : LODE_PLACEMENT_UP_MS;
+	*out = pl;
+	return 0;
+}
+
+void lode_placement_destroy(struct lode_placement *pl)
+{
+	if (!pl)
+		return;
+	pthread_mutex_destroy(&pl->lock);
+	free(pl);
+}
+
+static int is_up(const struct lode_placement *pl, const struct target *t, uint64_t now)
+{
+	return t->seen_ms && now - t->seen_ms <= pl->up_ms;
+}
+
+/* Finds or inserts (keeping id order) the target; NULL if the table is full. */
+static struct target *slot(struct lode_placement *pl, uint32_t id, int insert)
+{
+	unsigned i;
+
+	for (i = 0; i < pl->n && pl->t[i].id < id; i++)
+		;
+	if (i < pl->n && pl->t[i].id == id)
+		return &pl->t[i];
+	if (!insert || pl->n == LODE_TARGETS_MAX)
+		return NULL;
+	memmove(&pl->t[i + 1], &pl->t[i], (pl->n - i) * sizeof(pl->t[0]));
+	pl->n++;
+	memset(&pl->t[i], 0, sizeof(pl->t[i]));
+	pl->t[i].id = id;
+	return &pl->t[i];
+}
+
+static void set_addr(struct target *t, const char *addr, uint16_t len)
+{
+	if (len > LODE_ADDR_MAX)
+		len = LODE_ADDR_MAX;
+	memcpy(t->addr, addr, len);
+	t->addr[len] = '\0';
+	t->addr_len = len;
+}
+
+static int load_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	struct lode_placement *pl = arg;
+	struct lode_disk_target d;
+	struct target *t;
+
+	(void)k;
+	if (klen != 16 || vlen != sizeof(d))
+		return -EIO;
+	memcpy(&d, v, sizeof(d));
+	t = slot(pl, d.target_id, 1);
+	if (!t)
+		return -ENOSPC;
+	set_addr(t, d.addr, d.addr_len);
+	t->bytes_total = d.bytes_total;
+	t->bytes_free = d.bytes_free;
+	return 0;
+}
+
+int lode_placement_load(struct lode_placement *pl, struct lode_txn *t)
+{
+	int rc;
+
+	pthread_mutex_lock(&pl->lock);
+	rc = lode_kv_scan(t, LODE_DB_TARGETS, NULL, 0, NULL, 0, load_one, pl);
+	pthread_mutex_unlock(&pl->lock);
+	return rc;
+}
+
+int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], const char *addr,
+				uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
+				uint32_t *target_id)
+{
+	struct lode_disk_target d = { 0 };
+	uint64_t count;
+	size_t len;
+	int rc;
+
+	if (addr_len == 0 || addr_len > LODE_ADDR_MAX)
+		return -EINVAL;
+	rc = lode_kv_get(t, LODE_DB_TARGETS, uuid, 16, &d, sizeof(d), &len);
+	if (rc == -ENOENT) {
+		rc = lode_kv_count(t, LODE_DB_TARGETS, &count);
+		if (rc)
+			return rc;
+		if (count >= LODE_TARGETS_MAX)
+			return -ENOSPC;
+		memset(&d, 0, sizeof(d));
+		rc = lode_store_alloc_target_id(t, &d.target_id);
+	} else if (!rc && len != sizeof(d)) {
+		rc = -EIO;
+	}
+	if (rc)
+		return rc;
+	memset(d.addr, 0, sizeof(d.addr));
+	memcpy(d.addr, addr, addr_len);
+	d.addr_len = addr_len;
+	d.bytes_total = bytes_total;
+	d.bytes_free = bytes_free;
+	rc = lode_kv_put(t, LODE_DB_TARGETS, uuid, 16, &d, sizeof(d), 0);
+	if (rc)
+		return rc;
+	*target_id = d.target_id;
+	return 0;
+}
+
+int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const char *addr,
+			  uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
+			  uint64_t now_ms)
+{
+	struct target *t;
+	int rc = 0;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 1);
+	if (!t) {
+		rc = -ENOSPC;
+		goto unlock;
+	}
+	set_addr(t, addr, addr_len);
+	t->bytes_total = bytes_total;
+	t->bytes_free = bytes_free;
+	t->seen_ms = now_ms ? now_ms : 1;
+unlock:
+	pthread_mutex_unlock(&pl->lock);
+	return rc;
+}
+
+int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id,
+			     uint64_t bytes_total, uint64_t bytes_free, uint64_t objects,
+			     uint64_t now_ms)
+{
+	struct target *t;
+	int rc = 0;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (!t) {
+		rc = -ENOENT;
+		goto unlock;
+	}
+	t->bytes_total = bytes_total;
+	t->bytes_free = bytes_free;
+	t->objects = objects;
+	t->seen_ms = now_ms ? now_ms : 1;
+unlock:
+	pthread_mutex_unlock(&pl->lock);
+	return rc;
+}
+
+void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
+			 struct lode_placement_target *out, unsigned max, unsigned *n)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&pl->lock);
+	for (i = 0; i < pl->n && i < max; i++) {
+		const struct target *t = &pl->t[i];
+		struct lode_placement_target *o = &out[i];
+
+		memset(o, 0, sizeof(*o));
+		o->target_id = t->id;
+		o->state = is_up(pl, t, now_ms) ? LODE_TARGET_UP : LODE_TARGET_DOWN;
+		o->bytes_total = t->bytes_total;
+		o->bytes_free = t->bytes_free;
+		o->objects = t->objects;
+		o->last_seen_ms = t->seen_ms ? now_ms - t->seen_ms : UINT64_MAX;
+		o->addr_len = t->addr_len;
+		memcpy(o->addr, t->addr, t->addr_len + 1);
+	}
+	*n = i;
+	pthread_mutex_unlock(&pl->lock);
+}
+
+void lode_placement_totals(struct lode_placement *pl, uint64_t now_ms, uint64_t *bytes_total,
+			   uint64_t *bytes_free, uint32_t *up, uint32_t *count)
+{
+	uint64_t total = 0, avail = 0;
+	uint32_t nup = 0;
+
+	pthread_mutex_lock(&pl->lock);
+	for (unsigned i = 0; i < pl->n; i++) {
+		if (!is_up(pl, &pl->t[i], now_ms))
+			continue;
+		nup++;
+		total += pl->t[i].bytes_total;
+		avail += pl->t[i].bytes_free;
+	}
+	*count = pl->n;
+	pthread_mutex_unlock(&pl->lock);
+	*bytes_total = total;
+	*bytes_free = avail;
+	*up = nup;
+}
+
+int lode_placement_known(struct lode_placement *pl, uint32_t target_id)
+{
+	int known;
+
+	pthread_mutex_lock(&pl->lock);
+	known = slot(pl, target_id, 0) != NULL;
+	pthread_mutex_unlock(&pl->lock);
+	return known;
+}
+
+int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
+			  uint16_t mirror_count, uint16_t *stripes_out, uint32_t *targets)
+{
+	const struct target *up[LODE_TARGETS_MAX];
+	unsigned nup = 0, start, sc;
+	int rc = 0;
+
+	if (mirror_count == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&pl->lock);
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct target *t = &pl->t[i];
+		unsigned j;
+
+		if (!is_up(pl, t, now_ms))
+			continue;
+		/* insertion sort: most free first, then lower id */
+		for (j = nup; j > 0 && up[j - 1]->bytes_free < t->bytes_free; j--)
+			up[j] = up[j - 1];
+		up[j] = t;
+		nup++;
+	}
+	if (nup == 0 || mirror_count > nup) {
+		rc = -ENOSPC;
+		goto unlock;
+	}
+	sc = stripe_count;
+	if (sc == 0)
+		sc = nup < LODE_PLACEMENT_AUTO_STRIPES ? nup : LODE_PLACEMENT_AUTO_STRIPES;
+	if (sc * mirror_count > LODE_LAYOUT_TARGETS_MAX) {
+		rc = -EINVAL;
+		goto unlock;
+	}
+	/*
+	 * Slot k = stripe * mirror_count + mirror takes up[(start + k) % nup]: the mirrors of a
+	 * stripe are mirror_count consecutive slots, distinct because mirror_count <= nup, and
+	 * nothing repeats until all nup targets are used.
+	 */
+	start = pl->rr++ % nup;
+	memset(targets, 0, LODE_LAYOUT_TARGETS_MAX * sizeof(*targets));
+	for (unsigned k = 0; k < sc * mirror_count; k++)
+		targets[k] = up[(start + k) % nup]->id;
+	*stripes_out = (uint16_t)sc;
+unlock:
+	pthread_mutex_unlock(&pl->lock);
+	return rc;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_placement: the in-memory table of storage targets and the choice of targets for a
+ * new file's layout.
+ *
+ * The durable part (uuid -> target id, address) lives in the targets db and is written by
+ * lode_placement_register_txn() in the writer's transaction; the table is updated after
+ * that transaction commits (lode_placement_update), so it never knows a target id that
+ * is not durable. Health (capacity, last heartbeat) is memory only: a target is UP if it
+ * was heard from within up_ms, DOWN otherwise (every target is DOWN after a restart
+ * until it heartbeats or registers again).
+ *
+ * All functions are thread-safe (one mutex; placement is not on the hot path). Times are
+ * monotonic milliseconds passed in by the caller, so tests can drive the clock.
+ */
+#ifndef LODE_MDS_PLACEMENT_H
+#define LODE_MDS_PLACEMENT_H
+
+#include <stdint.h>
+
+#include "store.h"
+#include "wire_spec.h"
+
+#define LODE_PLACEMENT_UP_MS 5000u	/* default: UP if heard from within 5 s */
+#define LODE_PLACEMENT_AUTO_STRIPES 8u /* stripe_count 0: all UP targets, at most this */
+
+struct lode_placement;
+
+struct lode_placement_target {
+	uint32_t target_id;
+	uint32_t state; /* LODE_TARGET_UP / LODE_TARGET_DOWN */
+	uint64_t bytes_total;
+	uint64_t bytes_free;
+	uint64_t objects;
+	uint64_t last_seen_ms; /* age: ms since last heard from (UINT64_MAX: never) */
+	uint16_t addr_len;
+	char addr[LODE_ADDR_MAX + 1]; /* NUL-terminated too */
+};
+
+/* up_ms 0 means LODE_PLACEMENT_UP_MS. Returns 0 or -ENOMEM. */
+int lode_placement_create(struct lode_placement **out, unsigned up_ms);
+void lode_placement_destroy(struct lode_placement *pl);
+/* Loads every target of the targets db (all DOWN). Returns 0 or -errno. */
+int lode_placement_load(struct lode_placement *pl, struct lode_txn *t);
+
+/* Durable half of TARGET_REGISTER, in a write txn: the uuid keeps its id (a new uuid gets
+ * the next one) and the address is updated. -ENOSPC past LODE_TARGETS_MAX targets. */
+int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], const char *addr,
+				uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
+				uint32_t *target_id);
+/* Memory half, after commit: adds or updates the target and marks it heard from now. */
+int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const char *addr,
+			  uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
+			  uint64_t now_ms);
+/* TARGET_HEARTBEAT. Returns 0 or -ENOENT for an unknown target. */
+int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id,
+			     uint64_t bytes_total, uint64_t bytes_free, uint64_t objects,
+			     uint64_t now_ms);
+
+/* Copies up to max targets (in id order) into out; *n gets the number copied. */
+void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
+			 struct lode_placement_target *out, unsigned max, unsigned *n);
+/* Sums over all targets (capacity counts UP targets only). */
+void lode_placement_totals(struct lode_placement *pl, uint64_t now_ms, uint64_t *bytes_total,
+			   uint64_t *bytes_free, uint32_t *up, uint32_t *count);
+/* 1 if target_id is a known target, else 0. */
+int lode_placement_known(struct lode_placement *pl, uint32_t target_id);
+
+/*
+ * Chooses targets for a new layout: stripe i, mirror m goes to
+ * targets[i * mirror_count + m]. stripe_count 0 means all UP targets, at most
+ * LODE_PLACEMENT_AUTO_STRIPES; *stripes_out gets the count used. UP targets are taken
+ * most free space first, starting one further on each call so consecutive files start on
+ * different targets; the mirrors of one stripe are always on distinct targets, and
+ * targets repeat across stripes only when there are fewer than stripe_count *
+ * mirror_count of them. Entries past the layout are zeroed (all LODE_LAYOUT_TARGETS_MAX).
+ * Returns 0, -ENOSPC (no target UP, or fewer UP than mirror_count) or -EINVAL.
+ */
+int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
+			  uint16_t mirror_count, uint16_t *stripes_out, uint32_t *targets);
+
+#endif

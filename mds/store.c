@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LMDB environment of lode-mds. Everything that talks to LMDB directly lives here, so
+ * that MDB_* return codes are turned into negative errno in exactly one place.
+ */
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mds_spec.h"
+#include "store.h"
+
+#define DEFAULT_MAP_SIZE (64ull << 30)
+
+struct lode_store {
+	MDB_env *env;
+	MDB_dbi dbi[LODE_DB_COUNT_];
+	uint64_t cluster_id; /* read-only after open */
+};
+
+static const char *const db_names[LODE_DB_COUNT_] = {
+	[LODE_DB_META] = "meta",	   [LODE_DB_INODES] = "inodes",
+	[LODE_DB_DIRENTS] = "dirents",	   [LODE_DB_COOKIES] = "cookies",
+	[LODE_DB_SYMLINKS] = "symlinks", [LODE_DB_XATTRS] = "xattrs",
+	[LODE_DB_TARGETS] = "targets",	   [LODE_DB_ORPHANS] = "orphans",
+};
+
+int lode_store_errno(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+	case MDB_PAGE_FULL:
+		return -ENOSPC;
+	case MDB_READERS_FULL:
+	case MDB_TLS_FULL:
+		return -EAGAIN;
+	case MDB_DBS_FULL:
+		return -EMFILE;
+	case MDB_BAD_VALSIZE:
+		return -EINVAL;
+	case MDB_VERSION_MISMATCH:
+	case MDB_INVALID:
+	case MDB_INCOMPATIBLE:
+		return -EPROTO;
+	case MDB_MAP_RESIZED:
+		return -ESTALE;
+	case MDB_PAGE_NOTFOUND:
+	case MDB_CORRUPTED:
+	case MDB_PANIC:
+	case MDB_BAD_RSLOT:
+	case MDB_BAD_TXN:
+	case MDB_BAD_DBI:
+	case MDB_CURSOR_FULL:
+		return -EIO;
+	default:
+		/* LMDB passes system errors through as positive errno values */
+		return rc > 0 ? -rc : -EIO;
+	}
+}
+
+uint64_t lode_store_cluster_id(const struct lode_store *st)
+{
+	return st->cluster_id;
+}
+
+int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+
+	t->st = st;
+	t->txn = NULL;
+	if (rc)
+		return lode_store_errno(rc);
+	t->txn = txn;
+	return 0;
+}
+
+int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(st->env, parent ? parent->txn : NULL, 0, &txn);
+
+	t->st = st;
+	t->txn = NULL;
+	if (rc)
+		return lode_store_errno(rc);
+	t->txn = txn;
+	return 0;
+}
+
+int lode_store_commit(struct lode_txn *t)
+{
+	int rc = mdb_txn_commit(t->txn);
+
+	t->txn = NULL;
+	return lode_store_errno(rc);
+}
+
+void lode_store_abort(struct lode_txn *t)
+{
+	if (t->txn)
+		mdb_txn_abort(t->txn);
+	t->txn = NULL;
+}
+
+int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, void *buf,
+		size_t cap, size_t *vlen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val v;
+	int rc = mdb_get(t->txn, t->st->dbi[db], &k, &v);
+
+	if (rc)
+		return lode_store_errno(rc);
+	if (cap)
+		memcpy(buf, v.mv_data, v.mv_size < cap ? v.mv_size : cap);
+	if (vlen)
+		*vlen = v.mv_size;
+	return 0;
+}
+
+int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen,
+		const void *val, size_t vlen, unsigned flags)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+
+	return lode_store_errno(mdb_put(t->txn, t->st->dbi[db], &k, &v,
+					flags & LODE_KV_NOOVERWRITE ? MDB_NOOVERWRITE : 0));
+}
+
+int lode_kv_del(struct lode_txn *t, enum lode_db db, const void *key, size_t klen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+
+	return lode_store_errno(mdb_del(t->txn, t->st->dbi[db], &k, NULL));
+}
+
+static int has_prefix(const MDB_val *k, const void *prefix, size_t plen)
+{
+	return k->mv_size >= plen && (plen == 0 || memcmp(k->mv_data, prefix, plen) == 0);
+}
+
+int lode_kv_del_prefix(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen)
+{
+	MDB_cursor *cur;
+	MDB_val k = { .mv_size = plen, .mv_data = (void *)prefix };
+	MDB_val v;
+	int rc = mdb_cursor_open(t->txn, t->st->dbi[db], &cur);
+
+	if (rc)
+		return lode_store_errno(rc);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && has_prefix(&k, prefix, plen)) {
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		/* after a delete, MDB_NEXT yields the key that followed the deleted one */
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : lode_store_errno(rc);
+}
+
+int lode_kv_scan(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen,
+		 const void *start, size_t slen, lode_kv_scan_cb cb, void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(t->txn, t->st->dbi[db], &cur);
+
+	if (rc)
+		return lode_store_errno(rc);
+	if (!start) {
+		start = prefix;
+		slen = plen;
+	}
+	k.mv_size = slen;
+	k.mv_data = (void *)start;
+	if (slen)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	else
+		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == 0 && has_prefix(&k, prefix, plen)) {
+		int r = cb(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
+
+		if (r) {
+			mdb_cursor_close(cur);
+			return r < 0 ? r : 0;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : lode_store_errno(rc);
+}
+
+int lode_kv_count(struct lode_txn *t, enum lode_db db, uint64_t *count)
+{
+	MDB_stat s;
+	int rc = mdb_stat(t->txn, t->st->dbi[db], &s);
+
+	if (rc)
+		return lode_store_errno(rc);
+	*count = s.ms_entries;
+	return 0;
+}
+
+static int meta_get_u64(struct lode_txn *t, const char *key, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t len;
+	int rc = lode_kv_get(t, LODE_DB_META, key, strlen(key), &v, sizeof(v), &len);
+
+	if (rc)
+		return rc;
+	if (len != sizeof(v))
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
+static int meta_put_u64(struct lode_txn *t, const char *key, uint64_t v)
+{
+	return lode_kv_put(t, LODE_DB_META, key, strlen(key), &v, sizeof(v), 0);
+}
+
+int lode_store_alloc_ino(struct lode_txn *t, uint64_t *ino)
+{
+	uint64_t next;
+	int rc = meta_get_u64(t, "next_ino", &next);
+
+	if (rc)
+		return rc == -ENOENT ? -EIO : rc;
+	rc = meta_put_u64(t, "next_ino", next + 1);
+	if (rc)
+		return rc;
+	*ino = next;
+	return 0;
+}
+
+int lode_store_alloc_target_id(struct lode_txn *t, uint32_t *id)
+{
+	uint64_t next;
+	int rc = meta_get_u64(t, "next_target_id", &next);
+
+	if (rc)
+		return rc == -ENOENT ? -EIO : rc;
+	if (next > UINT32_MAX)
+		return -ENOSPC;
+	rc = meta_put_u64(t, "next_target_id", next + 1);
+	if (rc)
+		return rc;
+	*id = (uint32_t)next;
+	return 0;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* First open: everything a fresh file system needs, in the caller's write txn. */
+static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
+{
+	uint32_t version = LODE_MDS_FORMAT_VERSION;
+	struct lode_disk_inode root = { 0 };
+	unsigned char key[8];
+	uint64_t id = 0;
+	int64_t now = wall_ns();
+	int rc;
+
+	while (id == 0) {
+		if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+			return -errno;
+	}
+	rc = lode_kv_put(t, LODE_DB_META, "format_version", 14, &version, sizeof(version), 0);
+	if (!rc)
+		rc = meta_put_u64(t, "cluster_id", id);
+	if (!rc)
+		rc = meta_put_u64(t, "next_ino", LODE_MDS_ROOT_INO + 1);
+	if (!rc)
+		rc = meta_put_u64(t, "next_target_id", 1);
+	if (rc)
+		return rc;
+
+	root.mode = S_IFDIR | 0755;
+	root.nlink = 2;
+	root.atime_ns = root.mtime_ns = root.ctime_ns = now;
+	root.parent = LODE_MDS_ROOT_INO;
+	root.next_cookie = LODE_MDS_FIRST_COOKIE;
+	root.layout.stripe_size = 1u << 20;
+	root.layout.stripe_count = 0;
+	root.layout.mirror_count = 1;
+	lode_be64_put(key, LODE_MDS_ROOT_INO);
+	rc = lode_kv_put(t, LODE_DB_INODES, key, sizeof(key), &root, sizeof(root), 0);
+	if (rc)
+		return rc;
+	*cluster_id = id;
+	return 0;
+}
+
+/* Opens the named dbs and checks (or writes) the format, all in one write txn. */
+static int open_dbs(struct lode_store *st, char *why, size_t why_len)
+{
+	struct lode_txn t;
+	uint32_t version = 0;
+	size_t len;
+	int rc;
+
+	rc = lode_store_write_begin(st, NULL, &t);
+	if (rc) {
+		snprintf(why, why_len, "cannot begin a transaction: %s", strerror(-rc));
+		return rc;
+	}
+	for (int i = 0; i < LODE_DB_COUNT_; i++) {
+		rc = lode_store_errno(mdb_dbi_open(t.txn, db_names[i], MDB_CREATE, &st->dbi[i]));
+		if (rc) {
+			snprintf(why, why_len, "cannot open database %s: %s", db_names[i],
+				 strerror(-rc));
+			goto abort_txn;
+		}
+	}
+
+	rc = lode_kv_get(&t, LODE_DB_META, "format_version", 14, &version, sizeof(version), &len);
+	if (rc == -ENOENT) {
+		rc = format_fresh(&t, &st->cluster_id);
+		if (rc) {
+			snprintf(why, why_len, "cannot format a fresh store: %s", strerror(-rc));
+			goto abort_txn;
+		}
+	} else if (rc || len != sizeof(version)) {
+		rc = rc ? rc : -EIO;
+		snprintf(why, why_len, "cannot read the format version: %s", strerror(-rc));
+		goto abort_txn;
+	} else if (version > LODE_MDS_FORMAT_VERSION) {
+		rc = -EPROTONOSUPPORT;
+		snprintf(why, why_len,
+			 "data format version %u is newer than this lode-mds supports (%u): "
+			 "run a newer lode-mds",
+			 version, LODE_MDS_FORMAT_VERSION);
+		goto abort_txn;
+	} else {
+		rc = meta_get_u64(&t, "cluster_id", &st->cluster_id);
+		if (rc) {
+			snprintf(why, why_len, "cannot read the cluster id: %s", strerror(-rc));
+			goto abort_txn;
+		}
+	}
+
+	rc = lode_store_commit(&t);
+	if (rc)
+		snprintf(why, why_len, "cannot commit: %s", strerror(-rc));
+	return rc;
+
+abort_txn:
+	lode_store_abort(&t);
+	return rc;
+}
+
+int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
+		    size_t why_len)
+{
+	struct lode_store *st;
+	char dummy[1];
+	int rc;
+
+	if (!why) {
+		why = dummy;
+		why_len = sizeof(dummy);
+	}
+	if (why_len)
+		why[0] = '\0';
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	rc = lode_store_errno(mdb_env_create(&st->env));
+	if (rc) {
+		snprintf(why, why_len, "mdb_env_create: %s", strerror(-rc));
+		goto free_st;
+	}
+	rc = lode_store_errno(mdb_env_set_mapsize(st->env, opts->map_size ? opts->map_size :
+									       DEFAULT_MAP_SIZE));
+	if (!rc)
+		rc = lode_store_errno(mdb_env_set_maxdbs(st->env, LODE_DB_COUNT_ + 4));
+	if (!rc)
+		rc = lode_store_errno(
+			mdb_env_set_maxreaders(st->env, opts->max_readers ? opts->max_readers : 256));
+	if (rc) {
+		snprintf(why, why_len, "cannot configure LMDB: %s", strerror(-rc));
+		goto close_env;
+	}
+	rc = lode_store_errno(mdb_env_open(st->env, opts->dir, 0, 0600));
+	if (rc) {
+		snprintf(why, why_len, "cannot open LMDB environment in %s: %s", opts->dir,
+			 strerror(-rc));
+		goto close_env;
+	}
+	rc = open_dbs(st, why, why_len);
+	if (rc)
+		goto close_env;
+	*out = st;
+	return 0;
+
+close_env:
+	mdb_env_close(st->env);
+free_st:
+	free(st);
+	return rc;
+}
+
+void lode_store_close(struct lode_store *st)
+{
+	if (!st)
+		return;
+	mdb_env_close(st->env);
+	free(st);
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_store: the MDS's LMDB environment and its named databases (see mds_spec.h).
+ *
+ * This is the boundary where LMDB return codes become negative errno (MDB_NOTFOUND ->
+ * -ENOENT, MDB_KEYEXIST -> -EEXIST, MDB_MAP_FULL -> -ENOSPC, ...): no MDB_* code leaves
+ * this file. Every function returns 0 or a negative errno and writes its outputs only on
+ * success. Values are copied out before the call returns, so nothing a caller holds
+ * points into the map once its transaction ends.
+ *
+ * Transactions: any thread may run read-only transactions (one at a time per thread);
+ * write transactions belong to the writer thread (mds/writer.c). A write transaction may
+ * have nested children, so a failed operation rolls back alone.
+ */
+#ifndef LODE_MDS_STORE_H
+#define LODE_MDS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lode_store;
+typedef struct MDB_txn MDB_txn;
+
+enum lode_db {
+	LODE_DB_META,
+	LODE_DB_INODES,
+	LODE_DB_DIRENTS,
+	LODE_DB_COOKIES,
+	LODE_DB_SYMLINKS,
+	LODE_DB_XATTRS,
+	LODE_DB_TARGETS,
+	LODE_DB_ORPHANS,
+	LODE_DB_COUNT_,
+};
+
+/* A transaction: declare on the stack, begin, then commit or abort exactly once. */
+struct lode_txn {
+	struct lode_store *st;
+	MDB_txn *txn;
+};
+
+struct lode_store_opts {
+	const char *dir;   /* an existing directory */
+	uint64_t map_size; /* 0: 64 GiB (sparse; the file grows as data is written) */
+	unsigned max_readers; /* 0: 256 */
+};
+
+/*
+ * Opens (creating at first use) the environment in opts->dir. A fresh environment gets the
+ * format version, a random cluster id, and the root directory (ino 1, 0755 root:root,
+ * default layout 1 MiB x all-up-targets (0) x 1 mirror).
+ * Returns 0, -EPROTONOSUPPORT when the data's format is newer than this server's, or
+ * another -errno; on failure `why` (if non-NULL) holds a one-line reason.
+ */
+int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
+		    size_t why_len);
+/* Closes the environment. No transaction may be open. NULL is accepted. */
+void lode_store_close(struct lode_store *st);
+uint64_t lode_store_cluster_id(const struct lode_store *st);
+
+/* Begins a read-only transaction. */
+int lode_store_read_begin(struct lode_store *st, struct lode_txn *t);
+/* Begins a write transaction, nested in `parent` if non-NULL. */
+int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t);
+/* Commits (durably, for a top-level write txn). The txn is gone either way. */
+int lode_store_commit(struct lode_txn *t);
+/* Aborts; accepts a txn whose begin failed (t->txn NULL). */
+void lode_store_abort(struct lode_txn *t);
+
+/* Converts an LMDB return code to 0 or a negative errno. */
+int lode_store_errno(int mdb_rc);
+
+/*
+ * Key-value access. get copies at most `cap` bytes of the value into buf and sets *vlen to
+ * the value's full length (buf may be NULL when cap is 0). put flags: LODE_KV_NOOVERWRITE
+ * makes an existing key -EEXIST.
+ */
+#define LODE_KV_NOOVERWRITE 0x1u
+int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, void *buf,
+		size_t cap, size_t *vlen);
+int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen,
+		const void *val, size_t vlen, unsigned flags);
+/* Returns 0 or -ENOENT if absent. */
+int lode_kv_del(struct lode_txn *t, enum lode_db db, const void *key, size_t klen);
+/* Deletes every key that starts with prefix. */
+int lode_kv_del_prefix(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen);
+
+/*
+ * Calls cb for each key >= start (start begins with prefix; NULL means prefix) that starts
+ * with prefix, in key order. k and v are valid only during the callback (they point into
+ * the map): copy what you keep. cb returns 0 to go on, > 0 to stop, < 0 to fail with that
+ * errno. The callback must not modify db. Returns 0 or the negative errno.
+ */
+typedef int (*lode_kv_scan_cb)(void *arg, const void *k, size_t klen, const void *v,
+			       size_t vlen);
+int lode_kv_scan(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen,
+		 const void *start, size_t slen, lode_kv_scan_cb cb, void *arg);
+/* Number of keys in db. */
+int lode_kv_count(struct lode_txn *t, enum lode_db db, uint64_t *count);
+
+/* Big-endian key helpers. */
+static inline void lode_be64_put(void *p, uint64_t v)
+{
+	unsigned char *b = p;
+
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (unsigned char)v;
+}
+
+static inline uint64_t lode_be64_get(const void *p)
+{
+	const unsigned char *b = p;
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | b[i];
+	return v;
+}
+
+/* meta counters, for write transactions: hands out the next value and advances it. */
+int lode_store_alloc_ino(struct lode_txn *t, uint64_t *ino);
+int lode_store_alloc_target_id(struct lode_txn *t, uint32_t *id);
+
+#endif

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The writer thread and its queue.
+ *
+ * Why nested transactions: LMDB allows one write txn at a time, and an fsync per request
+ * would cap the MDS at a few hundred mutations a second. Batching everything that arrived
+ * while the previous batch was being committed into one txn amortizes the fsync; a child
+ * txn per op keeps the ops independent (a failing rename must not undo a create next to
+ * it). If the final commit fails, nothing of the batch is on disk, so every op that had
+ * succeeded is told the commit's error instead.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "writer.h"
+
+#define MAX_BATCH 1024u
+
+struct lode_writer {
+	struct lode_store *st;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct lode_wop *head; /* protected by lock: queue, oldest first */
+	struct lode_wop *tail; /* protected by lock */
+	int stopping;	       /* protected by lock */
+	unsigned long batches; /* writer thread only (read after join or racily for stats) */
+};
+
+static void run_batch(struct lode_writer *w, struct lode_wop *batch)
+{
+	struct lode_txn top, child;
+	struct lode_wop *op, *next;
+	int rc;
+
+	rc = lode_store_write_begin(w->st, NULL, &top);
+	for (op = batch; op; op = op->next) {
+		if (rc) {
+			op->status = rc;
+			continue;
+		}
+		op->status = lode_store_write_begin(w->st, &top, &child);
+		if (op->status)
+			continue;
+		op->status = op->run(op, &child);
+		if (op->status)
+			lode_store_abort(&child);
+		else
+			op->status = lode_store_commit(&child);
+	}
+	if (!rc) {
+		rc = lode_store_commit(&top);
+		w->batches++;
+	}
+	for (op = batch; op; op = next) {
+		next = op->next;
+		op->done(op, op->status ? op->status : rc);
+	}
+}
+
+/* Detaches up to MAX_BATCH queued ops (lock held): a bounded batch bounds both the
+ * latency of its first op and the dirty pages of one LMDB transaction. */
+static struct lode_wop *take_batch(struct lode_writer *w)
+{
+	struct lode_wop *batch = w->head, *last = batch;
+
+	for (unsigned n = 1; n < MAX_BATCH && last->next; n++)
+		last = last->next;
+	w->head = last->next;
+	if (!w->head)
+		w->tail = NULL;
+	last->next = NULL;
+	return batch;
+}
+
+static void *writer_main(void *arg)
+{
+	struct lode_writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct lode_wop *batch;
+
+		while (!w->head && !w->stopping)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->head)
+			break; /* stopping and drained */
+		batch = take_batch(w);
+		pthread_mutex_unlock(&w->lock);
+		run_batch(w, batch);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int lode_writer_start(struct lode_writer **out, struct lode_store *st)
+{
+	struct lode_writer *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->st = st;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	rc = pthread_create(&w->thread, NULL, writer_main, w);
+	if (rc) {
+		pthread_cond_destroy(&w->cond);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return -rc;
+	}
+	*out = w;
+	return 0;
+}
+
+void lode_writer_submit(struct lode_writer *w, struct lode_wop *op)
+{
+	op->next = NULL;
+	op->status = 0;
+	pthread_mutex_lock(&w->lock);
+	if (w->stopping) {
+		pthread_mutex_unlock(&w->lock);
+		op->done(op, -ESHUTDOWN);
+		return;
+	}
+	if (w->tail)
+		w->tail->next = op;
+	else
+		w->head = op;
+	w->tail = op;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void lode_writer_stop(struct lode_writer *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stopping = 1;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+unsigned long lode_writer_batches(struct lode_writer *w)
+{
+	return w->batches;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_writer: group commit. Every mutation of the MDS runs on one writer thread.
+ *
+ * Worker threads submit operations (any thread, never blocks for long); the writer takes
+ * everything queued at once, runs each op's run() in a nested transaction of one write
+ * transaction (so a failing op rolls back alone and the others still commit), commits that
+ * transaction durably, and only then calls every op's done() with its final status: the
+ * op's own result, or the commit's error if the commit failed. A mutation is thus
+ * acknowledged only once it is on disk, and one fsync covers a whole batch.
+ *
+ * run() and done() are called on the writer thread, in submission order; done() is where
+ * the reply is sent and in-memory state that must follow the commit is updated. done()
+ * owns the op afterwards (usually frees it).
+ */
+#ifndef LODE_MDS_WRITER_H
+#define LODE_MDS_WRITER_H
+
+#include "store.h"
+
+struct lode_writer;
+
+struct lode_wop {
+	struct lode_wop *next; /* writer's */
+	int status;	       /* writer's: result of run() */
+	/* Runs in its own nested write txn. Returns 0 or -errno (the txn is then aborted). */
+	int (*run)(struct lode_wop *op, struct lode_txn *t);
+	/* After the batch's commit (status: 0 or -errno). Must not touch the store. */
+	void (*done)(struct lode_wop *op, int status);
+};
+
+/* Starts the writer thread. Returns 0 or -errno. */
+int lode_writer_start(struct lode_writer **out, struct lode_store *st);
+/* Queues op. Any thread. After lode_writer_stop() began, done(op, -ESHUTDOWN) is called
+ * at once on the caller's thread. */
+void lode_writer_submit(struct lode_writer *w, struct lode_wop *op);
+/* Runs what is queued, stops the thread and frees the writer. NULL is accepted. */
+void lode_writer_stop(struct lode_writer *w);
+/* Number of batches committed (for tests and stats). */
+unsigned long lode_writer_batches(struct lode_writer *w);
+
+#endif
