@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-oss request handlers: the lode_server_ops that serve OBJ_* requests from the
+ * object store, plus HELLO and PING.
+ */
+#ifndef LODE_OSS_HANDLERS_H
+#define LODE_OSS_HANDLERS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "objstore.h"
+#include "server.h"
+
+#define LODE_OSS_WORKERS_MAX 64
+
+struct lode_oss {
+	struct lode_objstore *st; /* not owned */
+	/* Set by the MDS link once registered, read by HELLO on any worker. */
+	_Atomic uint64_t cluster_id;
+	_Atomic uint32_t target_id;
+	/* One per worker, created by on_worker_start on that worker's thread; each is used
+	 * only there. Freed by lode_oss_fini() after the server has stopped. */
+	struct lode_objstore_io *ios[LODE_OSS_WORKERS_MAX];
+};
+
+/* Serves requests with ctx = a struct lode_oss. */
+extern const struct lode_server_ops lode_oss_server_ops;
+
+/* Prepares oss to serve st. */
+void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st);
+/* Frees the per-worker I/O contexts. Call after lode_server_stop(). */
+void lode_oss_fini(struct lode_oss *oss);
+
+#endif

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-oss: one storage target. Serves OBJ_* requests from DATA/objects on --threads
+ * workers and keeps itself registered with the MDS. SIGTERM/SIGINT stop it cleanly;
+ * acknowledged synchronous writes are on disk whatever way it stops.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "config.h"
+#include "handlers.h"
+#include "log.h"
+#include "mds_link.h"
+#include "objstore.h"
+#include "server.h"
+
+#define PROG "lode-oss"
+
+static const char usage[] =
+	"usage: " PROG " --data DIR --listen tcp://HOST:PORT --mds tcp://HOST:PORT [options]\n"
+	"\n"
+	"  --data DIR          object store directory (created if missing)\n"
+	"  --listen ADDR       address to serve on (port 0 picks a free one)\n"
+	"  --mds ADDR          metadata server to register with\n"
+	"  --advertise ADDR    address clients should use (default: the bound listen address)\n"
+	"  --threads N         worker threads (default 2)\n"
+	"  --port-file FILE    write the bound address to FILE once listening\n"
+	"  --log-level L       err, warn, info (default) or debug\n"
+	"  --version           print the version and exit\n"
+	"  --help              print this help and exit\n";
+
+struct args {
+	const char *data;
+	const char *listen;
+	const char *mds;
+	const char *advertise;
+	const char *port_file;
+	unsigned threads;
+	enum lode_log_level level;
+};
+
+static void __attribute__((noreturn, format(printf, 1, 2))) bad_args(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	exit(2);
+}
+
+static void check_addr(const char *opt, const char *addr)
+{
+	struct lode_addr a;
+
+	if (strlen(addr) > LODE_ADDR_MAX || lode_addr_parse(addr, &a))
+		bad_args("%s: bad address '%s'", opt, addr);
+}
+
+static void parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+		{"data", required_argument, NULL, 'd'},
+		{"listen", required_argument, NULL, 'l'},
+		{"mds", required_argument, NULL, 'm'},
+		{"advertise", required_argument, NULL, 'a'},
+		{"threads", required_argument, NULL, 't'},
+		{"port-file", required_argument, NULL, 'p'},
+		{"log-level", required_argument, NULL, 'L'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	char *end;
+	long n;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->threads = 2;
+	a->level = LODE_LOG_INFO;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			a->data = optarg;
+			break;
+		case 'l':
+			a->listen = optarg;
+			break;
+		case 'm':
+			a->mds = optarg;
+			break;
+		case 'a':
+			a->advertise = optarg;
+			break;
+		case 'p':
+			a->port_file = optarg;
+			break;
+		case 't':
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || n < 1 || n > LODE_OSS_WORKERS_MAX)
+				bad_args("--threads: expected 1..%d, got '%s'", LODE_OSS_WORKERS_MAX,
+					 optarg);
+			a->threads = (unsigned)n;
+			break;
+		case 'L':
+			if (!strcmp(optarg, "err"))
+				a->level = LODE_LOG_ERR;
+			else if (!strcmp(optarg, "warn"))
+				a->level = LODE_LOG_WARN;
+			else if (!strcmp(optarg, "info"))
+				a->level = LODE_LOG_INFO;
+			else if (!strcmp(optarg, "debug"))
+				a->level = LODE_LOG_DEBUG;
+			else
+				bad_args("--log-level: expected err, warn, info or debug, got '%s'",
+					 optarg);
+			break;
+		case 'V':
+			printf(PROG " %s\n", LODE_VERSION);
+			exit(0);
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case ':':
+			bad_args("%s needs an argument", argv[optind - 1]);
+		default:
+			bad_args("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		bad_args("unexpected argument '%s'", argv[optind]);
+	if (!a->data || !*a->data)
+		bad_args("--data is required");
+	if (!a->listen)
+		bad_args("--listen is required");
+	if (!a->mds)
+		bad_args("--mds is required");
+	check_addr("--listen", a->listen);
+	check_addr("--mds", a->mds);
+	if (a->advertise)
+		check_addr("--advertise", a->advertise);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Written to a temporary name and renamed, so a reader never sees a partial address. */
+static int write_port_file(const char *path, const char *addr)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%s\n", addr) < 0 || fflush(f) || fsync(fileno(f)) < 0)
+		err = -errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct lode_server_opts sopts = {0};
+	struct lode_mds_link_opts lopts = {0};
+	struct lode_server *srv = NULL;
+	struct lode_mds_link *link = NULL;
+	struct lode_objstore *st = NULL;
+	static struct lode_oss oss;
+	const char *bound;
+	uint8_t uuid[16];
+	sigset_t sigs;
+	struct args a;
+	int sig, err;
+
+	parse_args(argc, argv, &a);
+	lode_log_init(PROG, a.level);
+
+	/* Every thread started from here on inherits the mask, so only sigwait() below
+	 * sees SIGTERM/SIGINT. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	err = make_dirs(a.data);
+	if (err) {
+		LODE_ERR("creating %s: %s", a.data, strerror(-err));
+		return 1;
+	}
+	err = lode_objstore_open(&st, a.data);
+	if (err) {
+		LODE_ERR("opening the object store in %s: %s", a.data, strerror(-err));
+		return 1;
+	}
+	err = lode_oss_uuid_load(a.data, uuid);
+	if (err) {
+		LODE_ERR("%s/oss.uuid: %s", a.data, strerror(-err));
+		goto out_store;
+	}
+	lode_oss_init(&oss, st);
+	sopts.listen[0] = a.listen;
+	sopts.threads = a.threads;
+	sopts.ops = &lode_oss_server_ops;
+	sopts.ctx = &oss;
+	err = lode_server_start(&srv, &sopts);
+	if (err) {
+		LODE_ERR("listening on %s: %s", a.listen, strerror(-err));
+		goto out_oss;
+	}
+	bound = lode_server_address(srv, 0);
+	fprintf(stderr, PROG ": listening on %s\n", bound);
+	if (!a.advertise && !strncmp(bound, "tcp://0.0.0.0:", 14))
+		LODE_WARN("advertising %s to clients: give --advertise to name a reachable host",
+			  bound);
+
+	lopts.mds_addr = a.mds;
+	lopts.advertise = a.advertise ? a.advertise : bound;
+	lopts.data_dir = a.data;
+	lopts.uuid = uuid;
+	lopts.st = st;
+	lopts.oss = &oss;
+	err = lode_mds_link_start(&link, &lopts);
+	if (err) {
+		LODE_ERR("starting the MDS link to %s: %s", a.mds, strerror(-err));
+		goto out_server;
+	}
+	if (a.port_file) {
+		err = write_port_file(a.port_file, bound);
+		if (err) {
+			LODE_ERR("writing %s: %s", a.port_file, strerror(-err));
+			goto out_link;
+		}
+	}
+
+	do {
+		err = sigwait(&sigs, &sig);
+	} while (err == EINTR);
+	LODE_INFO("stopping on signal %d", err ? 0 : sig);
+	err = 0;
+
+out_link:
+	lode_mds_link_stop(link);
+out_server:
+	lode_server_stop(srv);
+out_oss:
+	lode_oss_fini(&oss);
+out_store:
+	lode_objstore_close(st);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MDS link: a plain thread making synchronous calls through its own lode_rpc. Nothing on
+ * the data path waits for it; the workers only read the target and cluster ids it sets.
+ */
+#include "mds_link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "log.h"
+#include "rpc.h"
+
+#define HEARTBEAT_MS 1000
+#define ORPHAN_EVERY_MS 5000
+#define ORPHAN_ROUNDS_MAX 16 /* pages of orphans removed in one go */
+#define RPC_TIMEOUT_MS 3000
+
+enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
+
+struct lode_mds_link {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* signalled on stop */
+	bool stop;           /* protected by lock */
+	char *mds_addr;
+	char *advertise;
+	char *data_dir;
+	uint8_t uuid[16];
+	struct lode_objstore *st;
+	struct lode_oss *oss;
+	/* link thread only */
+	struct lode_rpc *rpc;
+	struct lode_rpc_conn *conn;
+	uint64_t client_id;
+	uint32_t target_id;
+	enum link_state state;
+	int last_err;
+	struct lode_wire_objid orphans[LODE_OBJLIST_MAX];
+	struct lode_wire_objid removed[LODE_OBJLIST_MAX];
+};
+
+/* ---- uuid file ---- */
+
+static int parse_uuid(const char *s, size_t len, uint8_t uuid[16])
+{
+	static const char *hex = "0123456789abcdef";
+	size_t pos = 0;
+
+	if (len != 36 && !(len == 37 && s[36] == '\n'))
+		return -EINVAL;
+	for (unsigned i = 0; i < 16; i++) {
+		const char *hi, *lo;
+
+		if (pos == 8 || pos == 13 || pos == 18 || pos == 23) {
+			if (s[pos] != '-')
+				return -EINVAL;
+			pos++;
+		}
+		hi = s[pos] ? strchr(hex, s[pos]) : NULL;
+		lo = s[pos + 1] ? strchr(hex, s[pos + 1]) : NULL;
+		if (!hi || !lo)
+			return -EINVAL;
+		uuid[i] = (uint8_t)((hi - hex) << 4 | (lo - hex));
+		pos += 2;
+	}
+	return 0;
+}
+
+static void format_uuid(const uint8_t u[16], char *buf)
+{
+	snprintf(buf, 38,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+static int create_uuid(int dirfd, uint8_t uuid[16])
+{
+	char text[38];
+	ssize_t n;
+	int fd, err = 0;
+
+	if (getrandom(uuid, 16, 0) != 16)
+		return -EIO;
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40); /* version 4 */
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80); /* variant 1 */
+	format_uuid(uuid, text);
+	/* tmp + fsync + rename: a crash never leaves a torn identity behind */
+	fd = openat(dirfd, "oss.uuid.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, 37);
+	if (n != 37)
+		err = n < 0 ? -errno : -EIO;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	if (!err && renameat(dirfd, "oss.uuid.tmp", dirfd, "oss.uuid") < 0)
+		err = -errno;
+	if (!err && fsync(dirfd) < 0)
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, "oss.uuid.tmp", 0);
+	return err;
+}
+
+int lode_oss_uuid_load(const char *data_dir, uint8_t uuid[16])
+{
+	uint8_t u[16];
+	char text[64];
+	ssize_t n;
+	int dirfd, fd, err;
+
+	dirfd = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	fd = openat(dirfd, "oss.uuid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno == ENOENT ? create_uuid(dirfd, u) : -errno;
+		goto out;
+	}
+	n = read(fd, text, sizeof(text) - 1);
+	err = n < 0 ? -errno : parse_uuid(text, (size_t)n, u);
+	close(fd);
+out:
+	close(dirfd);
+	if (!err)
+		memcpy(uuid, u, 16);
+	return err;
+}
+
+/* ---- calls ---- */
+
+static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_bytes)
+{
+	struct statvfs sv;
+
+	if (statvfs(l->data_dir, &sv) < 0) {
+		*total = *free_bytes = 0;
+		return;
+	}
+	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	*free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+static int do_register(struct lode_mds_link *l)
+{
+	struct lode_wire_hello_req hreq = {.client_id = l->client_id, .role = LODE_ROLE_OSS};
+	struct lode_wire_target_register_req rreq = {0};
+	struct lode_wire_hello_rep rep;
+	uint64_t body[(sizeof(rreq) + LODE_ADDR_MAX + 7) / 8];
+	struct lode_buf b;
+	int err;
+
+	err = lode_rpc_simple(l->conn, LODE_OP_HELLO, &hreq, sizeof(hreq), &rep, sizeof(rep));
+	if (err)
+		return err;
+	memcpy(rreq.uuid, l->uuid, 16);
+	capacity(l, &rreq.bytes_total, &rreq.bytes_free);
+	rreq.addr_len = (uint16_t)strlen(l->advertise);
+	lode_buf_init(&b, body, sizeof(body));
+	lode_buf_put(&b, &rreq, sizeof(rreq));
+	lode_buf_put(&b, l->advertise, rreq.addr_len);
+	if (b.err)
+		return b.err;
+	memset(&rep, 0, sizeof(rep));
+	err = lode_rpc_simple(l->conn, LODE_OP_TARGET_REGISTER, body, (uint32_t)b.len, &rep,
+			      sizeof(rep));
+	if (err)
+		return err;
+	l->target_id = rep.target_id;
+	atomic_store(&l->oss->cluster_id, rep.cluster_id);
+	atomic_store(&l->oss->target_id, rep.target_id);
+	return 0;
+}
+
+static int do_heartbeat(struct lode_mds_link *l)
+{
+	struct lode_wire_target_heartbeat_req req = {.target_id = l->target_id};
+
+	capacity(l, &req.bytes_total, &req.bytes_free);
+	req.objects = lode_objstore_count(l->st);
+	return lode_rpc_simple(l->conn, LODE_OP_TARGET_HEARTBEAT, &req, sizeof(req), NULL, 0);
+}
+
+/* One page of orphans: removes them and reports what was removed. Returns the number
+ * listed (>= 0) or -errno. */
+static int orphan_round(struct lode_mds_link *l)
+{
+	struct lode_wire_orphan_req req = {.target_id = l->target_id, .max = LODE_OBJLIST_MAX};
+	struct lode_wire_orphan_list_rep rep = {0};
+	struct lode_call call = {
+		.opcode = LODE_OP_ORPHAN_LIST,
+		.body = &req,
+		.body_len = sizeof(req),
+		.reply_body = &rep,
+		.reply_body_max = sizeof(rep),
+		.reply_data = l->orphans,
+		.reply_data_max = sizeof(l->orphans),
+	};
+	struct iovec iov;
+	uint32_t nremoved = 0;
+	int err;
+
+	err = lode_rpc_call(l->conn, &call);
+	if (err)
+		return err;
+	if (call.reply_body_len != sizeof(rep) || rep.count > LODE_OBJLIST_MAX ||
+	    call.reply_data_len != (uint64_t)rep.count * sizeof(struct lode_wire_objid))
+		return -EPROTO;
+	for (uint32_t i = 0; i < rep.count; i++) {
+		struct lode_wire_objid *id = &l->orphans[i];
+
+		if (!id->ino || id->reserved)
+			continue; /* not an object id: never report it removed */
+		err = lode_objstore_remove(l->st, NULL, id, NULL);
+		if (err) {
+			LODE_WARN("removing orphan %llx.%llx.%u: %s", (unsigned long long)id->ino,
+				  (unsigned long long)id->generation, id->stripe, strerror(-err));
+			continue;
+		}
+		l->removed[nremoved++] = *id;
+	}
+	if (!nremoved)
+		return (int)rep.count;
+	req.max = nremoved;
+	iov.iov_base = l->removed;
+	iov.iov_len = (size_t)nremoved * sizeof(struct lode_wire_objid);
+	memset(&call, 0, sizeof(call));
+	call.opcode = LODE_OP_ORPHAN_DONE;
+	call.body = &req;
+	call.body_len = sizeof(req);
+	call.data = &iov;
+	call.data_iovcnt = 1;
+	err = lode_rpc_call(l->conn, &call);
+	if (err)
+		return err;
+	LODE_INFO("removed %u orphan objects", nremoved);
+	return (int)rep.count;
+}
+
+/* ---- thread ---- */
+
+static void set_state(struct lode_mds_link *l, enum link_state s, int err)
+{
+	if (s == l->state)
+		return;
+	if (s == LINK_UP)
+		LODE_INFO("registered with MDS %s as target %u (clients use %s)", l->mds_addr,
+			  l->target_id, l->advertise);
+	else
+		LODE_WARN("MDS %s: %s; serving data, retrying", l->mds_addr, strerror(-err));
+	l->state = s;
+	l->last_err = err;
+}
+
+static bool stopping(struct lode_mds_link *l)
+{
+	bool s;
+
+	pthread_mutex_lock(&l->lock);
+	s = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return s;
+}
+
+/* Sleeps until `ms` from now or until stop; returns true when stopping. */
+static bool wait_ms(struct lode_mds_link *l, unsigned ms)
+{
+	struct timespec ts;
+	bool s;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop && pthread_cond_timedwait(&l->cond, &l->lock, &ts) != ETIMEDOUT)
+		;
+	s = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return s;
+}
+
+static void *link_main(void *arg)
+{
+	struct lode_mds_link *l = arg;
+	bool registered = false;
+	uint64_t next_orphans = 0;
+	int err;
+
+	do {
+		if (!registered) {
+			err = do_register(l);
+			if (err) {
+				set_state(l, LINK_DOWN, err);
+				continue;
+			}
+			registered = true;
+			set_state(l, LINK_UP, 0);
+			next_orphans = lode_now_ms() + ORPHAN_EVERY_MS / 2;
+			continue;
+		}
+		err = do_heartbeat(l);
+		if (err == -ENOENT) {
+			/* The MDS lost track of us (e.g. it was rebuilt): register again now. */
+			LODE_INFO("MDS does not know target %u; registering again", l->target_id);
+			registered = false;
+			l->state = LINK_UNKNOWN;
+			continue;
+		}
+		if (err) {
+			registered = false;
+			set_state(l, LINK_DOWN, err);
+			continue;
+		}
+		if (lode_now_ms() >= next_orphans) {
+			for (unsigned i = 0; i < ORPHAN_ROUNDS_MAX && !stopping(l); i++) {
+				err = orphan_round(l);
+				if (err < LODE_OBJLIST_MAX)
+					break;
+			}
+			if (err < 0)
+				LODE_WARN("orphan cleanup: %s", strerror(-err));
+			next_orphans = lode_now_ms() + ORPHAN_EVERY_MS;
+		}
+	} while (!wait_ms(l, HEARTBEAT_MS));
+	return NULL;
+}
+
+int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_opts *opts)
+{
+	struct lode_mds_link *l;
+	pthread_condattr_t ca;
+	int err;
+
+	if (strlen(opts->advertise) > LODE_ADDR_MAX)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->mds_addr = strdup(opts->mds_addr);
+	l->advertise = strdup(opts->advertise);
+	l->data_dir = strdup(opts->data_dir);
+	if (!l->mds_addr || !l->advertise || !l->data_dir) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	memcpy(l->uuid, opts->uuid, 16);
+	l->st = opts->st;
+	l->oss = opts->oss;
+	if (getrandom(&l->client_id, sizeof(l->client_id), 0) != sizeof(l->client_id))
+		l->client_id = (uint64_t)lode_now_ns() ^ (uint64_t)getpid();
+	err = lode_rpc_create(&l->rpc, RPC_TIMEOUT_MS);
+	if (err)
+		goto err_free;
+	err = lode_rpc_conn_open(l->rpc, l->mds_addr, &l->conn);
+	if (err)
+		goto err_rpc;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	err = -pthread_create(&l->thread, NULL, link_main, l);
+	if (err)
+		goto err_sync;
+	*out = l;
+	return 0;
+
+err_sync:
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+err_rpc:
+	lode_rpc_destroy(l->rpc); /* closes the connection too */
+err_free:
+	free(l->mds_addr);
+	free(l->advertise);
+	free(l->data_dir);
+	free(l);
+	return err;
+}
+
+void lode_mds_link_stop(struct lode_mds_link *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->stop = true;
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	pthread_join(l->thread, NULL);
+	lode_rpc_destroy(l->rpc);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l->mds_addr);
+	free(l->advertise);
+	free(l->data_dir);
+	free(l);
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The object store of one storage target: objects as files under DATA/objects.
+ *
+ * An object is named by numbers only (wire_spec.h: ino, generation, stripe):
+ *
+ *   DATA/objects/<ino % 256, 2 hex>/<ino, 16 hex>.<generation, 16 hex>.<stripe, 8 hex>
+ *
+ * plus the same name + ".sum": one little-endian u64 xxh3 per LODE_CHUNK_SIZE chunk of
+ * data (lode_chunk_sum: the chunk padded with zeros past the object's end). A zero entry,
+ * or an entry past the end of the .sum file, is a hole ("never written") and reads as the
+ * checksum of an all-zero chunk. Names are canonical (fixed width, lower case); listing
+ * ignores anything else found in those directories.
+ *
+ * Threads. struct lode_objstore is shared and thread-safe. Each thread that does data
+ * I/O owns a struct lode_objstore_io: its lode_loop (all pread/pwrite/fsync of objects go
+ * through that ring) and a small LRU cache of open file descriptors. Opens, unlinks and
+ * ftruncate are synchronous syscalls.
+ *
+ * Why caches stay correct when another thread removes an object: the data and .sum
+ * descriptors of an object are opened as a pair, and removed as a pair, under one of a
+ * few striped mutexes (taken only on cache misses and removals, never around I/O). Every
+ * operation fstat()s the cached data descriptor (it needs the size anyway); a link count
+ * of 0 means the pair was removed, so the entry is dropped and the pair reopened. An op
+ * that passed that check before a concurrent removal writes into the removed pair, which
+ * is the same as running entirely before the removal. Cache entries are reference counted:
+ * an evicted entry is closed only when its last in-flight operation finishes, so a
+ * descriptor number is never reused under an operation.
+ *
+ * Crash safety. Writes store data first, then the checksums. A crash between the two
+ * leaves new data with old (or hole) checksums: readers see a mismatch, never bad data
+ * reported as good. Creating an object fsyncs its directory before any data is written, so
+ * a durable object is always reachable by name.
+ */
+#ifndef LODE_OSS_OBJSTORE_H
+#define LODE_OSS_OBJSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+#include "wire_spec.h"
+
+struct lode_objstore;
+struct lode_objstore_io;
+
+/* Opens (creating if needed) the store under data_dir/objects and counts its objects.
+ * Returns 0 or -errno. */
+int lode_objstore_open(struct lode_objstore **out, const char *data_dir);
+/* Closes the store. Every lode_objstore_io must have been destroyed. NULL is accepted. */
+void lode_objstore_close(struct lode_objstore *st);
+
+/* The approximate number of objects (counted at open, kept up to date since). */
+uint64_t lode_objstore_count(const struct lode_objstore *st);
+
+/* Per-thread I/O context on `loop` with at most max_fds cached objects (0: a default).
+ * Use it only on the loop's thread. Returns 0 or -errno. */
+int lode_objstore_io_create(struct lode_objstore *st, struct lode_loop *loop, unsigned max_fds,
+			    struct lode_objstore_io **out);
+/* Frees it and closes its cached descriptors. No operation may be in flight on it (entries
+ * still referenced by one are left open). NULL is accepted. */
+void lode_objstore_io_destroy(struct lode_objstore_io *io);
+
+/* Result of an operation, valid only during the completion callback unless stated. */
+struct lode_obj_result {
+	uint64_t object_size;  /* after the operation (REMOVE: before it; absent: 0) */
+	uint64_t bytes_stored; /* data + checksum files, allocated on disk */
+	/* OBJ_READ only. data (data_len bytes, malloc'd) and sums (nchunks u64, malloc'd)
+	 * belong to the callback, which must free() them or take them over. */
+	void *data;
+	size_t data_len;
+	uint64_t *sums;
+	uint32_t nchunks;
+};
+
+/* Completion: status is 0 or a negative errno. Runs on the io's loop thread, possibly
+ * before the submitting function returns (e.g. an early error). */
+typedef void (*lode_obj_done_fn)(void *arg, int status, struct lode_obj_result *res);
+
+/*
+ * Writes len bytes at off (chunk aligned) with sums[ceil(len / CHUNK)] from the writer.
+ * Every checksum is verified before anything is stored (-EBADMSG on mismatch). len must be
+ * a multiple of LODE_CHUNK_SIZE unless the write ends at or past the object's current end
+ * (-EINVAL otherwise: the stored bytes after it in the same chunk would not match its
+ * checksum). flags: LODE_OBJ_F_SYNC makes data and checksums durable before completion.
+ * data and sums must stay valid until the callback. Disk full: -ENOSPC; then no checksum
+ * of the range was changed unless its data was completely written.
+ */
+void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			 uint64_t off, const void *data, size_t len, const uint64_t *sums,
+			 unsigned flags, lode_obj_done_fn done, void *arg);
+
+/* Reads up to len bytes at off (chunk aligned): res->data holds the bytes that exist (short
+ * at the object's end; a missing object reads as empty) and res->sums the stored checksums
+ * of the chunks they cover, with holes as the zero-chunk checksum. Nothing is verified
+ * here: the reader does that. */
+void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
+
+/* Sets the object's size, creating it empty if absent. A new end inside a chunk rewrites
+ * that chunk's checksum after verifying its remaining data against the stored one (-EIO if
+ * it does not match: nothing is changed then). */
+void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			    uint64_t size, lode_obj_done_fn done, void *arg);
+
+/* Makes the object's data and checksums durable. -ENOENT if absent. */
+void lode_objstore_fsync(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			 lode_obj_done_fn done, void *arg);
+
+/* Synchronous. Removes the object (absent: success, size 0); res gets its size before.
+ * io may be NULL (e.g. the MDS link's thread); other threads' caches notice by themselves.
+ * Returns 0 or -errno; res is written only on success. */
+int lode_objstore_remove(struct lode_objstore *st, struct lode_objstore_io *io,
+			 const struct lode_wire_objid *id, struct lode_obj_result *res);
+
+/* Synchronous. Size and allocated bytes; -ENOENT if absent. res written only on success. */
+int lode_objstore_stat(struct lode_objstore *st, const struct lode_wire_objid *id,
+		       struct lode_obj_result *res);
+
+/*
+ * Synchronous. Up to max (1..LODE_OBJLIST_MAX) objects with id greater than *after in
+ * (ino, generation, stripe) order, into out[]. *eof is set to 1 when no object after the
+ * last one returned existed during the scan. Each call scans every object directory, so a
+ * page costs O(objects): meant for admin tools, not the data path. Returns the number of
+ * entries (>= 0) or -errno.
+ */
+int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after,
+		       uint32_t max, struct lode_wire_objinfo *out, int *eof);
+
+/* Compares ids in listing order (reserved ignored): <0, 0, >0. */
+int lode_objid_cmp(const struct lode_wire_objid *a, const struct lode_wire_objid *b);
+
+#endif

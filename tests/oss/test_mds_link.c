@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The OSS's MDS link against a fake MDS on loopback: registration with the persistent
+ * uuid, heartbeats, re-registration when the MDS forgets the target, orphan removal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codec.h"
+#include "handlers.h"
+#include "log.h"
+#include "mds_link.h"
+#include "objstore.h"
+#include "server.h"
+
+struct fake_mds {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* all protected by lock */
+	int registers;
+	int heartbeats;
+	bool forget_next_heartbeat;
+	uint8_t uuid[16];
+	char addr[LODE_ADDR_MAX + 1];
+	struct lode_wire_objid orphans[2];
+	int norphans;
+	struct lode_wire_objid done[8];
+	int ndone;
+};
+
+struct fixture {
+	char dir[64];
+	struct fake_mds mds;
+	struct lode_server *srv;
+	struct lode_objstore *st;
+	struct lode_oss oss;
+};
+
+static void fake_request(void *ctx, struct lode_req *req)
+{
+	struct fake_mds *m = ctx;
+	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
+	const void *body = lode_req_body(req);
+	struct lode_wire_hello_rep hrep = {.cluster_id = 77, .server_role = 1};
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	switch (hdr->opcode) {
+	case LODE_OP_HELLO: {
+		const struct lode_wire_hello_req *r;
+
+		err = lode_dec_hello(body, hdr->body_len, hdr->data_len, &r);
+		if (!err)
+			lode_req_reply(req, 0, &hrep, sizeof(hrep), NULL, 0, NULL);
+		break;
+	}
+	case LODE_OP_TARGET_REGISTER: {
+		const struct lode_wire_target_register_req *r;
+		struct lode_name a;
+
+		err = lode_dec_target_register(body, hdr->body_len, hdr->data_len, &r, &a);
+		if (err)
+			break;
+		memcpy(m->uuid, r->uuid, 16);
+		memcpy(m->addr, a.ptr, a.len);
+		m->addr[a.len] = '\0';
+		m->registers++;
+		hrep.target_id = 5;
+		lode_req_reply(req, 0, &hrep, sizeof(hrep), NULL, 0, NULL);
+		break;
+	}
+	case LODE_OP_TARGET_HEARTBEAT: {
+		const struct lode_wire_target_heartbeat_req *r;
+
+		err = lode_dec_target_heartbeat(body, hdr->body_len, hdr->data_len, &r);
+		if (!err && (r->target_id != 5 || m->forget_next_heartbeat))
+			err = -ENOENT;
+		m->forget_next_heartbeat = false;
+		if (!err) {
+			m->heartbeats++;
+			lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
+		}
+		break;
+	}
+	case LODE_OP_ORPHAN_LIST:
+	case LODE_OP_ORPHAN_DONE: {
+		const struct lode_wire_orphan_req *r;
+		struct lode_wire_orphan_list_rep rep = {0};
+		uint32_t n;
+
+		err = lode_dec_orphan(hdr->opcode, body, hdr->body_len, hdr->data_len, &r, &n);
+		if (err)
+			break;
+		if (hdr->opcode == LODE_OP_ORPHAN_DONE) {
+			if (n > 8)
+				n = 8;
+			memcpy(m->done, lode_req_data(req), n * sizeof(m->done[0]));
+			m->ndone = (int)n;
+			m->norphans = 0; /* forgotten once done */
+			lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
+			break;
+		}
+		rep.count = (uint32_t)m->norphans;
+		lode_req_reply(req, 0, &rep, sizeof(rep), m->orphans,
+			       rep.count * sizeof(m->orphans[0]), NULL);
+		break;
+	}
+	default:
+		err = -EOPNOTSUPP;
+	}
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	if (err)
+		lode_req_reply_err(req, err);
+}
+
+static const struct lode_server_ops fake_ops = {.on_request = fake_request};
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct lode_server_opts so = {.threads = 1, .ops = &fake_ops};
+
+	if (!f)
+		return -1;
+	strcpy(f->dir, "/tmp/lode-osslink-XXXXXX");
+	if (!mkdtemp(f->dir))
+		goto err_free;
+	pthread_mutex_init(&f->mds.lock, NULL);
+	pthread_cond_init(&f->mds.cond, NULL);
+	so.listen[0] = "tcp://127.0.0.1:0";
+	so.ctx = &f->mds;
+	if (lode_server_start(&f->srv, &so))
+		goto err_dir;
+	if (lode_objstore_open(&f->st, f->dir))
+		goto err_srv;
+	lode_oss_init(&f->oss, f->st);
+	*state = f;
+	return 0;
+
+err_srv:
+	lode_server_stop(f->srv);
+err_dir:
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+err_free:
+	free(f);
+	return -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	lode_server_stop(f->srv);
+	lode_objstore_close(f->st);
+	pthread_cond_destroy(&f->mds.cond);
+	pthread_mutex_destroy(&f->mds.lock);
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* Waits up to ms for *counter >= want (under the fake MDS lock). */
+static bool wait_for(struct fake_mds *m, const int *counter, int want, unsigned ms)
+{
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000 + 1;
+	pthread_mutex_lock(&m->lock);
+	while (*counter < want && pthread_cond_timedwait(&m->cond, &m->lock, &ts) == 0)
+		;
+	ok = *counter >= want;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+static void test_the_uuid_file_is_created_once_and_read_back(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t a[16], b[16];
+	char path[128];
+	int fd;
+
+	assert_int_equal(lode_oss_uuid_load(f->dir, a), 0);
+	assert_int_equal(lode_oss_uuid_load(f->dir, b), 0);
+	assert_memory_equal(a, b, 16);
+	snprintf(path, sizeof(path), "%s/oss.uuid", f->dir);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not-a-uuid\n", 11), 11);
+	close(fd);
+	assert_int_equal(lode_oss_uuid_load(f->dir, b), -EINVAL);
+}
+
+static void test_the_link_registers_heartbeats_reregisters_and_removes_orphans(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid keep = {.ino = 3, .generation = 1}, gone = {.ino = 4};
+	struct lode_mds_link_opts lo = {.advertise = "tcp://10.0.0.9:7000", .data_dir = f->dir,
+					.st = f->st, .oss = &f->oss};
+	struct lode_obj_result r;
+	struct lode_mds_link *link;
+	uint8_t uuid[16];
+
+	/* two objects exist; the MDS lists one of them as an orphan */
+	for (int i = 0; i < 2; i++) {
+		char path[160];
+		const struct lode_wire_objid *id = i ? &gone : &keep;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/objects/%02x/%016llx.%016llx.%08x", f->dir,
+			 (unsigned)(id->ino % 256), (unsigned long long)id->ino,
+			 (unsigned long long)id->generation, id->stripe);
+		fd = open(path, O_CREAT | O_WRONLY, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	f->mds.orphans[0] = gone;
+	f->mds.norphans = 1;
+
+	assert_int_equal(lode_oss_uuid_load(f->dir, uuid), 0);
+	lo.mds_addr = lode_server_address(f->srv, 0);
+	lo.uuid = uuid;
+	assert_int_equal(lode_mds_link_start(&link, &lo), 0);
+
+	assert_true(wait_for(&f->mds, &f->mds.registers, 1, 3000));
+	assert_true(wait_for(&f->mds, &f->mds.heartbeats, 1, 3000));
+	assert_memory_equal(f->mds.uuid, uuid, 16);
+	assert_string_equal(f->mds.addr, "tcp://10.0.0.9:7000");
+	assert_int_equal(atomic_load(&f->oss.target_id), 5);
+	assert_int_equal(atomic_load(&f->oss.cluster_id), 77);
+
+	pthread_mutex_lock(&f->mds.lock);
+	f->mds.forget_next_heartbeat = true;
+	pthread_mutex_unlock(&f->mds.lock);
+	assert_true(wait_for(&f->mds, &f->mds.registers, 2, 5000));
+
+	assert_true(wait_for(&f->mds, &f->mds.ndone, 1, 10000));
+	assert_int_equal(f->mds.done[0].ino, 4);
+	assert_int_equal(lode_objstore_stat(f->st, &gone, &r), -ENOENT);
+	assert_int_equal(lode_objstore_stat(f->st, &keep, &r), 0);
+	lode_mds_link_stop(link);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_the_uuid_file_is_created_once_and_read_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_the_link_registers_heartbeats_reregisters_and_removes_orphans, setup,
+			teardown),
+	};
+	struct lode_loop *probe;
+
+	if (lode_loop_create(&probe, 8)) {
+		fprintf(stderr, "io_uring unavailable: skipping\n");
+		return 77;
+	}
+	lode_loop_destroy(probe);
+	lode_log_init("test", LODE_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
