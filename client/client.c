@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* liblode: connecting to a cluster, credentials, the target table and MDS calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "codec.h"
+#include "config.h"
+
+static __thread int tls_creds_set;
+static __thread uint32_t tls_uid, tls_gid;
+
+const char *lode_version(void)
+{
+	return LODE_VERSION;
+}
+
+void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
+{
+	(void)c;
+	tls_creds_set = 1;
+	tls_uid = uid;
+	tls_gid = gid;
+}
+
+struct lode_wire_cred client_cred(const struct lode_client *c)
+{
+	struct lode_wire_cred cr = {c->uid, c->gid};
+
+	if (tls_creds_set) {
+		cr.uid = tls_uid;
+		cr.gid = tls_gid;
+	}
+	return cr;
+}
+
+void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->ino = a->ino;
+	st->size = a->size;
+	st->blocks = a->blocks;
+	st->mode = a->mode;
+	st->uid = a->uid;
+	st->gid = a->gid;
+	st->nlink = a->nlink;
+	st->atime_ns = a->atime_ns;
+	st->mtime_ns = a->mtime_ns;
+	st->ctime_ns = a->ctime_ns;
+	st->generation = a->generation;
+}
+
+static bool retryable(int rc)
+{
+	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -EPIPE || rc == -ECONNABORTED;
+}
+
+int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+	     const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+	     void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
+{
+	uint64_t deadline = lode_now_ms() + c->timeout_ms;
+	unsigned backoff = 20;
+	int rc;
+
+	for (;;) {
+		struct lode_call call = {
+			.opcode = op,
+			.body = body,
+			.body_len = body_len,
+			.data = data,
+			.data_iovcnt = data_iovcnt,
+			.reply_body = reply,
+			.reply_body_max = reply_max,
+			.reply_data = reply_data,
+			.reply_data_max = reply_data_max,
+		};
+
+		rc = lode_rpc_call(c->mds, &call);
+		/*
+		 * A connection that failed before the MDS could have seen the request (refused,
+		 * or reset while the MDS restarts) is retried until the deadline: the MDS
+		 * acknowledges a mutation only after it is durable, and a retried mutation that
+		 * did apply answers with the error a repeat gives (EEXIST, ENOENT), which is
+		 * what a local file system's caller would see after a crash, too.
+		 */
+		if (retryable(rc) && lode_now_ms() + backoff < deadline) {
+			usleep(backoff * 1000);
+			if (backoff < 500)
+				backoff *= 2;
+			continue;
+		}
+		if (!rc && reply_data_len)
+			*reply_data_len = call.reply_data_len;
+		if (!rc && reply && call.reply_body_len != reply_max)
+			return -EPROTO;
+		return rc;
+	}
+}
+
+/* ---- targets ---- */
+
+int targets_refresh(struct lode_client *c)
+{
+	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
+	struct lode_wire_target_list_rep rep;
+	const struct lode_wire_target *t;
+	struct lode_name addr;
+	uint64_t dlen = 0, pos = 0;
+	char *data;
+	int rc;
+
+	data = malloc(cap);
+	if (!data)
+		return -ENOMEM;
+	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), data, cap,
+		      &dlen);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&c->lock);
+	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
+		struct target_slot *s = NULL;
+
+		for (unsigned i = 0; i < c->ntargets; i++)
+			if (c->targets[i].id == t->target_id)
+				s = &c->targets[i];
+		if (!s) {
+			if (c->ntargets == LODE_TARGETS_MAX)
+				continue;
+			s = &c->targets[c->ntargets++];
+			memset(s, 0, sizeof(*s));
+			s->id = t->target_id;
+		}
+		s->up = t->state == LODE_TARGET_UP;
+		if (strlen(s->addr) != addr.len || memcmp(s->addr, addr.ptr, addr.len)) {
+			/* the OSS moved: a new connection for calls from now on; the old one
+			 * stays valid for calls in flight and is closed with the rpc */
+			memcpy(s->addr, addr.ptr, addr.len);
+			s->addr[addr.len] = 0;
+			s->conn = NULL;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	rc = rc < 0 ? -EPROTO : 0;
+out:
+	free(data);
+	return rc;
+}
+
+static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
+{
+	int rc = -ENXIO;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		struct target_slot *s = &c->targets[i];
+
+		if (s->id != id)
+			continue;
+		rc = 0;
+		if (!s->conn)
+			rc = lode_rpc_conn_open(c->rpc, s->addr, &s->conn);
+		if (!rc)
+			*out = s->conn;
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
+{
+	int rc = target_lookup(c, id, out);
+
+	if (rc != -ENXIO)
+		return rc;
+	rc = targets_refresh(c);
+	if (rc)
+		return rc;
+	return target_lookup(c, id, out);
+}
+
+int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
+{
+	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
+	struct lode_wire_target_list_rep rep;
+	const struct lode_wire_target *t;
+	struct lode_name addr;
+	uint64_t dlen = 0, pos = 0;
+	int rc, n = 0;
+	char *data;
+
+	data = malloc(cap);
+	if (!data)
+		return -ENOMEM;
+	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), data, cap,
+		      &dlen);
+	if (rc)
+		goto out;
+	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
+		if (n < max) {
+			struct lode_target_info *ti = &out[n];
+
+			memset(ti, 0, sizeof(*ti));
+			ti->id = t->target_id;
+			ti->up = t->state == LODE_TARGET_UP;
+			ti->bytes_total = t->bytes_total;
+			ti->bytes_free = t->bytes_free;
+			ti->objects = t->objects;
+			ti->last_seen_ms = t->last_seen_ms;
+			memcpy(ti->addr, addr.ptr, addr.len < sizeof(ti->addr) ? addr.len
+										: sizeof(ti->addr) - 1);
+		}
+		n++;
+	}
+	rc = rc < 0 ? -EPROTO : n;
+out:
+	free(data);
+	return rc;
+}
+
+/* ---- connect ---- */
+
+int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
+		 struct lode_client **out)
+{
+	struct lode_client_opts o = {0};
+	struct lode_wire_hello_req hello = {.role = LODE_ROLE_CLIENT};
+	struct lode_wire_hello_rep rep;
+	struct lode_client *c;
+	int rc;
+
+	if (opts)
+		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
+	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
+	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
+		c->uid = (uint32_t)geteuid();
+		c->gid = (uint32_t)getegid();
+	} else {
+		c->uid = o.uid;
+		c->gid = o.gid;
+	}
+	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
+		c->client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();
+	hello.client_id = c->client_id;
+	rc = lode_rpc_create(&c->rpc, c->timeout_ms);
+	if (rc)
+		goto err_free;
+	rc = lode_rpc_conn_open(c->rpc, mds_addr, &c->mds);
+	if (rc)
+		goto err_rpc;
+	rc = lode_rpc_simple(c->mds, LODE_OP_HELLO, &hello, sizeof(hello), &rep, sizeof(rep));
+	if (rc)
+		goto err_rpc;
+	if (rep.server_role != 1) {
+		rc = -EPROTO; /* that address is not an MDS */
+		goto err_rpc;
+	}
+	*out = c;
+	return 0;
+
+err_rpc:
+	lode_rpc_destroy(c->rpc);
+err_free:
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return rc;
+}
+
+void lode_disconnect(struct lode_client *c)
+{
+	if (!c)
+		return;
+	lode_rpc_destroy(c->rpc);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

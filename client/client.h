@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* liblode internals shared by its files: the client, open files, and the MDS/OSS call
+ * helpers. Nothing here is public. */
+#ifndef LODE_CLIENT_CLIENT_H
+#define LODE_CLIENT_CLIENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lode/lode.h"
+#include "loop.h"
+#include "rpc.h"
+#include "wire_spec.h"
+
+#define IO_MAX (1u << 20) /* bytes per data request */
+
+struct target_slot {
+	uint32_t id;
+	int up;
+	char addr[LODE_ADDR_MAX + 1];
+	struct lode_rpc_conn *conn;
+};
+
+struct lode_client {
+	struct lode_rpc *rpc;
+	struct lode_rpc_conn *mds;
+	unsigned timeout_ms;
+	unsigned max_inflight;
+	uint64_t client_id;
+	uint32_t uid, gid; /* defaults; lode_set_creds() overrides per thread */
+
+	pthread_mutex_t lock;
+	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
+	unsigned ntargets;			       /* protected by lock */
+};
+
+struct lode_file {
+	struct lode_client *c;
+	uint64_t ino;
+	uint64_t handle;
+	int flags; /* O_ACCMODE bits of the open */
+	struct lode_wire_layout layout;
+	unsigned lease_ms;
+
+	/* Readers and aligned writers take it shared; read-modify-write of a partial chunk
+	 * and truncate take it exclusive, so that no two writes interleave inside a chunk. */
+	pthread_rwlock_t rw;
+	pthread_mutex_t lock;
+	uint64_t size;	       /* protected by lock: size as this handle knows it */
+	int64_t mtime_ns;      /* protected by lock: last write */
+	bool dirty_meta;       /* protected by lock: size/mtime not yet committed */
+	uint64_t dirty_stripes; /* protected by lock: stripes written since the last fsync */
+	uint64_t lease_renewed_ms; /* protected by lock */
+};
+
+/* Current credentials for a request from this thread. */
+struct lode_wire_cred client_cred(const struct lode_client *c);
+
+/* A call to the MDS with a fixed reply body and optional reply data. */
+int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+	     const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+	     void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
+
+/* The connection to a target; refreshes the target list from the MDS if unknown. */
+int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
+/* Re-reads the target list (after a connection failure: the OSS may have moved). */
+int targets_refresh(struct lode_client *c);
+
+void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
+
+/* Object I/O (io.c). */
+uint64_t object_size_for(const struct lode_wire_layout *l, uint64_t file_size, unsigned stripe);
+int objects_truncate(struct lode_file *f, uint64_t new_size);
+int objects_fsync(struct lode_file *f, uint64_t stripes);
+
+/* Files (file.c). */
+int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
+		       struct lode_file **out);
+/* Renews the write lease once half of it has passed (from the write path). */
+int file_lease_renew_if_due(struct lode_file *f);
+
+/* Path resolution (namespace.c). */
+int resolve_parent(struct lode_client *c, const char *path, uint64_t *parent, char *name);
+
+#endif

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode open files: open and create at the MDS, the write lease, and committing size
+ * and mtime on fsync and close (close-to-open: a reader that opens after our close sees
+ * everything we wrote).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client.h"
+#include "codec.h"
+
+static uint32_t open_flags_to_wire(int flags)
+{
+	switch (flags & O_ACCMODE) {
+	case O_RDONLY:
+		return LODE_OPEN_READ;
+	case O_WRONLY:
+		return LODE_OPEN_WRITE;
+	default:
+		return LODE_OPEN_READ | LODE_OPEN_WRITE;
+	}
+}
+
+int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
+		       struct lode_file **out)
+{
+	struct lode_file *f;
+
+	if (lode_layout_check(&rep->layout))
+		return -EPROTO;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->c = c;
+	f->ino = rep->attr.ino;
+	f->handle = rep->handle;
+	f->flags = flags;
+	f->layout = rep->layout;
+	f->lease_ms = rep->lease_ms;
+	f->size = rep->attr.size;
+	f->mtime_ns = rep->attr.mtime_ns;
+	f->lease_renewed_ms = lode_now_ms();
+	pthread_rwlock_init(&f->rw, NULL);
+	pthread_mutex_init(&f->lock, NULL);
+	*out = f;
+	return 0;
+}
+
+static void file_free(struct lode_file *f)
+{
+	pthread_rwlock_destroy(&f->rw);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+/* Sends COMMIT (or CLOSE) with the size and mtime this handle knows. */
+static int commit(struct lode_file *f, uint8_t op)
+{
+	struct lode_wire_commit_req req = {.ino = f->ino, .handle = f->handle};
+	struct lode_wire_attr attr;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty_meta) {
+		req.commit = 1;
+		req.size = f->size;
+		req.mtime_ns = f->mtime_ns;
+	}
+	pthread_mutex_unlock(&f->lock);
+	rc = mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
+			f->dirty_meta = false;
+		f->lease_renewed_ms = lode_now_ms();
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+int file_lease_renew_if_due(struct lode_file *f)
+{
+	bool due;
+
+	pthread_mutex_lock(&f->lock);
+	due = f->lease_ms && lode_now_ms() - f->lease_renewed_ms > f->lease_ms / 2;
+	pthread_mutex_unlock(&f->lock);
+	/* a commit renews the lease and publishes the size written so far */
+	return due ? commit(f, LODE_OP_COMMIT) : 0;
+}
+
+static int open_trunc(struct lode_file *f, int flags)
+{
+	int rc;
+
+	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY)
+		return 0;
+	rc = lode_ftruncate(f, 0);
+	return rc;
+}
+
+int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out)
+{
+	struct lode_wire_open_req req = {.ino = ino, .cred = client_cred(c)};
+	struct lode_wire_open_rep rep;
+	struct lode_file *f;
+	int rc;
+
+	req.flags = open_flags_to_wire(flags);
+	rc = mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0,
+		      NULL);
+	if (rc)
+		return rc;
+	rc = file_from_open_rep(c, &rep, flags, &f);
+	if (rc)
+		return rc;
+	rc = open_trunc(f, flags);
+	if (rc) {
+		lode_close(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
+		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out)
+{
+	struct lode_wire_create_req req = {.parent = parent, .cred = client_cred(c)};
+	char body[sizeof(req) + LODE_NAME_MAX];
+	struct lode_wire_open_rep rep;
+	size_t nlen = strlen(name);
+	struct lode_file *f;
+	int rc;
+
+	rc = lode_name_check(name, nlen);
+	if (rc)
+		return rc;
+	req.mode = mode & 07777;
+	req.flags = open_flags_to_wire(flags) | LODE_OPEN_WRITE;
+	req.flags |= (flags & O_EXCL) ? LODE_OPEN_EXCL : LODE_OPEN_CREATE;
+	req.name_len = (uint16_t)nlen;
+	if (layout) {
+		req.has_layout = 1;
+		req.layout.stripe_size = layout->stripe_size;
+		req.layout.stripe_count = layout->stripe_count;
+		req.layout.mirror_count = layout->mirror_count;
+		for (unsigned i = 0; i < LODE_LAYOUT_TARGETS_MAX; i++)
+			if (layout->targets[i])
+				req.has_targets = 1;
+		if (req.has_targets)
+			memcpy(req.layout.targets, layout->targets, sizeof(req.layout.targets));
+		rc = lode_layout_check(&req.layout);
+		if (rc)
+			return rc;
+	}
+	memcpy(body, &req, sizeof(req));
+	memcpy(body + sizeof(req), name, nlen);
+	rc = mds_call(c, LODE_OP_CREATE, body, (uint32_t)(sizeof(req) + nlen), NULL, 0, &rep,
+		      sizeof(rep), NULL, 0, NULL);
+	if (rc)
+		return rc;
+	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of
+	 * an existing file works); reads are allowed if the caller asked for them */
+	rc = file_from_open_rep(c, &rep, (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, &f);
+	if (rc)
+		return rc;
+	rc = open_trunc(f, flags);
+	if (rc) {
+		lode_close(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
+	      struct lode_file **out)
+{
+	char name[LODE_NAME_MAX + 1];
+	struct lode_stat st;
+	uint64_t parent;
+	int rc;
+
+	if (flags & O_CREAT) {
+		rc = resolve_parent(c, path, &parent, name);
+		if (rc)
+			return rc == -EINVAL ? -EISDIR : rc;
+		return lode_ll_create(c, parent, name, flags, mode, NULL, out);
+	}
+	rc = lode_stat(c, path, &st);
+	if (rc)
+		return rc;
+	if (S_ISDIR(st.mode))
+		return (flags & O_ACCMODE) == O_RDONLY ? -EISDIR : -EISDIR;
+	if (!S_ISREG(st.mode))
+		return -EINVAL;
+	return lode_ll_open(c, st.ino, flags, out);
+}
+
+int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mode,
+			    const struct lode_layout *layout, struct lode_file **out)
+{
+	char name[LODE_NAME_MAX + 1];
+	uint64_t parent;
+	int rc;
+
+	rc = resolve_parent(c, path, &parent, name);
+	if (rc)
+		return rc == -EINVAL ? -EEXIST : rc;
+	return lode_ll_create(c, parent, name, O_RDWR | O_CREAT | O_EXCL, mode, layout, out);
+}
+
+int lode_fsync(struct lode_file *f)
+{
+	uint64_t stripes;
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	stripes = f->dirty_stripes;
+	f->dirty_stripes = 0;
+	pthread_mutex_unlock(&f->lock);
+	if (stripes) {
+		rc = objects_fsync(f, stripes);
+		if (rc) {
+			pthread_mutex_lock(&f->lock);
+			f->dirty_stripes |= stripes;
+			pthread_mutex_unlock(&f->lock);
+			return rc;
+		}
+	}
+	return commit(f, LODE_OP_COMMIT);
+}
+
+int lode_ftruncate(struct lode_file *f, uint64_t size)
+{
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	pthread_rwlock_wrlock(&f->rw);
+	rc = objects_truncate(f, size);
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		f->size = size;
+		f->mtime_ns = lode_now_ns();
+		f->dirty_meta = true;
+		pthread_mutex_unlock(&f->lock);
+		rc = commit(f, LODE_OP_COMMIT);
+	}
+	pthread_rwlock_unlock(&f->rw);
+	return rc;
+}
+
+int lode_close(struct lode_file *f)
+{
+	int rc;
+
+	if (!f)
+		return 0;
+	rc = commit(f, LODE_OP_CLOSE);
+	file_free(f);
+	return rc;
+}
+
+int lode_fstat(struct lode_file *f, struct lode_stat *st)
+{
+	int rc = lode_ll_getattr(f->c, f->ino, st);
+
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		if (f->dirty_meta) {
+			st->size = f->size;
+			st->mtime_ns = f->mtime_ns;
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+void lode_file_layout(const struct lode_file *f, struct lode_layout *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->stripe_size = f->layout.stripe_size;
+	out->stripe_count = f->layout.stripe_count;
+	out->mirror_count = f->layout.mirror_count;
+	out->generation = f->layout.generation;
+	memcpy(out->targets, f->layout.targets, sizeof(out->targets));
+}
+
+uint64_t lode_file_size(const struct lode_file *f)
+{
+	return f->size;
+}

@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode data path: striped reads and writes with many requests in flight.
+ *
+ * A file range is cut into pieces, each inside one stripe unit and at most IO_MAX bytes,
+ * and each piece becomes one OBJ_READ or OBJ_WRITE (per mirror) to the target that holds
+ * it. Up to max_inflight pieces are in flight at once, across all the file's targets;
+ * completions run on the rpc thread, which verifies checksums and copies (only when a
+ * piece does not line up with chunk boundaries: aligned pieces land in the caller's buffer
+ * directly) and then lets the next piece go.
+ *
+ * Reads fail over: a piece whose target errs, times out or returns data that does not
+ * match its checksums is retried on the next mirror; only when every copy failed does the
+ * read fail, with -EIO for corruption. Corrupt data is never copied to the caller.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "codec.h"
+
+#define CHUNK LODE_CHUNK_SIZE
+#define SUMS_MAX (LODE_DATA_MAX / LODE_CHUNK_SIZE + 2)
+
+static uint64_t round_down(uint64_t x, uint64_t a)
+{
+	return x - x % a;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return round_down(x + a - 1, a);
+}
+
+uint64_t object_size_for(const struct lode_wire_layout *l, uint64_t file_size, unsigned stripe)
+{
+	uint64_t ss = l->stripe_size, row = ss * l->stripe_count;
+	uint64_t full = file_size / row, rem = file_size % row;
+	uint64_t part = rem > (uint64_t)stripe * ss ? rem - (uint64_t)stripe * ss : 0;
+
+	return full * ss + (part < ss ? part : ss);
+}
+
+/* Where file offset `off` lives: stripe index and offset inside that stripe's object. */
+static void map_offset(const struct lode_wire_layout *l, uint64_t off, unsigned *stripe,
+		       uint64_t *obj_off)
+{
+	uint64_t unit = off / l->stripe_size;
+
+	*stripe = (unsigned)(unit % l->stripe_count);
+	*obj_off = (unit / l->stripe_count) * l->stripe_size + off % l->stripe_size;
+}
+
+/* ---- in-flight window ---- */
+
+struct window {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight; /* protected by lock */
+	int error;	   /* protected by lock: first error */
+};
+
+static void window_init(struct window *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->inflight = 0;
+	w->error = 0;
+}
+
+static void window_destroy(struct window *w)
+{
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+}
+
+/* Waits until fewer than max are in flight, then counts one more. Returns the first error
+ * so far (the caller stops submitting). */
+static int window_enter(struct window *w, unsigned max)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->inflight >= max && !w->error)
+		pthread_cond_wait(&w->cond, &w->lock);
+	rc = w->error;
+	if (!rc)
+		w->inflight++;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+static void window_leave(struct window *w, int err)
+{
+	pthread_mutex_lock(&w->lock);
+	if (err && !w->error)
+		w->error = err;
+	w->inflight--;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int window_drain(struct window *w)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->inflight)
+		pthread_cond_wait(&w->cond, &w->lock);
+	rc = w->error;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+/* ---- reads ---- */
+
+struct read_piece {
+	struct lode_call call;
+	struct lode_file *f;
+	struct window *w;
+	struct lode_wire_obj_read_req req;
+	char rbody[sizeof(struct lode_wire_obj_read_rep) + 8 * SUMS_MAX];
+	char *dst;     /* caller's bytes for this piece */
+	uint32_t head; /* bytes of the reply before dst's first byte */
+	uint32_t len;  /* bytes wanted */
+	char *bounce;  /* reply buffer when the piece is not chunk aligned, else NULL */
+	unsigned stripe;
+	unsigned mirror;
+	int last_err;
+};
+
+static void read_piece_submit(struct read_piece *p);
+
+/* Checks every chunk of the reply against its checksum. */
+static int verify(const char *data, uint64_t len, const uint64_t *sums)
+{
+	for (uint64_t off = 0, i = 0; off < len; off += CHUNK, i++) {
+		uint64_t n = len - off < CHUNK ? len - off : CHUNK;
+
+		if (lode_chunk_sum(data + off, n) != sums[i])
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static void read_piece_done(struct lode_call *call)
+{
+	struct read_piece *p = lode_container_of(call, struct read_piece, call);
+	const struct lode_wire_obj_read_rep *rep;
+	const uint64_t *sums;
+	char *data = p->bounce ? p->bounce : p->dst;
+	uint64_t got = call->reply_data_len;
+	int rc = call->status;
+
+	if (!rc)
+		rc = lode_dec_obj_read_rep(p->rbody, call->reply_body_len, got, p->req.length,
+					   &rep, &sums);
+	if (!rc)
+		rc = verify(data, got, sums);
+	if (rc) {
+		p->last_err = rc;
+		if (++p->mirror < p->f->layout.mirror_count) {
+			read_piece_submit(p);
+			return;
+		}
+		/* corruption on every copy is an I/O error to the application */
+		window_leave(p->w, rc == -EBADMSG || rc == -EPROTO ? -EIO : rc);
+		free(p->bounce);
+		free(p);
+		return;
+	}
+	/* bytes the object does not have (a hole, or the end of a sparse file) read as 0 */
+	if (p->bounce) {
+		uint64_t avail = got > p->head ? got - p->head : 0;
+
+		if (avail > p->len)
+			avail = p->len;
+		memcpy(p->dst, p->bounce + p->head, avail);
+		memset(p->dst + avail, 0, p->len - avail);
+	} else if (got < p->len) {
+		memset(p->dst + got, 0, p->len - got);
+	}
+	window_leave(p->w, 0);
+	free(p->bounce);
+	free(p);
+}
+
+static void read_piece_submit(struct read_piece *p)
+{
+	struct lode_file *f = p->f;
+	uint32_t tid = f->layout.targets[p->stripe * f->layout.mirror_count + p->mirror];
+	struct lode_rpc_conn *conn;
+	int rc;
+
+	rc = target_conn(f->c, tid, &conn);
+	if (rc) {
+		p->call.status = rc;
+		p->call.reply_data_len = 0;
+		p->call.reply_body_len = 0;
+		/* same path as a failed call: try the next copy or give up */
+		read_piece_done(&p->call);
+		return;
+	}
+	memset(&p->call, 0, sizeof(p->call));
+	p->call.opcode = LODE_OP_OBJ_READ;
+	p->call.body = &p->req;
+	p->call.body_len = sizeof(p->req);
+	p->call.reply_body = p->rbody;
+	p->call.reply_body_max = sizeof(p->rbody);
+	p->call.reply_data = p->bounce ? p->bounce : p->dst;
+	p->call.reply_data_max = p->req.length;
+	p->call.done = read_piece_done;
+	lode_rpc_submit(conn, &p->call);
+}
+
+/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
+static int objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	struct window w;
+	uint64_t pos = 0;
+	int rc = 0;
+
+	window_init(&w);
+	while (pos < len) {
+		uint64_t file_off = off + pos, obj_off, in_unit, n, aligned;
+		struct read_piece *p;
+		unsigned stripe;
+
+		map_offset(l, file_off, &stripe, &obj_off);
+		in_unit = l->stripe_size - file_off % l->stripe_size;
+		n = len - pos;
+		if (n > in_unit)
+			n = in_unit;
+		if (n > IO_MAX)
+			n = IO_MAX;
+		aligned = round_down(obj_off, CHUNK);
+		rc = window_enter(&w, f->c->max_inflight);
+		if (rc)
+			break;
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			window_leave(&w, -ENOMEM);
+			rc = -ENOMEM;
+			break;
+		}
+		p->f = f;
+		p->w = &w;
+		p->stripe = stripe;
+		p->dst = buf + pos;
+		p->head = (uint32_t)(obj_off - aligned);
+		p->len = (uint32_t)n;
+		p->req.obj.ino = f->ino;
+		p->req.obj.generation = l->generation;
+		p->req.obj.stripe = stripe;
+		p->req.offset = aligned;
+		p->req.length = (uint32_t)round_up(p->head + n, CHUNK);
+		if (p->head || n % CHUNK) {
+			p->bounce = malloc(p->req.length);
+			if (!p->bounce) {
+				free(p);
+				window_leave(&w, -ENOMEM);
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		read_piece_submit(p);
+		pos += n;
+	}
+	{
+		int rc2 = window_drain(&w);
+
+		if (!rc)
+			rc = rc2;
+	}
+	window_destroy(&w);
+	return rc;
+}
+
+ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
+{
+	uint64_t size;
+	int rc;
+
+	if ((f->flags & 3) == 1 /* O_WRONLY */)
+		return -EBADF;
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	if (off >= size || len == 0)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	if (len > (size_t)SSIZE_MAX)
+		len = SSIZE_MAX;
+	pthread_rwlock_rdlock(&f->rw);
+	rc = objects_read(f, buf, len, off);
+	pthread_rwlock_unlock(&f->rw);
+	return rc ? rc : (ssize_t)len;
+}
+
+/* ---- writes ---- */
+
+struct write_piece {
+	struct lode_call calls[LODE_LAYOUT_TARGETS_MAX];
+	struct lode_wire_obj_rep reps[LODE_LAYOUT_TARGETS_MAX];
+	struct window *w;
+	unsigned ncalls;
+	unsigned done;	/* calls completed: rpc thread only */
+	int err;	/* rpc thread only */
+	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
+	struct iovec iov;
+	char *bounce; /* owned: the merged chunk data for a read-modify-write */
+};
+
+static void write_call_done(struct lode_call *call)
+{
+	struct write_piece *p = call->arg;
+
+	if (call->status && !p->err)
+		p->err = call->status;
+	if (++p->done < p->ncalls)
+		return;
+	window_leave(p->w, p->err);
+	free(p->bounce);
+	free(p->req);
+	free(p);
+}
+
+/* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
+ * object has no data. start is chunk aligned. */
+static int object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start, char *buf,
+			    uint64_t len)
+{
+	struct read_piece *p;
+	struct window w;
+	int rc;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	window_init(&w);
+	window_enter(&w, 1);
+	p->f = f;
+	p->w = &w;
+	p->stripe = stripe;
+	p->dst = buf;
+	p->len = (uint32_t)len;
+	p->req.obj.ino = f->ino;
+	p->req.obj.generation = f->layout.generation;
+	p->req.obj.stripe = stripe;
+	p->req.offset = start;
+	p->req.length = (uint32_t)round_up(len, CHUNK);
+	if (len % CHUNK) {
+		p->bounce = malloc(p->req.length);
+		if (!p->bounce) {
+			free(p);
+			window_destroy(&w);
+			return -ENOMEM;
+		}
+	}
+	read_piece_submit(p);
+	rc = window_drain(&w);
+	window_destroy(&w);
+	return rc;
+}
+
+/*
+ * Writes [obj_off, obj_off + n) of one stripe object from src, to every copy. The request
+ * must start on a chunk boundary and end on one unless it ends at or past the object's
+ * end (obj_size, as this writer knows it): a piece that does not is widened to whole
+ * chunks, and the bytes it does not change are read back first (verified) and merged.
+ * The caller holds f->rw exclusively when a piece needs that.
+ */
+static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, uint64_t obj_off,
+		       const char *src, uint64_t n, uint64_t obj_size)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t start = round_down(obj_off, CHUNK), end = obj_off + n, len, nchunks;
+	struct write_piece *p;
+	const char *data = src;
+	uint64_t *sums;
+	int rc;
+
+	if (end < obj_size && end % CHUNK) {
+		end = round_up(end, CHUNK);
+		if (end > obj_size)
+			end = obj_size;
+	}
+	len = end - start;
+	nchunks = (len + CHUNK - 1) / CHUNK;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->req = malloc(sizeof(*p->req) + nchunks * sizeof(uint64_t));
+	if (!p->req) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	if (start != obj_off || end != obj_off + n) {
+		p->bounce = malloc(len);
+		if (!p->bounce) {
+			rc = -ENOMEM;
+			goto err_free;
+		}
+		rc = object_read_sync(f, stripe, start, p->bounce, len);
+		if (rc)
+			goto err_free;
+		memcpy(p->bounce + (obj_off - start), src, n);
+		data = p->bounce;
+	}
+	memset(p->req, 0, sizeof(*p->req));
+	p->req->obj.ino = f->ino;
+	p->req->obj.generation = l->generation;
+	p->req->obj.stripe = stripe;
+	p->req->offset = start;
+	p->req->nchunks = (uint32_t)nchunks;
+	sums = (uint64_t *)(p->req + 1);
+	for (uint64_t i = 0; i < nchunks; i++) {
+		uint64_t off = i * CHUNK;
+
+		sums[i] = lode_chunk_sum(data + off, len - off < CHUNK ? len - off : CHUNK);
+	}
+	p->iov.iov_base = (void *)data;
+	p->iov.iov_len = len;
+	p->w = w;
+	p->ncalls = l->mirror_count;
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		struct lode_call *call = &p->calls[m];
+
+		rc = target_conn(f->c, l->targets[stripe * l->mirror_count + m], &call->conn_);
+		if (rc)
+			goto err_free;
+	}
+	rc = window_enter(w, f->c->max_inflight);
+	if (rc)
+		goto err_free;
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		struct lode_call *call = &p->calls[m];
+		struct lode_rpc_conn *conn = call->conn_;
+
+		call->opcode = LODE_OP_OBJ_WRITE;
+		call->body = p->req;
+		call->body_len = (uint32_t)(sizeof(*p->req) + nchunks * sizeof(uint64_t));
+		call->data = &p->iov;
+		call->data_iovcnt = 1;
+		call->reply_body = &p->reps[m];
+		call->reply_body_max = sizeof(p->reps[m]);
+		call->done = write_call_done;
+		call->arg = p;
+		lode_rpc_submit(conn, call);
+	}
+	return 0;
+
+err_free:
+	free(p->bounce);
+	free(p->req);
+	free(p);
+	return rc;
+}
+
+/* Does [off, off + len) need a read-modify-write somewhere? Only its two ends can. */
+static bool needs_rmw(const struct lode_wire_layout *l, uint64_t off, uint64_t len)
+{
+	/* stripe units are chunk multiples, so file and object offsets share alignment */
+	(void)l;
+	return off % CHUNK || (off + len) % CHUNK;
+}
+
+ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t size, pos = 0, stripes = 0;
+	bool exclusive;
+	struct window w;
+	int rc = 0, rc2;
+
+	if ((f->flags & 3) == 0 /* O_RDONLY */)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (len > (size_t)SSIZE_MAX || off > (uint64_t)INT64_MAX - len)
+		return -EFBIG;
+	exclusive = needs_rmw(l, off, len);
+	if (exclusive)
+		pthread_rwlock_wrlock(&f->rw);
+	else
+		pthread_rwlock_rdlock(&f->rw);
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	window_init(&w);
+	while (pos < len) {
+		uint64_t file_off = off + pos, obj_off, in_unit, n;
+		unsigned stripe;
+
+		map_offset(l, file_off, &stripe, &obj_off);
+		in_unit = l->stripe_size - file_off % l->stripe_size;
+		n = len - pos;
+		if (n > in_unit)
+			n = in_unit;
+		if (n > IO_MAX)
+			n = IO_MAX;
+		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n,
+				 object_size_for(l, size, stripe));
+		if (rc)
+			break;
+		stripes |= 1ull << (stripe % 64);
+		pos += n;
+	}
+	rc2 = window_drain(&w);
+	if (!rc)
+		rc = rc2;
+	window_destroy(&w);
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		if (off + len > f->size)
+			f->size = off + len;
+		f->mtime_ns = lode_now_ns();
+		f->dirty_meta = true;
+		f->dirty_stripes |= stripes;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_rwlock_unlock(&f->rw);
+	if (!rc)
+		rc = file_lease_renew_if_due(f);
+	return rc ? rc : (ssize_t)len;
+}
+
+/* ---- truncate and fsync: one request per object copy, all at once ---- */
+
+struct obj_op {
+	struct lode_call call;
+	struct window *w;
+	union {
+		struct lode_wire_obj_truncate_req trunc;
+		struct lode_wire_objid id;
+	} req;
+	struct lode_wire_obj_rep rep;
+};
+
+static void obj_op_done(struct lode_call *call)
+{
+	struct obj_op *o = lode_container_of(call, struct obj_op, call);
+
+	window_leave(o->w, call->status);
+	free(o);
+}
+
+static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	struct window w;
+	int rc = 0;
+
+	window_init(&w);
+	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
+		if (!(stripes & (1ull << (s % 64))))
+			continue;
+		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
+			struct lode_rpc_conn *conn;
+			struct obj_op *o;
+
+			rc = target_conn(f->c, l->targets[s * l->mirror_count + m], &conn);
+			if (rc)
+				break;
+			o = calloc(1, sizeof(*o));
+			if (!o) {
+				rc = -ENOMEM;
+				break;
+			}
+			o->w = &w;
+			o->req.id.ino = f->ino;
+			o->req.id.generation = l->generation;
+			o->req.id.stripe = s;
+			if (op == LODE_OP_OBJ_TRUNCATE) {
+				o->req.trunc.size = object_size_for(l, new_size, s);
+				o->call.body_len = sizeof(o->req.trunc);
+			} else {
+				o->call.body_len = sizeof(o->req.id);
+			}
+			o->call.opcode = op;
+			o->call.body = &o->req;
+			o->call.reply_body = &o->rep;
+			o->call.reply_body_max = sizeof(o->rep);
+			o->call.done = obj_op_done;
+			window_enter(&w, UINT32_MAX);
+			lode_rpc_submit(conn, &o->call);
+		}
+	}
+	{
+		int rc2 = window_drain(&w);
+
+		if (!rc)
+			rc = rc2;
+	}
+	window_destroy(&w);
+	return rc;
+}
+
+int objects_truncate(struct lode_file *f, uint64_t new_size)
+{
+	return objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size);
+}
+
+int objects_fsync(struct lode_file *f, uint64_t stripes)
+{
+	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0);
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode: the native client of the Lode parallel file system.
+ *
+ * Conventions, for every function here:
+ * - Return 0 (or a byte count) on success and a negative errno on failure, the same codes
+ *   a local Linux file system gives (-ENOENT, -EEXIST, -ENOTDIR, -EISDIR, -ENOTEMPTY,
+ *   -ENAMETOOLONG, -EACCES, ...), plus -ETIMEDOUT / -ECONNREFUSED / -EIO when a server
+ *   cannot be reached, and -EBADMSG... never: corrupt data is never returned (-EIO).
+ * - Output parameters are written only on success.
+ * - Paths are absolute within the cluster ("/models/llama/shard-0.safetensors"); "/" is
+ *   the root. Path functions follow symlinks in every component but the last, and in the
+ *   last where the POSIX call they mirror does (lode_stat follows, lode_lstat does not).
+ * - A lode_client may be used from many threads at once. A lode_file may be used from
+ *   many threads at once for pread/pwrite; closing it while another thread uses it is a
+ *   bug.
+ * - Functions with "_ll_" take inode numbers instead of paths (what lode-fuse uses).
+ */
+#ifndef LODE_LODE_H
+#define LODE_LODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LODE_ROOT_INO 1
+#define LODE_MAX_TARGETS_PER_LAYOUT 64
+
+struct lode_client;
+struct lode_file;
+
+/* Options of lode_connect(). Zero means "default" for every field. The struct only grows
+ * at the end; set size to sizeof(struct lode_client_opts). */
+struct lode_client_opts {
+	size_t size;
+	unsigned timeout_ms;   /* per request, before -ETIMEDOUT; default 30000 */
+	unsigned max_inflight; /* data requests in flight per file operation; default 64 */
+	uint32_t uid, gid;     /* credentials for permission checks; default: the process's */
+	int use_process_creds; /* 1: uid/gid above are ignored */
+};
+
+/* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT" or
+ * "HOST:PORT"). Checks that the MDS answers. Returns 0 and *out, or -errno. */
+int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
+		 struct lode_client **out);
+/* Closes every connection. Files still open are closed first (their sizes committed).
+ * NULL is accepted. */
+void lode_disconnect(struct lode_client *c);
+/* Sets the credentials used for permission checks from now on (e.g. per FUSE request). */
+void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
+
+struct lode_stat {
+	uint64_t ino;
+	uint64_t size;
+	uint64_t blocks; /* 512-byte units */
+	uint32_t mode;	 /* S_IFMT | permissions */
+	uint32_t uid, gid, nlink;
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t generation;
+};
+
+struct lode_layout {
+	uint32_t stripe_size;	/* bytes, a multiple of 64 KiB */
+	uint16_t stripe_count;	/* objects the file is striped over */
+	uint16_t mirror_count;	/* copies of each object */
+	uint64_t generation;
+	uint32_t targets[LODE_MAX_TARGETS_PER_LAYOUT]; /* stripe i, copy m: [i * mirror_count + m] */
+};
+
+struct lode_statfs {
+	uint64_t bytes_total, bytes_free;
+	uint64_t files, files_free;
+	uint32_t targets_up, targets_total;
+	uint32_t name_max, block_size;
+};
+
+struct lode_target_info {
+	uint32_t id;
+	int up;
+	uint64_t bytes_total, bytes_free, objects;
+	uint64_t last_seen_ms;
+	char addr[128];
+};
+
+/* ---- namespace by path ---- */
+int lode_stat(struct lode_client *c, const char *path, struct lode_stat *st);
+int lode_lstat(struct lode_client *c, const char *path, struct lode_stat *st);
+int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode);
+int lode_unlink(struct lode_client *c, const char *path);
+int lode_rmdir(struct lode_client *c, const char *path);
+#define LODE_RENAME_NOREPLACE_FLAG 1
+#define LODE_RENAME_EXCHANGE_FLAG 2
+int lode_rename(struct lode_client *c, const char *from, const char *to, unsigned flags);
+int lode_link(struct lode_client *c, const char *existing, const char *newpath);
+int lode_symlink(struct lode_client *c, const char *target, const char *linkpath);
+/* Copies the target (not NUL-terminated if it fills buf) and returns its length. */
+ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t size);
+int lode_chmod(struct lode_client *c, const char *path, uint32_t mode);
+int lode_chown(struct lode_client *c, const char *path, uint32_t uid, uint32_t gid);
+/* Times in ns since the epoch; LODE_UTIME_NOW or LODE_UTIME_OMIT as in utimensat. */
+#define LODE_UTIME_NOW INT64_MIN
+#define LODE_UTIME_OMIT (INT64_MIN + 1)
+int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int64_t mtime_ns);
+/* Truncates (or extends with zeros) a regular file: its objects first, then its size. */
+int lode_truncate(struct lode_client *c, const char *path, uint64_t size);
+int lode_statfs(struct lode_client *c, struct lode_statfs *out);
+
+/* Calls fn for each entry of a directory (without "." and ".."), in a stable order; a
+ * non-zero return from fn stops the walk and is returned. */
+typedef int (*lode_dirent_fn)(void *arg, const char *name, uint64_t ino, uint32_t mode);
+int lode_readdir(struct lode_client *c, const char *path, lode_dirent_fn fn, void *arg);
+
+#define LODE_XATTR_CREATE_FLAG 1
+#define LODE_XATTR_REPLACE_FLAG 2
+int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,
+		  size_t size, unsigned flags);
+/* size 0: returns the value's length. Otherwise copies it and returns its length, or
+ * -ERANGE if size is too small, -ENODATA if absent. */
+ssize_t lode_getxattr(struct lode_client *c, const char *path, const char *name, void *value,
+		      size_t size);
+/* NUL-separated names, same size rules as lode_getxattr. */
+ssize_t lode_listxattr(struct lode_client *c, const char *path, char *list, size_t size);
+int lode_removexattr(struct lode_client *c, const char *path, const char *name);
+
+/* ---- files ---- */
+
+/* flags: O_RDONLY/O_WRONLY/O_RDWR, O_CREAT, O_EXCL, O_TRUNC (O_APPEND is the caller's
+ * business: pass the offset). A handle open for writing holds the file's single-writer
+ * lease: another client's open for writing fails with -EBUSY until it is closed. */
+int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
+	      struct lode_file **out);
+/* Creates a new file (O_CREAT|O_EXCL semantics) with an explicit layout: stripe_size,
+ * stripe_count and mirror_count are taken from layout; targets too if any is non-zero,
+ * otherwise the MDS places the objects. */
+int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mode,
+			    const struct lode_layout *layout, struct lode_file **out);
+
+/* Reads up to len bytes at off; returns the bytes read (short only at end of file) or
+ * -errno. Data is verified against its checksums end to end; a mismatch is -EIO. */
+ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
+/* Writes len bytes at off; returns len or -errno. */
+ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
+/* Makes everything written durable on every object server and commits the size and
+ * mtime to the MDS. */
+int lode_fsync(struct lode_file *f);
+/* Sets the size of an open file (objects first, then metadata). */
+int lode_ftruncate(struct lode_file *f, uint64_t size);
+/* Commits size and mtime if written, releases the lease and frees f. Returns the first
+ * error of that commit; f is freed either way. NULL is accepted. */
+int lode_close(struct lode_file *f);
+int lode_fstat(struct lode_file *f, struct lode_stat *st);
+void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
+uint64_t lode_file_size(const struct lode_file *f);
+
+/* ---- cluster ---- */
+
+/* Fills up to max targets; returns how many the cluster has (may exceed max). */
+int lode_targets(struct lode_client *c, struct lode_target_info *out, int max);
+
+/* ---- by inode (lode-fuse) ---- */
+int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name,
+		   struct lode_stat *st);
+int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
+int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out);
+int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
+		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out);
+
+/* The library's version string. */
+const char *lode_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `lodectl local up DIR [--oss N]` starts what is not running of a local cluster and prints
+ * the MDS address; `lodectl local down DIR` stops it; `lodectl local kill DIR NAME [SIG]`
+ * signals one daemon (tests use it for kill -9).
+ *
+ * Layout of DIR: DIR/mds and DIR/ossK hold each daemon's data, its `pid`, its `addr`
+ * (written by the daemon once it listens) and its `log`. The first start picks ephemeral
+ * ports on 127.0.0.1; a restart reuses the port in `addr`, so clients and the MDS find
+ * the daemon where it was. DIR/cluster holds the OSS count.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lode/lode.h"
+#include "local_cluster.h"
+
+#define START_TIMEOUT_MS 15000
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	return 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) ? -errno : 0;
+}
+
+static pid_t running_pid(const char *dir)
+{
+	char path[PATH_MAX], buf[32];
+	long pid;
+
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	if (read_file(path, buf, sizeof(buf)))
+		return 0;
+	pid = strtol(buf, NULL, 10);
+	if (pid <= 0 || kill((pid_t)pid, 0))
+		return 0;
+	/* a zombie of ours is not running */
+	if (waitpid((pid_t)pid, NULL, WNOHANG) == pid)
+		return 0;
+	return (pid_t)pid;
+}
+
+/* Finds a program: $LODE_BIN_DIR, beside lodectl, in the build tree, then $PATH. */
+static int find_prog(const char *name, const char *subdir, char *out, size_t len)
+{
+	char self[PATH_MAX], *slash;
+	const char *env = getenv("LODE_BIN_DIR");
+	ssize_t n;
+
+	if (env) {
+		snprintf(out, len, "%s/%s", env, name);
+		if (!access(out, X_OK))
+			return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			if ((size_t)snprintf(out, len, "%s/%s", self, name) < len &&
+			    !access(out, X_OK))
+				return 0;
+			if ((size_t)snprintf(out, len, "%s/../%s/%s", self, subdir, name) < len &&
+			    !access(out, X_OK))
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s", name);
+	return 0; /* execvp searches $PATH */
+}
+
+/* Starts prog in the background with its output in DIR/log; writes DIR/pid. */
+static int spawn(const char *dir, char *const argv[])
+{
+	char path[PATH_MAX], buf[32];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
+		setsid();
+		execvp(argv[0], argv);
+		fprintf(stderr, "lodectl: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	return write_file(path, buf);
+}
+
+/* Waits for DIR/addr to name a listening daemon (it is written once the daemon listens). */
+static int wait_addr(const char *dir, char *addr, size_t len)
+{
+	char path[PATH_MAX];
+	int waited = 0;
+
+	snprintf(path, sizeof(path), "%s/addr", dir);
+	while (waited < START_TIMEOUT_MS) {
+		struct stat st;
+
+		if (!running_pid(dir))
+			return -ECHILD;
+		if (!stat(path, &st) && !read_file(path, addr, len) && addr[0])
+			return 0;
+		sleep_ms(20);
+		waited += 20;
+	}
+	return -ETIMEDOUT;
+}
+
+static int start_daemon(const char *dir, const char *name, const char *subdir,
+			const char *mds_addr, const char *grace, char *addr, size_t alen)
+{
+	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
+	char *argv[16];
+	int i = 0, rc;
+
+	snprintf(addrfile, sizeof(addrfile), "%s/addr", dir);
+	if (running_pid(dir))
+		return read_file(addrfile, addr, alen);
+	/* reuse the port of a previous run so that clients find the daemon again */
+	if (!read_file(addrfile, old, sizeof(old)) && old[0])
+		snprintf(listen, sizeof(listen), "%s", old);
+	else
+		snprintf(listen, sizeof(listen), "tcp://127.0.0.1:0");
+	unlink(addrfile);
+	find_prog(name, subdir, prog, sizeof(prog));
+	argv[i++] = prog;
+	argv[i++] = "--data";
+	argv[i++] = (char *)dir;
+	argv[i++] = "--listen";
+	argv[i++] = listen;
+	if (mds_addr) {
+		argv[i++] = "--mds";
+		argv[i++] = (char *)mds_addr;
+	}
+	if (grace && grace[0]) {
+		argv[i++] = "--orphan-grace";
+		argv[i++] = (char *)grace;
+	}
+	argv[i++] = "--port-file";
+	argv[i++] = addrfile;
+	argv[i] = NULL;
+	rc = spawn(dir, argv);
+	if (rc)
+		return rc;
+	rc = wait_addr(dir, addr, alen);
+	if (rc) {
+		fprintf(stderr, "lodectl: %s in %s did not start (%s); see %s/log\n", name, dir,
+			rc == -ECHILD ? "it exited" : "timed out", dir);
+		return rc;
+	}
+	return 0;
+}
+
+static int local_up(const char *dir, int noss, const char *grace_opt)
+{
+	char path[PATH_MAX], mds_addr[160], addr[160], buf[32], grace[32] = "";
+	struct lode_client *c;
+	int rc, waited = 0;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "lodectl: cannot create %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/cluster", dir);
+	if (noss <= 0) {
+		noss = 3;
+		if (!read_file(path, buf, sizeof(buf)))
+			noss = atoi(buf);
+	}
+	snprintf(buf, sizeof(buf), "%d\n", noss);
+	write_file(path, buf);
+	/* options given once stay with the cluster across restarts */
+	snprintf(path, sizeof(path), "%s/orphan-grace", dir);
+	if (grace_opt)
+		write_file(path, grace_opt);
+	else
+		read_file(path, grace, sizeof(grace));
+	snprintf(path, sizeof(path), "%s/mds", dir);
+	mkdir(path, 0755);
+	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, mds_addr,
+			  sizeof(mds_addr));
+	if (rc)
+		return 1;
+	for (int i = 0; i < noss; i++) {
+		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
+		mkdir(path, 0755);
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, addr, sizeof(addr));
+		if (rc)
+			return 1;
+	}
+	/* ready when the MDS sees every OSS up */
+	rc = lode_connect(mds_addr, NULL, &c);
+	if (rc) {
+		fprintf(stderr, "lodectl: cannot reach the MDS at %s: %s\n", mds_addr,
+			strerror(-rc));
+		return 1;
+	}
+	for (;;) {
+		struct lode_target_info t[LODE_MAX_TARGETS_PER_LAYOUT];
+		int n = lode_targets(c, t, LODE_MAX_TARGETS_PER_LAYOUT), up = 0;
+
+		for (int i = 0; i < n && i < LODE_MAX_TARGETS_PER_LAYOUT; i++)
+			up += t[i].up;
+		if (up >= noss)
+			break;
+		if (waited >= START_TIMEOUT_MS) {
+			fprintf(stderr, "lodectl: only %d of %d OSS registered with the MDS\n", up,
+				noss);
+			lode_disconnect(c);
+			return 1;
+		}
+		sleep_ms(50);
+		waited += 50;
+	}
+	lode_disconnect(c);
+	printf("%s\n", mds_addr);
+	return 0;
+}
+
+static int stop_one(const char *dir, int sig)
+{
+	pid_t pid = running_pid(dir);
+	int waited = 0;
+
+	if (!pid)
+		return 0;
+	kill(pid, sig);
+	while (waited < 10000 && !kill(pid, 0)) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			break;
+		sleep_ms(20);
+		waited += 20;
+	}
+	if (!kill(pid, 0) && waitpid(pid, NULL, WNOHANG) != pid) {
+		kill(pid, SIGKILL);
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+static int local_down(const char *dir)
+{
+	char path[PATH_MAX], buf[32];
+	int noss = 64;
+
+	snprintf(path, sizeof(path), "%s/cluster", dir);
+	if (read_file(path, buf, sizeof(buf))) {
+		fprintf(stderr, "lodectl: %s is not a local cluster\n", dir);
+		return 1;
+	}
+	noss = atoi(buf);
+	for (int i = 0; i < noss; i++) {
+		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
+		stop_one(path, SIGTERM);
+	}
+	snprintf(path, sizeof(path), "%s/mds", dir);
+	stop_one(path, SIGTERM);
+	return 0;
+}
+
+static int local_kill(const char *dir, const char *name, int sig)
+{
+	char path[PATH_MAX];
+	pid_t pid;
+
+	if (strcmp(name, "mds") && strncmp(name, "oss", 3)) {
+		fprintf(stderr, "lodectl: unknown daemon '%s' (mds or ossN)\n", name);
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	pid = running_pid(path);
+	if (!pid) {
+		fprintf(stderr, "lodectl: %s is not running\n", name);
+		return 1;
+	}
+	if (sig == SIGKILL) {
+		kill(pid, SIGKILL);
+		/* wait for it to be gone so that a restart finds the port free */
+		for (int i = 0; i < 500 && !kill(pid, 0); i++)
+			sleep_ms(10);
+		return 0;
+	}
+	return stop_one(path, sig);
+}
+
+int local_main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
+				"down DIR | kill DIR NAME [-9]\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "up")) {
+		const char *grace = NULL;
+		int noss = 0;
+
+		for (int i = 3; i < argc; i++) {
+			if (!strcmp(argv[i], "--orphan-grace") && i + 1 < argc) {
+				grace = argv[++i];
+				continue;
+			}
+			if (!strcmp(argv[i], "--oss") && i + 1 < argc) {
+				noss = atoi(argv[++i]);
+				if (noss < 1 || noss > 64) {
+					fprintf(stderr, "lodectl: --oss wants 1..64\n");
+					return 2;
+				}
+			} else {
+				fprintf(stderr, "lodectl: unknown option '%s'\n", argv[i]);
+				return 2;
+			}
+		}
+		return local_up(argv[2], noss, grace);
+	}
+	if (!strcmp(argv[1], "down"))
+		return local_down(argv[2]);
+	if (!strcmp(argv[1], "kill") && argc >= 4)
+		return local_kill(argv[2], argv[3],
+				  argc >= 5 && !strcmp(argv[4], "-9") ? SIGKILL : SIGTERM);
+	fprintf(stderr, "lodectl: unknown local command '%s'\n", argv[1]);
+	return 2;
+}
