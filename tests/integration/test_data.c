@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Data path against a real local cluster (MDS + 3 OSS): a 1 GiB file striped over every
+ * OSS comes back byte-exact, unaligned and sparse writes read back as a local file would,
+ * four clients at once each get their own 256 MiB back, and lodectl put/get round-trip.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "lode/lode.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define BUF (8 * MiB)
+
+static struct test_cluster tc;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return cluster_up(&tc, 3);
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	cluster_down(&tc);
+	return 0;
+}
+
+static struct lode_client *connect_or_fail(void)
+{
+	struct lode_client *c = NULL;
+
+	assert_int_equal(lode_connect(tc.mds, NULL, &c), 0);
+	return c;
+}
+
+/* Writes size bytes of pattern `seed` to path in BUF pieces; returns the open layout. */
+static void write_pattern(struct lode_client *c, const char *path, uint64_t size, uint64_t seed,
+			  struct lode_layout *layout)
+{
+	struct lode_file *f;
+	char *buf = malloc(BUF);
+
+	assert_non_null(buf);
+	assert_int_equal(lode_open(c, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &f), 0);
+	for (uint64_t off = 0; off < size; off += BUF) {
+		size_t n = size - off < BUF ? (size_t)(size - off) : BUF;
+
+		pattern_fill(buf, n, seed, off);
+		assert_int_equal(lode_pwrite(f, buf, n, off), (ssize_t)n);
+	}
+	assert_int_equal(lode_fsync(f), 0);
+	if (layout)
+		lode_file_layout(f, layout);
+	assert_int_equal(lode_close(f), 0);
+	free(buf);
+}
+
+static void check_pattern(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
+{
+	struct lode_file *f;
+	struct lode_stat st;
+	char *buf = malloc(BUF);
+
+	assert_non_null(buf);
+	assert_int_equal(lode_stat(c, path, &st), 0);
+	assert_int_equal(st.size, size);
+	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
+	for (uint64_t off = 0; off < size; off += BUF) {
+		size_t n = size - off < BUF ? (size_t)(size - off) : BUF;
+		int64_t bad;
+
+		assert_int_equal(lode_pread(f, buf, BUF, off), (ssize_t)n);
+		bad = pattern_check(buf, n, seed, off);
+		if (bad >= 0)
+			fail_msg("%s: byte %llu differs", path, (unsigned long long)(off + bad));
+	}
+	assert_int_equal(lode_pread(f, buf, BUF, size), 0);
+	assert_int_equal(lode_close(f), 0);
+	free(buf);
+}
+
+/* Bytes of object files (not .sum) under one OSS's data directory. */
+static uint64_t oss_object_bytes(int oss)
+{
+	char path[512];
+	uint64_t total = 0;
+
+	for (int d = 0; d < 256; d++) {
+		DIR *dir;
+		struct dirent *e;
+
+		snprintf(path, sizeof(path), "%s/oss%d/objects/%02x", tc.dir, oss, d);
+		dir = opendir(path);
+		if (!dir)
+			continue;
+		while ((e = readdir(dir))) {
+			char full[1024];
+			struct stat st;
+			size_t len = strlen(e->d_name);
+
+			if (e->d_name[0] == '.' || (len > 4 && !strcmp(e->d_name + len - 4, ".sum")))
+				continue;
+			snprintf(full, sizeof(full), "%s/%s", path, e->d_name);
+			if (!stat(full, &st))
+				total += (uint64_t)st.st_size;
+		}
+		closedir(dir);
+	}
+	return total;
+}
+
+static void test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss(void **state)
+{
+	struct lode_client *c = connect_or_fail();
+	struct lode_layout l;
+	uint64_t sum = 0;
+
+	(void)state;
+	write_pattern(c, "/big", GiB, 1, &l);
+	assert_int_equal(l.stripe_count, 3);
+	assert_int_equal(l.mirror_count, 1);
+	assert_true(l.targets[0] != l.targets[1] && l.targets[1] != l.targets[2] &&
+		    l.targets[0] != l.targets[2]);
+	for (int i = 0; i < 3; i++) {
+		uint64_t b = oss_object_bytes(i);
+
+		/* each OSS holds its third of the file */
+		assert_true(b >= GiB / 3 - MiB && b <= GiB / 3 + MiB);
+		sum += b;
+	}
+	assert_int_equal(sum, GiB);
+	check_pattern(c, "/big", GiB, 1);
+	assert_int_equal(lode_unlink(c, "/big"), 0);
+	lode_disconnect(c);
+}
+
+static void test_unaligned_and_sparse_writes_read_back_like_a_local_file(void **state)
+{
+	struct lode_client *c = connect_or_fail();
+	const uint64_t size = 5 * MiB + 12345;
+	unsigned char *model = calloc(1, size), *got = malloc(size);
+	struct lode_file *f;
+	uint64_t seed = 7;
+
+	(void)state;
+	assert_non_null(model);
+	assert_non_null(got);
+	assert_int_equal(lode_open(c, "/sparse", O_RDWR | O_CREAT | O_EXCL, 0600, &f), 0);
+	/* a tail far out first: everything before it is a hole */
+	pattern_fill(model + size - 1000, 1000, seed, 0);
+	assert_int_equal(lode_pwrite(f, model + size - 1000, 1000, size - 1000), 1000);
+	/* small writes at odd offsets, crossing chunk and stripe boundaries */
+	for (int i = 0; i < 200; i++) {
+		uint64_t off = ((uint64_t)i * 26251 * 7) % (size - 70000);
+		size_t n = 1 + (size_t)((i * 7919) % 70000);
+
+		pattern_fill(model + off, n, seed + (uint64_t)i + 1, off);
+		assert_int_equal(lode_pwrite(f, model + off, n, off), (ssize_t)n);
+	}
+	assert_int_equal(lode_pread(f, got, size, 0), (ssize_t)size);
+	assert_memory_equal(got, model, size);
+	assert_int_equal(lode_close(f), 0);
+	/* and through a fresh handle of a fresh client */
+	lode_disconnect(c);
+	c = connect_or_fail();
+	assert_int_equal(lode_open(c, "/sparse", O_RDONLY, 0, &f), 0);
+	memset(got, 0xaa, size);
+	assert_int_equal(lode_pread(f, got, size, 0), (ssize_t)size);
+	assert_memory_equal(got, model, size);
+	/* reads at odd offsets and lengths */
+	for (int i = 0; i < 50; i++) {
+		uint64_t off = ((uint64_t)i * 104729) % size;
+		size_t n = (size_t)((i * 15485863ull) % (2 * MiB));
+		ssize_t want = (ssize_t)(off + n > size ? size - off : n);
+
+		assert_int_equal(lode_pread(f, got, n, off), want);
+		assert_memory_equal(got, model + off, (size_t)want);
+	}
+	assert_int_equal(lode_close(f), 0);
+	free(model);
+	free(got);
+	lode_disconnect(c);
+}
+
+static void test_truncate_shrinks_and_extends_with_zeros(void **state)
+{
+	struct lode_client *c = connect_or_fail();
+	unsigned char *buf = malloc(3 * MiB);
+	struct lode_stat st;
+	struct lode_file *f;
+
+	(void)state;
+	write_pattern(c, "/trunc", 3 * MiB, 3, NULL);
+	assert_int_equal(lode_truncate(c, "/trunc", MiB + 100), 0);
+	assert_int_equal(lode_stat(c, "/trunc", &st), 0);
+	assert_int_equal(st.size, MiB + 100);
+	assert_int_equal(lode_truncate(c, "/trunc", 3 * MiB), 0);
+	assert_int_equal(lode_open(c, "/trunc", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, buf, 3 * MiB, 0), (ssize_t)(3 * MiB));
+	assert_int_equal(pattern_check(buf, MiB + 100, 3, 0), -1);
+	for (uint64_t i = MiB + 100; i < 3 * MiB; i++)
+		if (buf[i])
+			fail_msg("byte %llu after truncate-extend is %u, not 0",
+				 (unsigned long long)i, buf[i]);
+	assert_int_equal(lode_close(f), 0);
+	/* O_TRUNC empties it */
+	assert_int_equal(lode_open(c, "/trunc", O_WRONLY | O_TRUNC, 0, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/trunc", &st), 0);
+	assert_int_equal(st.size, 0);
+	free(buf);
+	lode_disconnect(c);
+}
+
+struct worker_arg {
+	int idx;
+	int failed;
+};
+
+static void *client_worker(void *p)
+{
+	struct worker_arg *w = p;
+	struct lode_client *c;
+	struct lode_file *f;
+	char path[64];
+	char *buf = malloc(BUF);
+	const uint64_t size = 256 * MiB;
+	uint64_t seed = 100 + (uint64_t)w->idx;
+
+	w->failed = 1;
+	if (!buf || lode_connect(tc.mds, NULL, &c))
+		return NULL;
+	snprintf(path, sizeof(path), "/client%d", w->idx);
+	if (lode_open(c, path, O_WRONLY | O_CREAT | O_EXCL, 0644, &f))
+		goto out;
+	for (uint64_t off = 0; off < size; off += BUF) {
+		pattern_fill(buf, BUF, seed, off);
+		if (lode_pwrite(f, buf, BUF, off) != BUF)
+			goto out;
+	}
+	if (lode_close(f))
+		goto out;
+	if (lode_open(c, path, O_RDONLY, 0, &f))
+		goto out;
+	for (uint64_t off = 0; off < size; off += BUF) {
+		if (lode_pread(f, buf, BUF, off) != BUF || pattern_check(buf, BUF, seed, off) >= 0) {
+			lode_close(f);
+			goto out;
+		}
+	}
+	if (lode_close(f))
+		goto out;
+	w->failed = 0;
+out:
+	lode_disconnect(c);
+	free(buf);
+	return NULL;
+}
+
+static void test_four_clients_at_once_each_read_back_their_own_256mib(void **state)
+{
+	pthread_t th[4];
+	struct worker_arg args[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		args[i].idx = i;
+		assert_int_equal(pthread_create(&th[i], NULL, client_worker, &args[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].failed)
+			fail_msg("client %d did not read back its own data", i);
+	}
+}
+
+static void test_lodectl_put_and_get_round_trip_a_file(void **state)
+{
+	char local[300], back[300], args[1024];
+	char *buf = malloc(9 * MiB + 7), *got = malloc(9 * MiB + 7);
+	FILE *f;
+
+	(void)state;
+	snprintf(local, sizeof(local), "%s/put-src", tc.dir);
+	snprintf(back, sizeof(back), "%s/get-dst", tc.dir);
+	pattern_fill(buf, 9 * MiB + 7, 9, 0);
+	f = fopen(local, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, 9 * MiB + 7, f), 9 * MiB + 7);
+	fclose(f);
+	snprintf(args, sizeof(args), "put %s /via-cli --stripe-size 256K --stripe-count 2", local);
+	assert_int_equal(cluster_lodectl(&tc, args), 0);
+	snprintf(args, sizeof(args), "get /via-cli %s", back);
+	assert_int_equal(cluster_lodectl(&tc, args), 0);
+	f = fopen(back, "r");
+	assert_non_null(f);
+	assert_int_equal(fread(got, 1, 9 * MiB + 7, f), 9 * MiB + 7);
+	fclose(f);
+	assert_memory_equal(got, buf, 9 * MiB + 7);
+	assert_int_equal(cluster_lodectl(&tc, "stat /via-cli >/dev/null"), 0);
+	assert_int_equal(cluster_lodectl(&tc, "status >/dev/null"), 0);
+	assert_int_not_equal(cluster_lodectl(&tc, "get /no-such-file /dev/null 2>/dev/null"), 0);
+	free(buf);
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss),
+		cmocka_unit_test(test_unaligned_and_sparse_writes_read_back_like_a_local_file),
+		cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
+		cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
+		cmocka_unit_test(test_lodectl_put_and_get_round_trip_a_file),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The namespace through liblode against a real cluster: every operation, and the errors a
+ * local Linux file system gives for the same mistakes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "lode/lode.h"
+
+static struct test_cluster tc;
+static struct lode_client *c;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (cluster_up(&tc, 3))
+		return -1;
+	return lode_connect(tc.mds, NULL, &c) ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	lode_disconnect(c);
+	cluster_down(&tc);
+	return 0;
+}
+
+static void touch(const char *path)
+{
+	struct lode_file *f;
+
+	assert_int_equal(lode_open(c, path, O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+}
+
+static void test_mkdir_lookup_and_stat_report_a_directory(void **state)
+{
+	struct lode_stat st;
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/d", 0750), 0);
+	assert_int_equal(lode_stat(c, "/d", &st), 0);
+	assert_true(S_ISDIR(st.mode));
+	assert_int_equal(st.mode & 07777, 0750);
+	assert_int_equal(st.nlink, 2);
+	assert_int_equal(lode_mkdir(c, "/d", 0755), -EEXIST);
+	assert_int_equal(lode_mkdir(c, "/nope/sub", 0755), -ENOENT);
+	assert_int_equal(lode_stat(c, "/d/missing", &st), -ENOENT);
+	assert_int_equal(lode_mkdir(c, "/d/sub", 0755), 0);
+	assert_int_equal(lode_stat(c, "/d", &st), 0);
+	assert_int_equal(st.nlink, 3);
+}
+
+static void test_create_exclusive_fails_with_eexist_and_names_are_checked(void **state)
+{
+	char longname[300];
+	struct lode_file *f;
+	struct lode_stat st;
+
+	(void)state;
+	touch("/f1");
+	assert_int_equal(lode_open(c, "/f1", O_WRONLY | O_CREAT | O_EXCL, 0644, &f), -EEXIST);
+	assert_int_equal(lode_stat(c, "/f1", &st), 0);
+	assert_true(S_ISREG(st.mode));
+	assert_int_equal(st.size, 0);
+	memset(longname, 'x', sizeof(longname));
+	longname[0] = '/';
+	longname[257] = 0; /* a 256-byte name */
+	assert_int_equal(lode_open(c, longname, O_WRONLY | O_CREAT, 0644, &f), -ENAMETOOLONG);
+	longname[256] = 0; /* 255 is fine */
+	assert_int_equal(lode_open(c, longname, O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_unlink(c, longname), 0);
+	assert_int_equal(lode_open(c, "/f1/x", O_WRONLY | O_CREAT, 0644, &f), -ENOTDIR);
+	assert_int_equal(lode_open(c, "/d", O_RDONLY, 0, &f), -EISDIR);
+	assert_int_equal(lode_open(c, "/absent", O_RDONLY, 0, &f), -ENOENT);
+}
+
+static void test_unlink_and_rmdir_give_posix_errors(void **state)
+{
+	(void)state;
+	touch("/d/file");
+	assert_int_equal(lode_rmdir(c, "/d"), -ENOTEMPTY);
+	assert_int_equal(lode_unlink(c, "/d"), -EISDIR);
+	assert_int_equal(lode_rmdir(c, "/d/file"), -ENOTDIR);
+	assert_int_equal(lode_unlink(c, "/d/file"), 0);
+	assert_int_equal(lode_unlink(c, "/d/file"), -ENOENT);
+	assert_int_equal(lode_rmdir(c, "/d/sub"), 0);
+	assert_int_equal(lode_rmdir(c, "/d"), 0);
+	assert_int_equal(lode_rmdir(c, "/d"), -ENOENT);
+}
+
+static void test_rename_replaces_moves_and_refuses_what_posix_refuses(void **state)
+{
+	struct lode_stat a, st;
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/r", 0755), 0);
+	assert_int_equal(lode_mkdir(c, "/r/x", 0755), 0);
+	touch("/r/a");
+	touch("/r/b");
+	assert_int_equal(lode_stat(c, "/r/a", &a), 0);
+	/* publish pattern: write to a temporary name, rename over the real one */
+	assert_int_equal(lode_rename(c, "/r/a", "/r/b", 0), 0);
+	assert_int_equal(lode_stat(c, "/r/b", &st), 0);
+	assert_int_equal(st.ino, a.ino);
+	assert_int_equal(lode_stat(c, "/r/a", &st), -ENOENT);
+	/* across directories */
+	assert_int_equal(lode_rename(c, "/r/b", "/r/x/b", 0), 0);
+	assert_int_equal(lode_stat(c, "/r/x/b", &st), 0);
+	assert_int_equal(st.ino, a.ino);
+	/* no-replace */
+	touch("/r/c");
+	assert_int_equal(lode_rename(c, "/r/c", "/r/x/b", LODE_RENAME_NOREPLACE_FLAG), -EEXIST);
+	/* exchange */
+	assert_int_equal(lode_rename(c, "/r/c", "/r/x/b", LODE_RENAME_EXCHANGE_FLAG), 0);
+	assert_int_equal(lode_stat(c, "/r/c", &st), 0);
+	assert_int_equal(st.ino, a.ino);
+	/* a directory over a file and the reverse, into its own subtree, over a non-empty dir */
+	assert_int_equal(lode_rename(c, "/r/x", "/r/c", 0), -ENOTDIR);
+	assert_int_equal(lode_rename(c, "/r/c", "/r/x", 0), -EISDIR);
+	assert_int_equal(lode_rename(c, "/r", "/r/x/inside", 0), -EINVAL);
+	assert_int_equal(lode_mkdir(c, "/r/empty", 0755), 0);
+	assert_int_equal(lode_rename(c, "/r/empty", "/r/x", 0), -ENOTEMPTY);
+	assert_int_equal(lode_rename(c, "/r/x", "/r/empty", 0), 0);
+	assert_int_equal(lode_stat(c, "/r/empty/b", &st), 0);
+	assert_int_equal(lode_rename(c, "/r/missing", "/r/y", 0), -ENOENT);
+}
+
+static void test_hard_links_and_symlinks_behave_like_posix(void **state)
+{
+	char target[64];
+	struct lode_stat st, lst;
+
+	(void)state;
+	touch("/orig");
+	assert_int_equal(lode_link(c, "/orig", "/hard"), 0);
+	assert_int_equal(lode_stat(c, "/orig", &st), 0);
+	assert_int_equal(st.nlink, 2);
+	assert_int_equal(lode_link(c, "/orig", "/hard"), -EEXIST);
+	assert_int_equal(lode_link(c, "/r", "/rlink"), -EPERM);
+	assert_int_equal(lode_unlink(c, "/orig"), 0);
+	assert_int_equal(lode_stat(c, "/hard", &st), 0);
+	assert_int_equal(st.nlink, 1);
+
+	assert_int_equal(lode_symlink(c, "/hard", "/sym"), 0);
+	assert_int_equal(lode_symlink(c, "r/empty", "/relsym"), 0);
+	assert_int_equal(lode_lstat(c, "/sym", &lst), 0);
+	assert_true(S_ISLNK(lst.mode));
+	assert_int_equal(lode_stat(c, "/sym", &st), 0);
+	assert_true(S_ISREG(st.mode));
+	assert_int_equal(lode_readlink(c, "/sym", target, sizeof(target)), 5);
+	assert_memory_equal(target, "/hard", 5);
+	assert_int_equal(lode_readlink(c, "/hard", target, sizeof(target)), -EINVAL);
+	/* a relative symlink in the middle of a path */
+	assert_int_equal(lode_stat(c, "/relsym/b", &st), 0);
+	assert_int_equal(lode_symlink(c, "/loop2", "/loop1"), 0);
+	assert_int_equal(lode_symlink(c, "/loop1", "/loop2"), 0);
+	assert_int_equal(lode_stat(c, "/loop1", &st), -ELOOP);
+	assert_int_equal(lode_symlink(c, "x", "/sym"), -EEXIST);
+}
+
+static void test_setattr_changes_mode_owner_and_times(void **state)
+{
+	struct lode_stat st;
+
+	(void)state;
+	touch("/attrs");
+	assert_int_equal(lode_chmod(c, "/attrs", 0600), 0);
+	assert_int_equal(lode_chown(c, "/attrs", 1234, 5678), 0);
+	assert_int_equal(lode_utimens(c, "/attrs", 1000000000123ll, 2000000000456ll), 0);
+	assert_int_equal(lode_stat(c, "/attrs", &st), 0);
+	assert_int_equal(st.mode & 07777, 0600);
+	assert_int_equal(st.uid, 1234);
+	assert_int_equal(st.gid, 5678);
+	assert_int_equal(st.atime_ns, 1000000000123ll);
+	assert_int_equal(st.mtime_ns, 2000000000456ll);
+}
+
+static void test_a_non_root_user_is_denied_what_its_mode_bits_deny(void **state)
+{
+	struct lode_client *u;
+	struct lode_client_opts o = {.size = sizeof(o), .uid = 1000, .gid = 1000};
+	struct lode_file *f;
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/private", 0700), 0);
+	touch("/private/secret");
+	assert_int_equal(lode_connect(tc.mds, &o, &u), 0);
+	assert_int_equal(lode_open(u, "/private/secret", O_RDONLY, 0, &f), -EACCES);
+	assert_int_equal(lode_mkdir(u, "/private/mine", 0755), -EACCES);
+	assert_int_equal(lode_chmod(u, "/attrs", 0777), -EPERM);
+	assert_int_equal(lode_mkdir(c, "/shared", 0777), 0);
+	assert_int_equal(lode_open(u, "/shared/ok", O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(u);
+}
+
+struct names {
+	int n;
+	int seen[300];
+};
+
+static int collect(void *arg, const char *name, uint64_t ino, uint32_t mode)
+{
+	struct names *ns = arg;
+	int i;
+
+	(void)ino;
+	if (sscanf(name, "e%d", &i) == 1 && i >= 0 && i < 300 && S_ISREG(mode))
+		ns->seen[i]++;
+	ns->n++;
+	return 0;
+}
+
+static void test_readdir_pages_through_a_large_directory_once_each(void **state)
+{
+	struct names ns = {0};
+	char path[64];
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/many", 0755), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(path, sizeof(path), "/many/e%d", i);
+		touch(path);
+	}
+	assert_int_equal(lode_readdir(c, "/many", collect, &ns), 0);
+	assert_int_equal(ns.n, 300);
+	for (int i = 0; i < 300; i++)
+		assert_int_equal(ns.seen[i], 1);
+	assert_int_equal(lode_readdir(c, "/hard", collect, &ns), -ENOTDIR);
+}
+
+static void test_xattrs_set_get_list_and_remove(void **state)
+{
+	char buf[64];
+	ssize_t n;
+
+	(void)state;
+	touch("/x");
+	assert_int_equal(lode_setxattr(c, "/x", "user.a", "hello", 5, 0), 0);
+	assert_int_equal(lode_setxattr(c, "/x", "user.a", "x", 1, LODE_XATTR_CREATE_FLAG),
+			 -EEXIST);
+	assert_int_equal(lode_setxattr(c, "/x", "user.b", "x", 1, LODE_XATTR_REPLACE_FLAG),
+			 -ENODATA);
+	assert_int_equal(lode_getxattr(c, "/x", "user.a", NULL, 0), 5);
+	assert_int_equal(lode_getxattr(c, "/x", "user.a", buf, 2), -ERANGE);
+	assert_int_equal(lode_getxattr(c, "/x", "user.a", buf, sizeof(buf)), 5);
+	assert_memory_equal(buf, "hello", 5);
+	assert_int_equal(lode_setxattr(c, "/x", "user.b", "", 0, 0), 0);
+	n = lode_listxattr(c, "/x", buf, sizeof(buf));
+	assert_int_equal(n, 14);
+	assert_memory_equal(buf, "user.a\0user.b\0", 14);
+	assert_int_equal(lode_removexattr(c, "/x", "user.a"), 0);
+	assert_int_equal(lode_getxattr(c, "/x", "user.a", buf, sizeof(buf)), -ENODATA);
+	assert_int_equal(lode_removexattr(c, "/x", "user.a"), -ENODATA);
+}
+
+static void test_statfs_and_targets_report_the_cluster(void **state)
+{
+	struct lode_target_info t[8];
+	struct lode_statfs sf;
+
+	(void)state;
+	assert_int_equal(lode_statfs(c, &sf), 0);
+	assert_int_equal(sf.targets_up, 3);
+	assert_int_equal(sf.targets_total, 3);
+	assert_true(sf.bytes_total > 0 && sf.bytes_free <= sf.bytes_total);
+	assert_int_equal(lode_targets(c, t, 8), 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(t[i].up);
+}
+
+static void test_a_second_writer_is_refused_while_the_first_holds_the_lease(void **state)
+{
+	struct lode_client *other;
+	struct lode_file *f, *g;
+
+	(void)state;
+	touch("/leased");
+	assert_int_equal(lode_connect(tc.mds, NULL, &other), 0);
+	assert_int_equal(lode_open(c, "/leased", O_WRONLY, 0, &f), 0);
+	assert_int_equal(lode_open(other, "/leased", O_WRONLY, 0, &g), -EBUSY);
+	assert_int_equal(lode_open(other, "/leased", O_RDONLY, 0, &g), 0);
+	assert_int_equal(lode_close(g), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_open(other, "/leased", O_WRONLY, 0, &g), 0);
+	assert_int_equal(lode_close(g), 0);
+	lode_disconnect(other);
+}
+
+static void test_close_to_open_a_reader_sees_what_a_writer_closed(void **state)
+{
+	struct lode_client *reader;
+	struct lode_file *f;
+	char buf[32] = {0};
+
+	(void)state;
+	assert_int_equal(lode_connect(tc.mds, NULL, &reader), 0);
+	assert_int_equal(lode_open(c, "/c2o", O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_pwrite(f, "checkpoint", 10, 0), 10);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_open(reader, "/c2o", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, buf, sizeof(buf), 0), 10);
+	assert_memory_equal(buf, "checkpoint", 10);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(reader);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mkdir_lookup_and_stat_report_a_directory),
+		cmocka_unit_test(test_create_exclusive_fails_with_eexist_and_names_are_checked),
+		cmocka_unit_test(test_unlink_and_rmdir_give_posix_errors),
+		cmocka_unit_test(test_rename_replaces_moves_and_refuses_what_posix_refuses),
+		cmocka_unit_test(test_hard_links_and_symlinks_behave_like_posix),
+		cmocka_unit_test(test_setattr_changes_mode_owner_and_times),
+		cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
+		cmocka_unit_test(test_readdir_pages_through_a_large_directory_once_each),
+		cmocka_unit_test(test_xattrs_set_get_list_and_remove),
+		cmocka_unit_test(test_statfs_and_targets_report_the_cluster),
+		cmocka_unit_test(test_a_second_writer_is_refused_while_the_first_holds_the_lease),
+		cmocka_unit_test(test_close_to_open_a_reader_sees_what_a_writer_closed),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what Lode needs to build and test, from Debian 12's packages.
+set -euo pipefail
+pkgs=(build-essential meson ninja-build pkg-config
+      liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
+      libibverbs-dev librdmacm-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}" >&2
+	sudo_cmd=()
+	[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+	"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}"
+fi
