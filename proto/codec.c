@@ -8,6 +8,7 @@
  * has been checked against what was received.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -37,6 +38,8 @@ int32_t lode_status_from_errno(int neg_errno)
 {
 	if (neg_errno >= 0)
 		return LODE_S_OK;
+	if (neg_errno == INT32_MIN)
+		return EIO;
 	return wire_errno_known(-neg_errno) ? -neg_errno : EIO;
 }
 
@@ -299,6 +302,16 @@ int lode_dec_create(const void *body, uint32_t len, uint64_t data_len,
 		return rc;
 	if (r->has_targets && !r->has_layout)
 		return -EINVAL;
+	if (!r->has_layout) {
+		static const struct lode_wire_layout zero;
+
+		if (memcmp(&r->layout, &zero, sizeof(zero)))
+			return -EINVAL; /* unused means zero, like any reserved field */
+	} else if (!r->has_targets) {
+		for (unsigned i = 0; i < LODE_LAYOUT_TARGETS_MAX; i++)
+			if (r->layout.targets[i])
+				return -EINVAL;
+	}
 	if (r->has_layout) {
 		struct lode_wire_layout l = r->layout;
 
@@ -715,6 +728,9 @@ static int record_next(const void *data, uint64_t data_len, uint64_t *pos, size_
 	end = *pos + pad8(fixed + nlen);
 	if (end > data_len)
 		return -EPROTO;
+	for (uint64_t i = *pos + fixed + nlen; i < end; i++)
+		if (p[i])
+			return -EPROTO;
 	*rec = p + *pos;
 	name->ptr = p + *pos + fixed;
 	name->len = nlen;
@@ -733,7 +749,7 @@ int lode_readdir_next(const void *data, uint64_t data_len, uint64_t *pos,
 			 offsetof(struct lode_wire_dirent, name_len), &rec, &n);
 	if (rc <= 0)
 		return rc;
-	if (lode_name_check(n.ptr, n.len))
+	if (lode_name_check(n.ptr, n.len) || ((const struct lode_wire_dirent *)rec)->reserved)
 		return -EPROTO;
 	*ent = rec;
 	*name = n;
@@ -753,6 +769,9 @@ int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		return rc;
 	if (n.len == 0 || n.len > LODE_ADDR_MAX || memchr(n.ptr, '\0', n.len))
 		return -EPROTO;
+	if (((const struct lode_wire_target *)rec)->reserved0 ||
+	    ((const struct lode_wire_target *)rec)->reserved1)
+		return -EPROTO;
 	*t = rec;
 	*addr = n;
 	return 1;
@@ -764,7 +783,7 @@ int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uin
 	const struct lode_wire_obj_read_rep *r = body;
 	uint64_t want;
 
-	if (len < sizeof(*r) || data_len > length)
+	if (len < sizeof(*r) || data_len > length || r->reserved)
 		return -EPROTO;
 	want = (data_len + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
 	if (r->nchunks != want || len != sizeof(*r) + want * sizeof(uint64_t))

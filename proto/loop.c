@@ -94,6 +94,11 @@ static void run_posted(struct lode_loop *loop)
 
 static void efd_arm(struct lode_loop *loop);
 
+void lode_loop_run_pending(struct lode_loop *loop)
+{
+	run_posted(loop);
+}
+
 static void efd_done(struct lode_io *io, int res)
 {
 	struct lode_loop *loop = lode_container_of(io, struct lode_loop, efd_io);

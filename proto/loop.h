@@ -40,6 +40,9 @@ void lode_loop_stop(struct lode_loop *loop);
 /* Runs fn(arg) on the loop's thread soon. Any thread; never fails (allocates a small node;
  * aborts on out-of-memory). Functions posted before lode_loop_stop() still run. */
 void lode_loop_post(struct lode_loop *loop, void (*fn)(void *arg), void *arg);
+/* Runs, on the calling thread, the functions posted to a loop that is not running (so that
+ * nothing posted is lost before lode_loop_destroy()). */
+void lode_loop_run_pending(struct lode_loop *loop);
 /* The loop whose lode_loop_run() is executing on this thread, or NULL. */
 struct lode_loop *lode_loop_current(void);
 

@@ -175,8 +175,9 @@ static void c_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	struct lode_call *call = conn->receiving;
 
 	conn->receiving = NULL;
-	call->reply_body_len = hdr->body_len;
-	call->reply_data_len = hdr->data_len;
+	/* lengths are reported only for replies that landed in the caller's buffers */
+	call->reply_body_len = conn->receiving_bad ? 0 : hdr->body_len;
+	call->reply_data_len = conn->receiving_bad ? 0 : hdr->data_len;
 	call->status = conn->receiving_bad ? -EPROTO : lode_status_to_errno(hdr->status);
 	call_set_flag(call, CALL_REPLIED);
 	call_maybe_done(conn, call);
@@ -248,6 +249,18 @@ static void submit_on_loop(void *arg)
 	if (conn->closed || rpc->stopping) {
 		call_finish(call, -ESHUTDOWN);
 		return;
+	}
+	/* a request the server would refuse by closing the connection fails alone, here */
+	{
+		uint64_t dlen = 0;
+
+		for (int i = 0; i < call->data_iovcnt; i++)
+			dlen += call->data[i].iov_len;
+		if (!lode_op_known(call->opcode) || call->body_len > LODE_BODY_MAX ||
+		    dlen > LODE_DATA_MAX) {
+			call_finish(call, -EMSGSIZE);
+			return;
+		}
 	}
 	if (!conn->t) {
 		rc = conn->ops->connect(rpc->loop, &conn->addr, &client_cbs, conn, &conn->t);

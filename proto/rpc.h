@@ -59,14 +59,16 @@ int lode_rpc_create(struct lode_rpc **out, unsigned default_timeout_ms);
 void lode_rpc_destroy(struct lode_rpc *rpc);
 
 /* A connection handle for addr ("tcp://HOST:PORT"). Connects lazily on the first call and
- * reconnects after a failure. Returns 0 or -EINVAL for a malformed address, -ENOMEM. */
+ * reconnects after a failure. Returns 0, -EINVAL for a malformed address,
+ * -EPROTONOSUPPORT for a transport not built in, or -ENOMEM. */
 int lode_rpc_conn_open(struct lode_rpc *rpc, const char *addr, struct lode_rpc_conn **out);
 /* Closes it, failing its pending calls with -ESHUTDOWN. NULL is accepted. */
 void lode_rpc_conn_close(struct lode_rpc_conn *conn);
 const char *lode_rpc_conn_addr(const struct lode_rpc_conn *conn);
 
 /* Submits a call; call->done(call) runs on the rpc's I/O thread when it completes (also
- * on failure). The call and its buffers must stay valid until then. */
+ * on failure). The call and its buffers must stay valid until then. A call with an unknown
+ * opcode or a body or data over the wire's limits fails alone with -EMSGSIZE. */
 void lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 
 /* Submits and waits. Returns call->status. done/arg are overwritten. */

@@ -61,6 +61,18 @@ struct lode_server {
 	char addrs[LISTEN_MAX][64];
 	unsigned next_worker; /* worker 0's thread only */
 	uint64_t next_conn_id; /* atomic */
+
+	/*
+	 * Replies from other threads race with lode_server_stop(): a replier holds stop_lock
+	 * shared from its check of `stopped` until its post has reached the worker's loop, and
+	 * stop takes it exclusively to set `stopped`. After that, late replies free their
+	 * request on the replying thread (late_lock serializes them), and the last request
+	 * freed after the stop frees the server.
+	 */
+	pthread_rwlock_t stop_lock;
+	bool stopped;		/* protected by stop_lock */
+	pthread_mutex_t late_lock;
+	uint64_t live_reqs;	/* atomic: requests handed out and not yet freed */
 };
 
 struct lode_req {
@@ -126,6 +138,7 @@ static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 	sc->inflight++;
 	sc->inflight_bytes += bytes;
 	sc->receiving = req;
+	__atomic_add_fetch(&sc->w->srv->live_reqs, 1, __ATOMIC_RELAXED);
 	*body = req->body;
 	*data = req->data;
 	return 0;
@@ -142,9 +155,13 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	sc->w->srv->ops->on_request(sc->w->srv->ctx, req);
 }
 
-static void req_free(struct lode_req *req)
+static void server_free(struct lode_server *srv);
+
+/* Returns true when this was the last request of a stopped server. */
+static bool req_release(struct lode_req *req)
 {
 	struct sconn *sc = req->conn;
+	struct lode_server *srv = sc->w->srv;
 
 	if (req->rdata && req->rdata_free)
 		req->rdata_free(req->rdata);
@@ -154,6 +171,12 @@ static void req_free(struct lode_req *req)
 	free(req);
 	sconn_flow(sc);
 	sconn_put(sc);
+	return __atomic_sub_fetch(&srv->live_reqs, 1, __ATOMIC_RELAXED) == 0 && srv->stopped;
+}
+
+static void req_free(struct lode_req *req)
+{
+	req_release(req);
 }
 
 static void s_on_close(struct lode_tconn *t, int err)
@@ -267,11 +290,36 @@ static void reply_on_worker(void *arg)
 	sc->ops->send(sc->t, &req->send);
 }
 
+/* A reply after lode_server_stop(): nothing to send it on. */
+static void reply_late(struct lode_server *srv, struct lode_req *req, void *data,
+		       void (*data_free)(void *))
+{
+	bool last;
+
+	if (data && data_free)
+		data_free(data);
+	pthread_mutex_lock(&srv->late_lock);
+	last = req_release(req);
+	pthread_mutex_unlock(&srv->late_lock);
+	if (last)
+		server_free(srv);
+}
+
 void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
 		    void *data, size_t data_len, void (*data_free)(void *))
 {
 	struct sconn *sc = req->conn;
+	struct lode_server *srv = sc->w->srv;
 	bool here = lode_loop_current() == sc->w->loop;
+
+	if (!here) {
+		pthread_rwlock_rdlock(&srv->stop_lock);
+		if (srv->stopped) {
+			pthread_rwlock_unlock(&srv->stop_lock);
+			reply_late(srv, req, data, data_free);
+			return;
+		}
+	}
 
 	if (status > 0)
 		status = -EIO; /* a bug in a handler: never send "error 0" or a positive code */
@@ -311,10 +359,12 @@ void lode_req_reply(struct lode_req *req, int status, const void *body, size_t b
 	req->send.data = &req->iov;
 	req->send.data_iovcnt = data_len ? 1 : 0;
 	req->send.done = reply_sent;
-	if (here)
+	if (here) {
 		reply_on_worker(req);
-	else
+	} else {
 		lode_loop_post(sc->w->loop, reply_on_worker, req);
+		pthread_rwlock_unlock(&srv->stop_lock);
+	}
 }
 
 const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req)
@@ -382,6 +432,8 @@ int lode_server_start(struct lode_server **out, const struct lode_server_opts *o
 		return -ENOMEM;
 	srv->ops = opts->ops;
 	srv->ctx = opts->ctx;
+	pthread_rwlock_init(&srv->stop_lock, NULL);
+	pthread_mutex_init(&srv->late_lock, NULL);
 	srv->nworkers = opts->threads;
 	srv->workers = calloc(opts->threads, sizeof(*srv->workers));
 	if (!srv->workers) {
@@ -434,12 +486,14 @@ err_threads:
 	started = srv->nworkers; /* listeners were closed by worker 0 if it ran */
 err_listeners:
 	for (i = 0; i < srv->nlisteners && started == 0; i++)
-		srv->lops[i]->listener_close(srv->listeners[i]);
+		srv->lops[i]->listener_abort(srv->listeners[i]);
 err_loops:
 	for (i = 0; i < srv->nworkers; i++)
 		lode_loop_destroy(srv->workers[i].loop);
 	free(srv->workers);
 err_free:
+	pthread_rwlock_destroy(&srv->stop_lock);
+	pthread_mutex_destroy(&srv->late_lock);
 	free(srv);
 	return rc;
 }
@@ -449,16 +503,36 @@ const char *lode_server_address(const struct lode_server *srv, unsigned i)
 	return i < srv->nlisteners ? srv->addrs[i] : NULL;
 }
 
+static void server_free(struct lode_server *srv)
+{
+	free(srv->workers);
+	pthread_rwlock_destroy(&srv->stop_lock);
+	pthread_mutex_destroy(&srv->late_lock);
+	free(srv);
+}
+
 void lode_server_stop(struct lode_server *srv)
 {
+	bool idle;
+
 	if (!srv)
 		return;
 	for (unsigned i = 0; i < srv->nworkers; i++)
 		lode_loop_post(srv->workers[i].loop, drain_worker, &srv->workers[i]);
 	for (unsigned i = 0; i < srv->nworkers; i++)
 		pthread_join(srv->workers[i].thread, NULL);
-	for (unsigned i = 0; i < srv->nworkers; i++)
+	pthread_rwlock_wrlock(&srv->stop_lock);
+	srv->stopped = true;
+	pthread_rwlock_unlock(&srv->stop_lock);
+	/* replies posted before the stop still free their requests */
+	pthread_mutex_lock(&srv->late_lock);
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		lode_loop_run_pending(srv->workers[i].loop);
 		lode_loop_destroy(srv->workers[i].loop);
-	free(srv->workers);
-	free(srv);
+		srv->workers[i].loop = NULL;
+	}
+	idle = __atomic_load_n(&srv->live_reqs, __ATOMIC_RELAXED) == 0;
+	pthread_mutex_unlock(&srv->late_lock);
+	if (idle)
+		server_free(srv);
 }

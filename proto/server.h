@@ -43,7 +43,8 @@ int lode_server_start(struct lode_server **out, const struct lode_server_opts *o
 /* The address actually bound for listen[i] (with the real port), as "tcp://HOST:PORT". */
 const char *lode_server_address(const struct lode_server *srv, unsigned i);
 /* Stops the workers, closes every connection and frees the server. Requests still held
- * by handlers may be answered afterwards; their replies are dropped. NULL is accepted. */
+ * by handlers may be answered afterwards, from any thread: those replies are dropped, and
+ * the last of them frees what is left of the server. NULL is accepted. */
 void lode_server_stop(struct lode_server *srv);
 
 /* The request's header, body (hdr.body_len bytes) and bulk data (hdr.data_len bytes).

@@ -79,7 +79,10 @@ struct lode_transport_ops {
 		      struct lode_listener **out);
 	/* The bound address (with the real port). */
 	void (*listener_addr)(const struct lode_listener *l, struct lode_addr *out);
+	/* Closes it; the loop frees it once the pending accept is cancelled. Loop thread. */
 	void (*listener_close)(struct lode_listener *l);
+	/* Closes and frees it at once, for a loop that has never run (start-up failure). */
+	void (*listener_abort)(struct lode_listener *l);
 	/* Drops an accepted connection that will not be attached. */
 	void (*close_cookie)(intptr_t cookie);
 	/* Attaches an accepted connection (cookie from on_accept) to loop. Loop thread. */

@@ -332,19 +332,22 @@ static void send_done(struct lode_io *io, int res)
 	struct lode_tconn *c = lode_container_of(io, struct lode_tconn, send_io);
 	size_t sent;
 
-	c->send_inflight = false;
-	if (c->closing) {
-		maybe_finish(c);
+	if (c->closing || res < 0) {
+		c->send_inflight = false;
+		if (c->closing)
+			maybe_finish(c);
+		else if (res == -EINTR || res == -EAGAIN)
+			send_kick(c);
+		else
+			tcp_close(c, res);
 		return;
 	}
-	if (res == -EINTR || res == -EAGAIN) {
-		send_kick(c);
-		return;
-	}
-	if (res < 0) {
-		tcp_close(c, res);
-		return;
-	}
+	/*
+	 * Complete the frames this sendmsg carried. send_inflight stays set meanwhile: a done
+	 * callback may queue a new frame (a reply, or a request read after backpressure
+	 * lifts), and that frame must wait in the queue, not start a sendmsg of its own from
+	 * a queue head this loop is still consuming.
+	 */
 	sent = (size_t)res;
 	while (sent && c->sq_head) {
 		struct lode_send *s = c->sq_head;
@@ -364,7 +367,12 @@ static void send_done(struct lode_io *io, int res)
 		if (s->done)
 			s->done(s, 0);
 		if (c->closing)
-			return;
+			break;
+	}
+	c->send_inflight = false;
+	if (c->closing) {
+		maybe_finish(c);
+		return;
 	}
 	send_kick(c);
 	if (!c->sq_head && c->cbs->on_send_drained)
@@ -572,6 +580,13 @@ static void tcp_listener_close(struct lode_listener *l)
 	io_uring_sqe_set_data(sqe, NULL);
 }
 
+/* For a loop that never ran: its queued accept SQE dies with the ring. */
+static void tcp_listener_abort(struct lode_listener *l)
+{
+	close(l->fd);
+	free(l);
+}
+
 static void tcp_pause(struct lode_tconn *c, int paused)
 {
 	c->paused = paused != 0;
@@ -589,6 +604,7 @@ const struct lode_transport_ops lode_transport_tcp = {
 	.listen = tcp_listen,
 	.listener_addr = tcp_listener_addr,
 	.listener_close = tcp_listener_close,
+	.listener_abort = tcp_listener_abort,
 	.attach = tcp_attach,
 	.connect = tcp_connect,
 	.send = tcp_send,
