@@ -4,6 +4,7 @@
  * as the kernel would) and one MDS request per operation.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -227,123 +228,288 @@ static uint32_t body2(char *out, const void *fixed, size_t flen, const char *a, 
 	return (uint32_t)(flen + alen + blen);
 }
 
-int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode)
+static int attr_reply(int rc, const struct lode_wire_attr *attr, struct lode_stat *st)
 {
-	struct lode_wire_mkdir_req req = {.cred = client_cred(c), .mode = mode & 07777};
-	char name[LODE_NAME_MAX + 1], body[sizeof(req) + LODE_NAME_MAX];
-	struct lode_wire_attr attr;
-	uint32_t len;
-	int rc;
-
-	rc = resolve_parent(c, path, &req.parent, name);
-	if (rc)
-		return rc == -EINVAL ? -EEXIST : rc;
-	req.name_len = (uint16_t)strlen(name);
-	len = body2(body, &req, sizeof(req), name, req.name_len, NULL, 0);
-	return mds_call(c, LODE_OP_MKDIR, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0,
-			NULL);
+	if (!rc && st)
+		attr_to_stat(attr, st);
+	return rc;
 }
 
-static int remove_op(struct lode_client *c, const char *path, uint8_t op)
+/* ---- by inode ---- */
+
+int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+		  struct lode_stat *st)
 {
-	struct lode_wire_lookup_req req = {.cred = client_cred(c)};
-	char name[LODE_NAME_MAX + 1], body[sizeof(req) + LODE_NAME_MAX];
+	struct lode_wire_mkdir_req req = {.parent = parent, .cred = client_cred(c)};
+	char body[sizeof(req) + LODE_NAME_MAX];
+	struct lode_wire_attr attr;
+	size_t nlen = strlen(name);
 	uint32_t len;
 	int rc;
 
-	rc = resolve_parent(c, path, &req.parent, name);
+	rc = lode_name_check(name, nlen);
 	if (rc)
 		return rc;
-	req.name_len = (uint16_t)strlen(name);
-	len = body2(body, &req, sizeof(req), name, req.name_len, NULL, 0);
+	req.mode = mode & 07777;
+	req.name_len = (uint16_t)nlen;
+	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
+	rc = mds_call(c, LODE_OP_MKDIR, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	return attr_reply(rc, &attr, st);
+}
+
+static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, uint8_t op)
+{
+	struct lode_wire_lookup_req req = {.parent = parent, .cred = client_cred(c)};
+	char body[sizeof(req) + LODE_NAME_MAX];
+	size_t nlen = strlen(name);
+	uint32_t len;
+	int rc;
+
+	rc = lode_name_check(name, nlen);
+	if (rc)
+		return rc;
+	req.name_len = (uint16_t)nlen;
+	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
 	return mds_call(c, op, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+}
+
+int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name)
+{
+	return ll_remove(c, parent, name, LODE_OP_UNLINK);
+}
+
+int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name)
+{
+	return ll_remove(c, parent, name, LODE_OP_RMDIR);
+}
+
+int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
+		   uint64_t new_parent, const char *new_name, unsigned flags)
+{
+	struct lode_wire_rename_req req = {.old_parent = parent, .new_parent = new_parent};
+	char body[sizeof(req) + 2 * LODE_NAME_MAX];
+	size_t alen = strlen(name), blen = strlen(new_name);
+	uint32_t len;
+	int rc;
+
+	if (flags & ~(unsigned)(LODE_RENAME_NOREPLACE_FLAG | LODE_RENAME_EXCHANGE_FLAG) ||
+	    flags == (LODE_RENAME_NOREPLACE_FLAG | LODE_RENAME_EXCHANGE_FLAG))
+		return -EINVAL;
+	rc = lode_name_check(name, alen);
+	if (!rc)
+		rc = lode_name_check(new_name, blen);
+	if (rc)
+		return rc;
+	req.cred = client_cred(c);
+	req.old_name_len = (uint16_t)alen;
+	req.new_name_len = (uint16_t)blen;
+	req.flags = (flags & LODE_RENAME_NOREPLACE_FLAG ? LODE_RENAME_NOREPLACE : 0) |
+		    (flags & LODE_RENAME_EXCHANGE_FLAG ? LODE_RENAME_EXCHANGE : 0);
+	len = body2(body, &req, sizeof(req), name, alen, new_name, blen);
+	return mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+}
+
+int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
+		 struct lode_stat *st)
+{
+	struct lode_wire_link_req req = {.ino = ino, .new_parent = new_parent};
+	char body[sizeof(req) + LODE_NAME_MAX];
+	struct lode_wire_attr attr;
+	size_t nlen = strlen(new_name);
+	uint32_t len;
+	int rc;
+
+	rc = lode_name_check(new_name, nlen);
+	if (rc)
+		return rc;
+	req.cred = client_cred(c);
+	req.name_len = (uint16_t)nlen;
+	len = body2(body, &req, sizeof(req), new_name, nlen, NULL, 0);
+	rc = mds_call(c, LODE_OP_LINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	return attr_reply(rc, &attr, st);
+}
+
+int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,
+		    const char *name, struct lode_stat *st)
+{
+	struct lode_wire_symlink_req req = {.parent = parent};
+	struct lode_wire_attr attr;
+	size_t tlen = strlen(target), nlen = strlen(name);
+	uint32_t len;
+	char *body;
+	int rc;
+
+	rc = lode_name_check(name, nlen);
+	if (rc)
+		return rc;
+	if (tlen == 0)
+		return -ENOENT;
+	if (tlen > LODE_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	body = malloc(sizeof(req) + nlen + tlen);
+	if (!body)
+		return -ENOMEM;
+	req.cred = client_cred(c);
+	req.name_len = (uint16_t)nlen;
+	req.target_len = (uint16_t)tlen;
+	len = body2(body, &req, sizeof(req), name, nlen, target, tlen);
+	rc = mds_call(c, LODE_OP_SYMLINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	free(body);
+	return attr_reply(rc, &attr, st);
+}
+
+ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t size)
+{
+	return ll_readlink(c, ino, buf, size);
+}
+
+int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
+		    struct lode_stat *st)
+{
+	struct lode_wire_setattr_req req = {.ino = ino, .cred = client_cred(c)};
+	struct lode_wire_attr attr;
+	int rc;
+
+	_Static_assert(LODE_SET_MODE == LODE_SETATTR_MODE && LODE_SET_CTIME == LODE_SETATTR_CTIME &&
+			       LODE_SET_SIZE == LODE_SETATTR_SIZE &&
+			       LODE_SET_MTIME_NOW == LODE_SETATTR_MTIME_NOW,
+		       "public setattr bits are the wire's");
+	req.valid = sa->valid;
+	req.mode = sa->mode & 07777;
+	req.uid = sa->uid;
+	req.gid = sa->gid;
+	req.size = sa->size;
+	req.atime_ns = sa->atime_ns;
+	req.mtime_ns = sa->mtime_ns;
+	req.ctime_ns = sa->ctime_ns;
+	rc = mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
+		      0, NULL);
+	return attr_reply(rc, &attr, st);
+}
+
+int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size)
+{
+	struct lode_file *f;
+	int rc, rc2;
+
+	rc = lode_ll_open(c, ino, O_WRONLY, &f);
+	if (rc)
+		return rc;
+	rc = lode_ftruncate(f, size);
+	rc2 = lode_close(f);
+	return rc ? rc : rc2;
+}
+
+int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
+		    int max, int *eof)
+{
+	struct lode_wire_readdir_req req = {.ino = ino, .cookie = cookie, .cred = client_cred(c)};
+	const struct lode_wire_readdir_rep *rep;
+	struct lode_wire_readdir_rep repbuf;
+	const struct lode_wire_dirent *e;
+	struct lode_name n;
+	uint64_t dlen = 0, pos = 0;
+	size_t cap;
+	char *data;
+	int rc, count = 0;
+
+	if (max <= 0)
+		return -EINVAL;
+	if (max > LODE_READDIR_MAX)
+		max = LODE_READDIR_MAX;
+	req.max_entries = (uint32_t)max;
+	cap = (size_t)max * (sizeof(struct lode_wire_dirent) + LODE_NAME_MAX + 8);
+	data = malloc(cap);
+	if (!data)
+		return -ENOMEM;
+	rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf, sizeof(repbuf),
+		      data, cap, &dlen);
+	if (!rc)
+		rc = lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
+	if (rc)
+		goto out;
+	while ((rc = lode_readdir_next(data, dlen, &pos, &e, &n)) == 1 && count < max) {
+		struct lode_dirent *d = &out[count++];
+
+		d->ino = e->ino;
+		d->cookie = e->cookie;
+		d->mode = e->mode;
+		memcpy(d->name, n.ptr, n.len);
+		d->name[n.len] = 0;
+	}
+	if (rc < 0)
+		goto out;
+	*eof = rep->eof != 0;
+	rc = count;
+out:
+	free(data);
+	return rc;
+}
+
+/* ---- by path ---- */
+
+/* Resolves the parent of path and runs fn on (parent, last name). */
+#define WITH_PARENT(c, path, parent, name, on_root_err)                                        \
+	char name[LODE_NAME_MAX + 1];                                                          \
+	uint64_t parent;                                                                       \
+	int rc_ = resolve_parent(c, path, &parent, name);                                      \
+	if (rc_)                                                                               \
+		return rc_ == -EINVAL ? (on_root_err) : rc_
+
+int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode)
+{
+	WITH_PARENT(c, path, parent, name, -EEXIST);
+	return lode_ll_mkdir(c, parent, name, mode, NULL);
 }
 
 int lode_unlink(struct lode_client *c, const char *path)
 {
-	return remove_op(c, path, LODE_OP_UNLINK);
+	WITH_PARENT(c, path, parent, name, -EISDIR);
+	return lode_ll_unlink(c, parent, name);
 }
 
 int lode_rmdir(struct lode_client *c, const char *path)
 {
-	int rc = remove_op(c, path, LODE_OP_RMDIR);
-
 	/* rmdir("/") is EBUSY on Linux; rmdir("x/.") is EINVAL */
-	if (rc == -EINVAL && !strcmp(path, "/"))
-		return -EBUSY;
-	return rc;
+	WITH_PARENT(c, path, parent, name, !strcmp(path, "/") ? -EBUSY : -EINVAL);
+	return lode_ll_rmdir(c, parent, name);
 }
 
 int lode_rename(struct lode_client *c, const char *from, const char *to, unsigned flags)
 {
-	struct lode_wire_rename_req req = {.cred = client_cred(c)};
-	char a[LODE_NAME_MAX + 1], b[LODE_NAME_MAX + 1];
-	char body[sizeof(req) + 2 * LODE_NAME_MAX];
-	uint32_t len;
+	char b[LODE_NAME_MAX + 1];
+	uint64_t new_parent;
 	int rc;
 
-	if (flags & ~(unsigned)(LODE_RENAME_NOREPLACE_FLAG | LODE_RENAME_EXCHANGE_FLAG))
-		return -EINVAL;
-	rc = resolve_parent(c, from, &req.old_parent, a);
-	if (!rc)
-		rc = resolve_parent(c, to, &req.new_parent, b);
+	WITH_PARENT(c, from, parent, name, -EBUSY);
+	rc = resolve_parent(c, to, &new_parent, b);
 	if (rc)
-		return rc;
-	req.old_name_len = (uint16_t)strlen(a);
-	req.new_name_len = (uint16_t)strlen(b);
-	req.flags = (flags & LODE_RENAME_NOREPLACE_FLAG ? LODE_RENAME_NOREPLACE : 0) |
-		    (flags & LODE_RENAME_EXCHANGE_FLAG ? LODE_RENAME_EXCHANGE : 0);
-	len = body2(body, &req, sizeof(req), a, req.old_name_len, b, req.new_name_len);
-	return mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+		return rc == -EINVAL ? -EBUSY : rc;
+	return lode_ll_rename(c, parent, name, new_parent, b, flags);
 }
 
 int lode_link(struct lode_client *c, const char *existing, const char *newpath)
 {
-	struct lode_wire_link_req req = {.cred = client_cred(c)};
-	char name[LODE_NAME_MAX + 1], body[sizeof(req) + LODE_NAME_MAX];
-	struct lode_wire_attr attr;
 	struct lode_stat st;
-	uint32_t len;
 	int rc;
 
 	rc = lode_lstat(c, existing, &st);
 	if (rc)
 		return rc;
-	rc = resolve_parent(c, newpath, &req.new_parent, name);
-	if (rc)
-		return rc == -EINVAL ? -EEXIST : rc;
-	req.ino = st.ino;
-	req.name_len = (uint16_t)strlen(name);
-	len = body2(body, &req, sizeof(req), name, req.name_len, NULL, 0);
-	return mds_call(c, LODE_OP_LINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	{
+		WITH_PARENT(c, newpath, parent, name, -EEXIST);
+		return lode_ll_link(c, st.ino, parent, name, NULL);
+	}
 }
 
 int lode_symlink(struct lode_client *c, const char *target, const char *linkpath)
 {
-	struct lode_wire_symlink_req req = {.cred = client_cred(c)};
-	char name[LODE_NAME_MAX + 1];
-	char *body;
-	struct lode_wire_attr attr;
-	size_t tlen = strlen(target);
-	uint32_t len;
-	int rc;
-
-	if (tlen == 0)
+	if (!*target)
 		return -ENOENT;
-	if (tlen > LODE_SYMLINK_MAX)
-		return -ENAMETOOLONG;
-	rc = resolve_parent(c, linkpath, &req.parent, name);
-	if (rc)
-		return rc == -EINVAL ? -EEXIST : rc;
-	body = malloc(sizeof(req) + LODE_NAME_MAX + tlen);
-	if (!body)
-		return -ENOMEM;
-	req.name_len = (uint16_t)strlen(name);
-	req.target_len = (uint16_t)tlen;
-	len = body2(body, &req, sizeof(req), name, req.name_len, target, tlen);
-	rc = mds_call(c, LODE_OP_SYMLINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
-	free(body);
-	return rc;
+	{
+		WITH_PARENT(c, linkpath, parent, name, -EEXIST);
+		return lode_ll_symlink(c, target, parent, name, NULL);
+	}
 }
 
 ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t size)
@@ -359,37 +525,33 @@ ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t
 	return ll_readlink(c, st.ino, buf, size);
 }
 
-static int setattr(struct lode_client *c, const char *path, struct lode_wire_setattr_req *req)
+static int path_setattr(struct lode_client *c, const char *path, const struct lode_setattr *sa)
 {
-	struct lode_wire_attr attr;
 	struct lode_stat st;
 	int rc;
 
 	rc = lode_stat(c, path, &st);
 	if (rc)
 		return rc;
-	req->ino = st.ino;
-	req->cred = client_cred(c);
-	return mds_call(c, LODE_OP_SETATTR, req, sizeof(*req), NULL, 0, &attr, sizeof(attr),
-			NULL, 0, NULL);
+	return lode_ll_setattr(c, st.ino, sa, NULL);
 }
 
 int lode_chmod(struct lode_client *c, const char *path, uint32_t mode)
 {
-	struct lode_wire_setattr_req req = {.valid = LODE_SETATTR_MODE, .mode = mode & 07777};
+	struct lode_setattr sa = {.valid = LODE_SET_MODE, .mode = mode};
 
-	return setattr(c, path, &req);
+	return path_setattr(c, path, &sa);
 }
 
 int lode_chown(struct lode_client *c, const char *path, uint32_t uid, uint32_t gid)
 {
-	struct lode_wire_setattr_req req = {.uid = uid, .gid = gid};
+	struct lode_setattr sa = {.uid = uid, .gid = gid};
 
 	if (uid != (uint32_t)-1)
-		req.valid |= LODE_SETATTR_UID;
+		sa.valid |= LODE_SET_UID;
 	if (gid != (uint32_t)-1)
-		req.valid |= LODE_SETATTR_GID;
-	return setattr(c, path, &req);
+		sa.valid |= LODE_SET_GID;
+	return path_setattr(c, path, &sa);
 }
 
 static uint32_t time_bits(int64_t t, uint32_t set, uint32_t now, int64_t *out)
@@ -404,26 +566,26 @@ static uint32_t time_bits(int64_t t, uint32_t set, uint32_t now, int64_t *out)
 
 int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int64_t mtime_ns)
 {
-	struct lode_wire_setattr_req req = {0};
+	struct lode_setattr sa = {0};
 
-	req.valid |= time_bits(atime_ns, LODE_SETATTR_ATIME, LODE_SETATTR_ATIME_NOW,
-			       &req.atime_ns);
-	req.valid |= time_bits(mtime_ns, LODE_SETATTR_MTIME, LODE_SETATTR_MTIME_NOW,
-			       &req.mtime_ns);
-	return setattr(c, path, &req);
+	sa.valid |= time_bits(atime_ns, LODE_SET_ATIME, LODE_SET_ATIME_NOW, &sa.atime_ns);
+	sa.valid |= time_bits(mtime_ns, LODE_SET_MTIME, LODE_SET_MTIME_NOW, &sa.mtime_ns);
+	return path_setattr(c, path, &sa);
 }
 
 int lode_truncate(struct lode_client *c, const char *path, uint64_t size)
 {
-	struct lode_file *f;
-	int rc, rc2;
+	struct lode_stat st;
+	int rc;
 
-	rc = lode_open(c, path, 01 /* O_WRONLY */, 0, &f);
+	rc = lode_stat(c, path, &st);
 	if (rc)
 		return rc;
-	rc = lode_ftruncate(f, size);
-	rc2 = lode_close(f);
-	return rc ? rc : rc2;
+	if (S_ISDIR(st.mode))
+		return -EISDIR;
+	if (!S_ISREG(st.mode))
+		return -EINVAL;
+	return lode_ll_truncate(c, st.ino, size);
 }
 
 int lode_statfs(struct lode_client *c, struct lode_statfs *out)
@@ -447,65 +609,49 @@ int lode_statfs(struct lode_client *c, struct lode_statfs *out)
 
 int lode_readdir(struct lode_client *c, const char *path, lode_dirent_fn fn, void *arg)
 {
-	struct lode_wire_readdir_req req = {.cred = client_cred(c), .max_entries = 256};
-	size_t cap = 256 * (sizeof(struct lode_wire_dirent) + LODE_NAME_MAX + 8);
-	const struct lode_wire_readdir_rep *rep;
-	struct lode_wire_readdir_rep repbuf;
+	struct lode_dirent *ents;
 	struct lode_stat st;
-	char *data;
-	int rc;
+	uint64_t cookie = 0;
+	int rc, eof = 0;
 
 	rc = lode_stat(c, path, &st);
 	if (rc)
 		return rc;
 	if (!S_ISDIR(st.mode))
 		return -ENOTDIR;
-	data = malloc(cap);
-	if (!data)
+	ents = malloc(256 * sizeof(*ents));
+	if (!ents)
 		return -ENOMEM;
-	req.ino = st.ino;
-	for (;;) {
-		const struct lode_wire_dirent *e;
-		struct lode_name n;
-		uint64_t dlen = 0, pos = 0;
+	while (!eof) {
+		int n = lode_ll_readdir(c, st.ino, cookie, ents, 256, &eof);
 
-		rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf,
-			      sizeof(repbuf), data, cap, &dlen);
-		if (rc)
+		if (n < 0) {
+			rc = n;
 			break;
-		rc = lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
-		if (rc)
-			break;
-		while ((rc = lode_readdir_next(data, dlen, &pos, &e, &n)) == 1) {
-			char nm[LODE_NAME_MAX + 1];
-
-			memcpy(nm, n.ptr, n.len);
-			nm[n.len] = 0;
-			req.cookie = e->cookie;
-			rc = fn(arg, nm, e->ino, e->mode);
+		}
+		for (int i = 0; i < n; i++) {
+			cookie = ents[i].cookie;
+			rc = fn(arg, ents[i].name, ents[i].ino, ents[i].mode);
 			if (rc)
 				goto out;
 		}
-		if (rc < 0 || rep->eof)
-			break;
 	}
 out:
-	free(data);
+	free(ents);
 	return rc;
 }
 
 /* ---- xattrs ---- */
 
-static int xattr_call(struct lode_client *c, uint8_t op, const char *path, const char *name,
+static int xattr_call(struct lode_client *c, uint8_t op, uint64_t ino, const char *name,
 		      const void *value, size_t size, unsigned flags, void *out, size_t outsize,
 		      uint32_t *outlen)
 {
-	struct lode_wire_xattr_req req = {.cred = client_cred(c), .flags = flags};
+	struct lode_wire_xattr_req req = {.ino = ino, .cred = client_cred(c), .flags = flags};
 	char body[sizeof(req) + LODE_XATTR_NAME_MAX];
 	struct lode_wire_xattr_rep rep;
 	struct iovec iov = {(void *)value, size};
 	size_t nlen = name ? strlen(name) : 0;
-	struct lode_stat st;
 	uint64_t dlen = 0;
 	int rc;
 
@@ -514,12 +660,12 @@ static int xattr_call(struct lode_client *c, uint8_t op, const char *path, const
 		if (rc)
 			return rc;
 	}
-	if (size > LODE_XATTR_VALUE_MAX || outsize > UINT32_MAX)
+	if (size > LODE_XATTR_VALUE_MAX)
 		return -E2BIG;
-	rc = lode_stat(c, path, &st);
-	if (rc)
-		return rc;
-	req.ino = st.ino;
+	if (outsize > LODE_XATTR_VALUE_MAX + 0u && op == LODE_OP_GETXATTR)
+		outsize = LODE_XATTR_VALUE_MAX;
+	if (outsize > UINT32_MAX)
+		outsize = UINT32_MAX;
 	req.name_len = (uint16_t)nlen;
 	req.size = (uint32_t)outsize;
 	memcpy(body, &req, sizeof(req));
@@ -536,33 +682,65 @@ static int xattr_call(struct lode_client *c, uint8_t op, const char *path, const
 			size ? 1 : 0, NULL, 0, NULL, 0, NULL);
 }
 
-int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,
-		  size_t size, unsigned flags)
+int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name, const void *value,
+		     size_t size, unsigned flags)
 {
 	unsigned wf = (flags & LODE_XATTR_CREATE_FLAG ? LODE_XATTR_CREATE : 0) |
 		      (flags & LODE_XATTR_REPLACE_FLAG ? LODE_XATTR_REPLACE : 0);
 
-	return xattr_call(c, LODE_OP_SETXATTR, path, name, value, size, wf, NULL, 0, NULL);
+	return xattr_call(c, LODE_OP_SETXATTR, ino, name, value, size, wf, NULL, 0, NULL);
+}
+
+ssize_t lode_ll_getxattr(struct lode_client *c, uint64_t ino, const char *name, void *value,
+			 size_t size)
+{
+	uint32_t len = 0;
+	int rc = xattr_call(c, LODE_OP_GETXATTR, ino, name, NULL, 0, 0, value, size, &len);
+
+	return rc ? rc : (ssize_t)len;
+}
+
+ssize_t lode_ll_listxattr(struct lode_client *c, uint64_t ino, char *list, size_t size)
+{
+	uint32_t len = 0;
+	int rc = xattr_call(c, LODE_OP_LISTXATTR, ino, NULL, NULL, 0, 0, list, size, &len);
+
+	return rc ? rc : (ssize_t)len;
+}
+
+int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char *name)
+{
+	return xattr_call(c, LODE_OP_REMOVEXATTR, ino, name, NULL, 0, 0, NULL, 0, NULL);
+}
+
+/* Path xattr calls follow symlinks, as setxattr(2) and friends do. */
+#define XATTR_BY_PATH(c, path, call)                                                           \
+	do {                                                                                   \
+		struct lode_stat st_;                                                          \
+		int rc_ = lode_stat(c, path, &st_);                                            \
+		if (rc_)                                                                       \
+			return rc_;                                                            \
+		return call;                                                                   \
+	} while (0)
+
+int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,
+		  size_t size, unsigned flags)
+{
+	XATTR_BY_PATH(c, path, lode_ll_setxattr(c, st_.ino, name, value, size, flags));
 }
 
 ssize_t lode_getxattr(struct lode_client *c, const char *path, const char *name, void *value,
 		      size_t size)
 {
-	uint32_t len = 0;
-	int rc = xattr_call(c, LODE_OP_GETXATTR, path, name, NULL, 0, 0, value, size, &len);
-
-	return rc ? rc : (ssize_t)len;
+	XATTR_BY_PATH(c, path, lode_ll_getxattr(c, st_.ino, name, value, size));
 }
 
 ssize_t lode_listxattr(struct lode_client *c, const char *path, char *list, size_t size)
 {
-	uint32_t len = 0;
-	int rc = xattr_call(c, LODE_OP_LISTXATTR, path, NULL, NULL, 0, 0, list, size, &len);
-
-	return rc ? rc : (ssize_t)len;
+	XATTR_BY_PATH(c, path, lode_ll_listxattr(c, st_.ino, list, size));
 }
 
 int lode_removexattr(struct lode_client *c, const char *path, const char *name)
 {
-	return xattr_call(c, LODE_OP_REMOVEXATTR, path, name, NULL, 0, 0, NULL, 0, NULL);
+	XATTR_BY_PATH(c, path, lode_ll_removexattr(c, st_.ino, name));
 }

@@ -47,8 +47,7 @@ struct lode_client_opts {
  * "HOST:PORT"). Checks that the MDS answers. Returns 0 and *out, or -errno. */
 int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 		 struct lode_client **out);
-/* Closes every connection. Files still open are closed first (their sizes committed).
- * NULL is accepted. */
+/* Closes every connection. Close every file first. NULL is accepted. */
 void lode_disconnect(struct lode_client *c);
 /* Sets the credentials used for permission checks from now on (e.g. per FUSE request). */
 void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
@@ -168,6 +167,57 @@ int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
 int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out);
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
 		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out);
+/* st (may be NULL) receives the new inode's attributes. */
+int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+		  struct lode_stat *st);
+int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
+int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name);
+int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
+		   uint64_t new_parent, const char *new_name, unsigned flags);
+int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
+		 struct lode_stat *st);
+int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,
+		    const char *name, struct lode_stat *st);
+ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t size);
+
+#define LODE_SET_MODE 0x01u
+#define LODE_SET_UID 0x02u
+#define LODE_SET_GID 0x04u
+#define LODE_SET_SIZE 0x08u /* metadata only: use lode_ll_truncate / lode_ftruncate for files */
+#define LODE_SET_ATIME 0x10u
+#define LODE_SET_MTIME 0x20u
+#define LODE_SET_ATIME_NOW 0x40u
+#define LODE_SET_MTIME_NOW 0x80u
+#define LODE_SET_CTIME 0x100u
+struct lode_setattr {
+	uint32_t valid; /* LODE_SET_* */
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t atime_ns, mtime_ns, ctime_ns;
+};
+/* Changes attributes; st (may be NULL) receives them afterwards. */
+int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
+		    struct lode_stat *st);
+/* Truncates or extends a regular file: objects first, then its size. */
+int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size);
+
+struct lode_dirent {
+	uint64_t ino;
+	uint64_t cookie; /* pass the last one seen to continue after it */
+	uint32_t mode;	 /* S_IFMT bits */
+	char name[256];
+};
+/* Up to max entries with cookies after `cookie` (0: from the start). Returns how many,
+ * and sets *eof when the directory has no more. Real entries only, no "." or "..". */
+int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
+		    int max, int *eof);
+
+int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name, const void *value,
+		     size_t size, unsigned flags);
+ssize_t lode_ll_getxattr(struct lode_client *c, uint64_t ino, const char *name, void *value,
+			 size_t size);
+ssize_t lode_ll_listxattr(struct lode_client *c, uint64_t ino, char *list, size_t size);
+int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char *name);
 
 /* The library's version string. */
 const char *lode_version(void);
