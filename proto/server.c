@@ -310,7 +310,10 @@ void lode_req_reply(struct lode_req *req, int status, const void *body, size_t b
 {
 	struct sconn *sc = req->conn;
 	struct lode_server *srv = sc->w->srv;
-	bool here = lode_loop_current() == sc->w->loop;
+	struct lode_loop *cur = lode_loop_current();
+	/* on a thread with no running loop (cur NULL) this is never "here", even once the
+	 * stopped server's worker loops are gone */
+	bool here = cur && cur == sc->w->loop;
 
 	if (!here) {
 		pthread_rwlock_rdlock(&srv->stop_lock);
