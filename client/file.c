@@ -238,6 +238,18 @@ int lode_fsync(struct lode_file *f)
 	return commit(f, LODE_OP_COMMIT);
 }
 
+int lode_flush(struct lode_file *f)
+{
+	bool dirty;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	dirty = f->dirty_meta;
+	pthread_mutex_unlock(&f->lock);
+	return dirty ? commit(f, LODE_OP_COMMIT) : 0;
+}
+
 int lode_ftruncate(struct lode_file *f, uint64_t size)
 {
 	int rc;

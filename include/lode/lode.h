@@ -146,6 +146,9 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 /* Makes everything written durable on every object server and commits the size and
  * mtime to the MDS. */
 int lode_fsync(struct lode_file *f);
+/* Commits the size and mtime written so far to the MDS (what a reader opening after this
+ * sees), without making the data durable: close-to-open without the cost of fsync. */
+int lode_flush(struct lode_file *f);
 /* Sets the size of an open file (objects first, then metadata). */
 int lode_ftruncate(struct lode_file *f, uint64_t size);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
