@@ -100,6 +100,7 @@ struct wreq {
 		struct lode_wire_attr attr;
 		struct lode_wire_open_rep open;
 		struct lode_wire_hello_rep hello;
+		struct lode_wire_layout_rep layout;
 	} rep;
 	size_t rep_len;
 };
@@ -124,6 +125,17 @@ static int take_lease(struct wreq *w, uint32_t flags)
 	o->handle = w->handle;
 	o->lease_ms = lode_leases_ms(w->m->leases);
 	return 0;
+}
+
+/* Which copies of the opened file miss data: readers skip them, writers leave them. */
+static int open_degraded(struct lode_txn *t, struct lode_wire_open_rep *o)
+{
+	struct lode_wire_layout_rep lr;
+	int rc = lode_ns_layout_get(t, o->attr.ino, &lr);
+
+	if (!rc)
+		o->degraded = lr.degraded;
+	return rc;
 }
 
 static int run_commit(struct wreq *w, struct lode_txn *t, const struct lode_wire_commit_req *r)
@@ -169,6 +181,8 @@ static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 		int created;
 
 		rc = lode_ns_create(t, &a, &w->rep.open.attr, &w->rep.open.layout, &created);
+		if (!rc)
+			rc = open_degraded(t, &w->rep.open);
 		return rc ? rc : take_lease(w, r->flags);
 	}
 	case LODE_OP_OPEN: {
@@ -176,6 +190,8 @@ static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 
 		rc = lode_ns_open(t, &r->cred, r->ino, r->flags, &w->rep.open.attr,
 				  &w->rep.open.layout);
+		if (!rc)
+			rc = open_degraded(t, &w->rep.open);
 		return rc ? rc : take_lease(w, r->flags);
 	}
 	case LODE_OP_COMMIT:
@@ -239,6 +255,32 @@ static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 		const struct lode_wire_orphan_req *r = w->fixed;
 
 		return lode_ns_orphan_done(t, r->target_id, lode_req_data(w->req), w->n_objids);
+	}
+	case LODE_OP_REPORT_COPY: {
+		const struct lode_wire_report_req *r = w->fixed;
+
+		rc = lode_ns_report_copy(t, r->ino, r->generation, r->stripe, r->target_id);
+		if (!rc)
+			LODE_WARN("inode %llu stripe %u: copy on target %u is degraded (%s)",
+				  (unsigned long long)r->ino, r->stripe, r->target_id,
+				  r->kind == LODE_REPORT_BAD_DATA ? "bad data" : "write failed");
+		return rc;
+	}
+	case LODE_OP_LAYOUT_SET_COPY: {
+		const struct lode_wire_set_copy_req *r = w->fixed;
+
+		/* only the holder of the write lease may move a copy: no write can race it */
+		rc = lode_lease_renew(m->leases, r->handle, r->ino, lode_now_ms());
+		if (rc)
+			return rc;
+		w->rep_len = sizeof(w->rep.layout);
+		rc = lode_ns_set_copy(t, m->pl, r->ino, r->index, r->old_target, r->new_target,
+				      &w->rep.layout);
+		if (!rc)
+			LODE_INFO("inode %llu: copy %u moved from target %u to %u, complete",
+				  (unsigned long long)r->ino, r->index, r->old_target,
+				  r->new_target);
+		return rc;
 	}
 	}
 	return -EOPNOTSUPP;
@@ -463,6 +505,8 @@ static void do_open_read(struct lode_mds *m, struct lode_req *req,
 
 	if (!rc) {
 		rc = lode_ns_open(&t, &r->cred, r->ino, r->flags, &rep.attr, &rep.layout);
+		if (!rc)
+			rc = open_degraded(&t, &rep);
 		lode_store_abort(&t);
 	}
 	if (rc) {
@@ -471,6 +515,22 @@ static void do_open_read(struct lode_mds *m, struct lode_req *req,
 	}
 	rep.handle = lode_lease_read_handle();
 	lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+}
+
+static void do_layout_get(struct lode_mds *m, struct lode_req *req, uint64_t ino)
+{
+	struct lode_wire_layout_rep rep;
+	struct lode_txn t;
+	int rc = lode_store_read_begin(m->st, &t);
+
+	if (!rc) {
+		rc = lode_ns_layout_get(&t, ino, &rep);
+		lode_store_abort(&t);
+	}
+	if (rc)
+		lode_req_reply_err(req, rc);
+	else
+		lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
 }
 
 /* CLOSE of a read handle: nothing to release, nothing to commit. */
@@ -785,6 +845,33 @@ void lode_mds_on_request(void *ctx, struct lode_req *req)
 			do_orphan_list(m, req, r);
 		else
 			submit(m, req, opc, r, NULL, NULL, n);
+		return;
+	}
+	case LODE_OP_REPORT_COPY: {
+		const struct lode_wire_report_req *r;
+
+		rc = lode_dec_report(body, len, dlen, &r);
+		if (rc)
+			break;
+		submit(m, req, opc, r, NULL, NULL, 0);
+		return;
+	}
+	case LODE_OP_LAYOUT_GET: {
+		const struct lode_wire_getattr_req *r;
+
+		rc = lode_dec_getattr(body, len, dlen, &r);
+		if (rc)
+			break;
+		do_layout_get(m, req, r->ino);
+		return;
+	}
+	case LODE_OP_LAYOUT_SET_COPY: {
+		const struct lode_wire_set_copy_req *r;
+
+		rc = lode_dec_set_copy(body, len, dlen, &r);
+		if (rc)
+			break;
+		submit(m, req, opc, r, NULL, NULL, 0);
 		return;
 	}
 	default:

@@ -460,7 +460,7 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 
 	l.stripe_size = dir->layout.stripe_size ? dir->layout.stripe_size : 1u << 20;
 	l.stripe_count = dir->layout.stripe_count;
-	l.mirror_count = dir->layout.mirror_count ? dir->layout.mirror_count : 1;
+	l.mirror_count = dir->layout.mirror_count; /* 0: automatic, see lode_placement_choose */
 	if (req) {
 		if (req->stripe_size)
 			l.stripe_size = req->stripe_size;
@@ -476,6 +476,8 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 	l.generation = 1;
 
 	if (req && a->has_targets) {
+		if (!l.mirror_count)
+			return -EINVAL;
 		if (!req->stripe_count)
 			return -EINVAL;
 		n = (unsigned)l.stripe_count * l.mirror_count;
@@ -500,7 +502,7 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 		if (!a->pl)
 			return -ENOSPC;
 		rc = lode_placement_choose(a->pl, a->now_ms, l.stripe_count, l.mirror_count,
-					   &l.stripe_count, l.targets);
+					   &l.stripe_count, &l.mirror_count, l.targets);
 		if (rc)
 			return rc;
 	}
@@ -1404,5 +1406,90 @@ int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+/* ---- copies ---- */
+
+static void to_layout_rep(uint64_t ino, const struct lode_disk_inode *in,
+			  struct lode_wire_layout_rep *out)
+{
+	memset(out, 0, sizeof(*out));
+	to_wire_attr(ino, in, &out->attr);
+	to_wire_layout(in, &out->layout);
+	out->degraded = S_ISREG(in->mode) ? in->degraded : 0;
+}
+
+int lode_ns_layout_get(struct lode_txn *t, uint64_t ino, struct lode_wire_layout_rep *out)
+{
+	struct lode_disk_inode in;
+	int rc = get_inode(t, ino, &in);
+
+	if (rc)
+		return rc;
+	to_layout_rep(ino, &in, out);
+	return 0;
+}
+
+int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+			uint32_t target_id)
+{
+	const struct lode_disk_layout *l;
+	struct lode_disk_inode in;
+	int rc = get_inode(t, ino, &in);
+
+	if (rc)
+		return rc;
+	if (!S_ISREG(in.mode))
+		return -ENOENT;
+	l = &in.layout;
+	if (l->generation != generation)
+		return -ESTALE;
+	if (stripe >= l->stripe_count)
+		return -ENOENT;
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		unsigned i = stripe * l->mirror_count + m;
+
+		if (l->targets[i] != target_id)
+			continue;
+		if (in.degraded & (1ull << i))
+			return 0;
+		in.degraded |= 1ull << i;
+		return put_inode(t, ino, &in);
+	}
+	return -ENOENT;
+}
+
+int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino, uint32_t index,
+		     uint32_t old_target, uint32_t new_target, struct lode_wire_layout_rep *out)
+{
+	struct lode_disk_layout *l;
+	struct lode_disk_inode in;
+	unsigned first;
+	int rc = get_inode(t, ino, &in);
+
+	if (rc)
+		return rc;
+	if (!S_ISREG(in.mode))
+		return -EINVAL;
+	l = &in.layout;
+	if (index >= (unsigned)l->stripe_count * l->mirror_count)
+		return -EINVAL;
+	if (l->targets[index] != old_target)
+		return -ESTALE; /* someone else repaired or moved it first */
+	if (!pl || !lode_placement_known(pl, new_target))
+		return -EINVAL;
+	/* never two copies of one stripe on one target */
+	first = index - index % l->mirror_count;
+	for (unsigned i = first; i < first + l->mirror_count; i++)
+		if (i != index && l->targets[i] == new_target)
+			return -EINVAL;
+	l->targets[index] = new_target;
+	in.degraded &= ~(1ull << index);
+	in.ctime_ns = lode_ns_now();
+	rc = put_inode(t, ino, &in);
+	if (rc)
+		return rc;
+	to_layout_rep(ino, &in, out);
 	return 0;
 }

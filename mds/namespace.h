@@ -134,4 +134,19 @@ int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
 /* Wall-clock nanoseconds, as the namespace stamps times. */
 int64_t lode_ns_now(void);
 
+/* ---- copies (reports and repair) ---- */
+
+/* Attributes, layout and degraded copies of a file. */
+int lode_ns_layout_get(struct lode_txn *t, uint64_t ino, struct lode_wire_layout_rep *out);
+/* Marks the copy of (ino, stripe) held by target_id degraded. Returns 0 (also when it
+ * already was), -ENOENT when the file or that copy is gone, -ESTALE for another
+ * generation. */
+int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+			uint32_t target_id);
+/* Repair: layout.targets[index] (which must still be old_target, else -ESTALE) becomes
+ * new_target, a known target holding no other copy of that stripe (else -EINVAL), and the
+ * copy is no longer degraded. The caller checked the write lease. */
+int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino, uint32_t index,
+		     uint32_t old_target, uint32_t new_target, struct lode_wire_layout_rep *out);
+
 #endif

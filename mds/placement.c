@@ -248,14 +248,13 @@ int lode_placement_known(struct lode_placement *pl, uint32_t target_id)
 }
 
 int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
-			  uint16_t mirror_count, uint16_t *stripes_out, uint32_t *targets)
+			  uint16_t mirror_count, uint16_t *stripes_out, uint16_t *mirrors_out,
+			  uint32_t *targets)
 {
 	const struct target *up[LODE_TARGETS_MAX];
 	unsigned nup = 0, start, sc;
 	int rc = 0;
 
-	if (mirror_count == 0)
-		return -EINVAL;
 	pthread_mutex_lock(&pl->lock);
 	for (unsigned i = 0; i < pl->n; i++) {
 		const struct target *t = &pl->t[i];
@@ -269,6 +268,9 @@ int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t s
 		up[j] = t;
 		nup++;
 	}
+	/* automatic: two copies of everything as soon as there are two targets to hold them */
+	if (mirror_count == 0)
+		mirror_count = nup >= 2 ? 2 : 1;
 	if (nup == 0 || mirror_count > nup) {
 		rc = -ENOSPC;
 		goto unlock;
@@ -290,6 +292,7 @@ int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t s
 	for (unsigned k = 0; k < sc * mirror_count; k++)
 		targets[k] = up[(start + k) % nup]->id;
 	*stripes_out = (uint16_t)sc;
+	*mirrors_out = mirror_count;
 unlock:
 	pthread_mutex_unlock(&pl->lock);
 	return rc;

@@ -74,9 +74,12 @@ int lode_placement_known(struct lode_placement *pl, uint32_t target_id);
  * different targets; the mirrors of one stripe are always on distinct targets, and
  * targets repeat across stripes only when there are fewer than stripe_count *
  * mirror_count of them. Entries past the layout are zeroed (all LODE_LAYOUT_TARGETS_MAX).
+ * mirror_count 0 means automatic: 2 when at least two targets are UP, else 1; the count
+ * used is returned in *mirrors_out.
  * Returns 0, -ENOSPC (no target UP, or fewer UP than mirror_count) or -EINVAL.
  */
 int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
-			  uint16_t mirror_count, uint16_t *stripes_out, uint32_t *targets);
+			  uint16_t mirror_count, uint16_t *stripes_out, uint16_t *mirrors_out,
+			  uint32_t *targets);
 
 #endif

@@ -306,7 +306,7 @@ static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 	root.next_cookie = LODE_MDS_FIRST_COOKIE;
 	root.layout.stripe_size = 1u << 20;
 	root.layout.stripe_count = 0;
-	root.layout.mirror_count = 1;
+	root.layout.mirror_count = 0; /* automatic: 2 copies once 2 targets exist */
 	lode_be64_put(key, LODE_MDS_ROOT_INO);
 	rc = lode_kv_put(t, LODE_DB_INODES, key, sizeof(key), &root, sizeof(root), 0);
 	if (rc)

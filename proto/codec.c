@@ -82,6 +82,9 @@ static const char *const op_names[LODE_OP_MAX_] = {
 	[LODE_OP_TARGET_LIST] = "TARGET_LIST",
 	[LODE_OP_ORPHAN_LIST] = "ORPHAN_LIST",
 	[LODE_OP_ORPHAN_DONE] = "ORPHAN_DONE",
+	[LODE_OP_REPORT_COPY] = "REPORT_COPY",
+	[LODE_OP_LAYOUT_GET] = "LAYOUT_GET",
+	[LODE_OP_LAYOUT_SET_COPY] = "LAYOUT_SET_COPY",
 	[LODE_OP_OBJ_WRITE] = "OBJ_WRITE",
 	[LODE_OP_OBJ_READ] = "OBJ_READ",
 	[LODE_OP_OBJ_TRUNCATE] = "OBJ_TRUNCATE",
@@ -591,6 +594,36 @@ int lode_dec_orphan(uint8_t opcode, const void *body, uint32_t len, uint64_t dat
 	}
 	*req = r;
 	*n_objids = (uint32_t)(data_len / sizeof(struct lode_wire_objid));
+	return 0;
+}
+
+int lode_dec_report(const void *body, uint32_t len, uint64_t data_len,
+		    const struct lode_wire_report_req **req)
+{
+	const struct lode_wire_report_req *r = body;
+
+	if (len != sizeof(*r) || no_data(data_len))
+		return -EPROTO;
+	if (!RESERVED_ZERO(r->reserved) || r->ino == 0 || r->target_id == 0)
+		return -EPROTO;
+	if (r->kind != LODE_REPORT_WRITE_FAILED && r->kind != LODE_REPORT_BAD_DATA)
+		return -EINVAL;
+	*req = r;
+	return 0;
+}
+
+int lode_dec_set_copy(const void *body, uint32_t len, uint64_t data_len,
+		      const struct lode_wire_set_copy_req **req)
+{
+	const struct lode_wire_set_copy_req *r = body;
+
+	if (len != sizeof(*r) || no_data(data_len))
+		return -EPROTO;
+	if (!RESERVED_ZERO(r->reserved) || r->ino == 0)
+		return -EPROTO;
+	if (r->index >= LODE_LAYOUT_TARGETS_MAX || !r->old_target || !r->new_target)
+		return -EINVAL;
+	*req = r;
 	return 0;
 }
 

@@ -95,6 +95,11 @@ int lode_dec_target_list(const void *body, uint32_t len, uint64_t data_len);
 int lode_dec_orphan(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,
 		    const struct lode_wire_orphan_req **req, uint32_t *n_objids);
 
+int lode_dec_report(const void *body, uint32_t len, uint64_t data_len,
+		    const struct lode_wire_report_req **req);
+int lode_dec_set_copy(const void *body, uint32_t len, uint64_t data_len,
+		      const struct lode_wire_set_copy_req **req);
+
 /* OBJ_WRITE: checks alignment, nchunks == ceil(data_len / CHUNK), data_len > 0. Returns the
  * checksum array (nchunks entries) that follows the fixed struct. */
 int lode_dec_obj_write(const void *body, uint32_t len, uint64_t data_len,

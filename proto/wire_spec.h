@@ -77,6 +77,9 @@ enum lode_opcode {
 	LODE_OP_TARGET_LIST = 32,
 	LODE_OP_ORPHAN_LIST = 33, /* objects of deleted files a target should remove */
 	LODE_OP_ORPHAN_DONE = 34,
+	LODE_OP_REPORT_COPY = 35,    /* a client found a copy that failed or holds bad data */
+	LODE_OP_LAYOUT_GET = 36,     /* layout and degraded copies of a file */
+	LODE_OP_LAYOUT_SET_COPY = 37, /* repair: a copy now lives on another target */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -245,17 +248,21 @@ struct lode_wire_open_req {
 _Static_assert(sizeof(struct lode_wire_open_req) == 24, "open req");
 
 /* Reply of OPEN and CREATE. A write handle holds the file's single-writer lease until
- * CLOSE or until lease_ms pass without a COMMIT. */
+ * CLOSE or until lease_ms pass without a COMMIT. degraded: bit i set when the copy in
+ * layout.targets[i] is known to miss data (a write to it failed, or it returned bad data)
+ * until a repair replaces it; readers skip it and writers leave it alone. */
 struct lode_wire_open_rep {
 	struct lode_wire_attr attr;
 	struct lode_wire_layout layout;
 	uint64_t handle;
 	uint32_t lease_ms; /* 0 for read handles */
 	uint32_t reserved;
+	uint64_t degraded;
 };
 _Static_assert(sizeof(struct lode_wire_open_rep) ==
-		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 16,
+		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24,
 	       "open rep");
+_Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "degraded is a 64-bit mask");
 
 /* COMMIT and CLOSE. commit != 0: the size becomes exactly the one given (the single writer's
  * view is authoritative) and mtime is set (0: now). Reply: lode_wire_attr. */
@@ -447,6 +454,49 @@ struct lode_wire_orphan_list_rep {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_orphan_list_rep) == 8, "orphan list rep");
+
+/* ---- copies: reports and repair ---- */
+
+#define LODE_REPORT_WRITE_FAILED 1 /* a write (or fsync) to the copy failed */
+#define LODE_REPORT_BAD_DATA 2	    /* the copy returned data that fails its checksums */
+
+/* REPORT_COPY: body = req. The MDS marks the copy of (ino, stripe) on target_id degraded.
+ * ENOENT if the file or that copy no longer exists (a repair may have replaced it), ESTALE
+ * for another generation. Reply: empty. */
+struct lode_wire_report_req {
+	uint64_t ino;
+	uint64_t generation;
+	uint32_t stripe;
+	uint32_t target_id;
+	uint32_t kind; /* LODE_REPORT_* */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_report_req) == 32, "report req");
+
+/* LAYOUT_GET: body = lode_wire_getattr_req. Reply: lode_wire_layout_rep. */
+struct lode_wire_layout_rep {
+	struct lode_wire_attr attr;
+	struct lode_wire_layout layout;
+	uint64_t degraded; /* as in lode_wire_open_rep */
+};
+_Static_assert(sizeof(struct lode_wire_layout_rep) ==
+		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 8,
+	       "layout rep");
+
+/* LAYOUT_SET_COPY: the copy layout.targets[index] (which held old_target) now lives on
+ * new_target, complete: the bit is cleared from degraded. The caller must hold the file's
+ * write lease (handle), so that no write races the copy. new_target may equal old_target
+ * (a target that came back and was refilled); it must not hold another copy of the same
+ * stripe. Reply: lode_wire_layout_rep. */
+struct lode_wire_set_copy_req {
+	uint64_t ino;
+	uint64_t handle;
+	uint32_t index;
+	uint32_t old_target;
+	uint32_t new_target;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_set_copy_req) == 32, "set copy req");
 
 /* ---- objects ---- */
 

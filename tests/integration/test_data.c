@@ -134,18 +134,19 @@ static void test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss
 
 	(void)state;
 	write_pattern(c, "/big", GiB, 1, &l);
+	/* three stripes, each with two copies on distinct OSS (the automatic default) */
 	assert_int_equal(l.stripe_count, 3);
-	assert_int_equal(l.mirror_count, 1);
-	assert_true(l.targets[0] != l.targets[1] && l.targets[1] != l.targets[2] &&
-		    l.targets[0] != l.targets[2]);
+	assert_int_equal(l.mirror_count, 2);
+	for (unsigned s = 0; s < 3; s++)
+		assert_int_not_equal(l.targets[2 * s], l.targets[2 * s + 1]);
 	for (int i = 0; i < 3; i++) {
 		uint64_t b = oss_object_bytes(i);
 
-		/* each OSS holds its third of the file */
-		assert_true(b >= GiB / 3 - MiB && b <= GiB / 3 + MiB);
+		/* each OSS holds two of the six stripe copies: two thirds of the file */
+		assert_true(b >= 2 * GiB / 3 - 2 * MiB && b <= 2 * GiB / 3 + 2 * MiB);
 		sum += b;
 	}
-	assert_int_equal(sum, GiB);
+	assert_int_equal(sum, 2 * GiB);
 	check_pattern(c, "/big", GiB, 1);
 	assert_int_equal(lode_unlink(c, "/big"), 0);
 	lode_disconnect(c);

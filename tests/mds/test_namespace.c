@@ -375,13 +375,22 @@ static void test_create_spreads_an_inherited_layout_over_all_up_targets(void **s
 	assert_int_equal(created, 1);
 	assert_int_equal(l.stripe_size, 1u << 20);
 	assert_int_equal(l.stripe_count, 4);
-	assert_int_equal(l.mirror_count, 1);
-	for (unsigned i = 0; i < 4; i++) {
+	/* the root's default asks for automatic mirroring: two copies with 4 targets up */
+	assert_int_equal(l.mirror_count, 2);
+	for (unsigned i = 0; i < 8; i++) {
 		assert_true(l.targets[i] >= 1 && l.targets[i] <= 4);
-		for (unsigned j = 0; j < i; j++)
-			assert_int_not_equal(l.targets[i], l.targets[j]);
+		if (i % 2)
+			assert_int_not_equal(l.targets[i], l.targets[i - 1]);
 	}
-	assert_int_equal(l.targets[4], 0);
+	/* the 8 copies are spread evenly: each target holds two */
+	for (unsigned id = 1; id <= 4; id++) {
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < 8; i++)
+			n += l.targets[i] == id;
+		assert_int_equal(n, 2);
+	}
+	assert_int_equal(l.targets[8], 0);
 }
 
 static void test_create_uses_an_explicit_layout_with_caller_targets(void **state)
@@ -565,11 +574,13 @@ static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(
 	t = R(f);
 	assert_int_equal(lode_ns_getattr(&t, ino, &a), -ENOENT);
 	lode_store_abort(&t);
-	/* 4 stripes x 1 mirror: each target holds one object */
+	/* 4 stripes x 2 copies over 4 targets: each target holds two objects */
 	for (uint32_t tg = 1; tg <= 4; tg++) {
-		assert_int_equal(orphans_of(f, tg, ids, 8), 1);
+		assert_int_equal(orphans_of(f, tg, ids, 8), 2);
 		assert_int_equal(ids[0].ino, ino);
 		assert_int_equal(ids[0].generation, 1);
+		assert_int_equal(ids[1].ino, ino);
+		assert_int_not_equal(ids[0].stripe, ids[1].stripe);
 	}
 	/* not listed before the grace period */
 	t = R(f);
@@ -580,15 +591,16 @@ static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(
 	assert_int_equal(n, 0);
 	lode_store_abort(&t);
 
-	assert_int_equal(orphans_of(f, 2, ids, 8), 1);
+	/* each target's acknowledgement clears only its own objects */
+	assert_int_equal(orphans_of(f, 2, ids, 8), 2);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_orphan_done(&t, 2, ids, 1)), 0);
+	assert_int_equal(end(&t, lode_ns_orphan_done(&t, 2, ids, 2)), 0);
 	assert_int_equal(orphans_of(f, 2, ids, 8), 0);
-	assert_int_equal(orphans_of(f, 3, ids, 8), 1);
+	assert_int_equal(orphans_of(f, 3, ids, 8), 2);
 	for (uint32_t tg = 1; tg <= 4; tg++) {
-		if (orphans_of(f, tg, ids, 8) == 1) {
+		if (orphans_of(f, tg, ids, 8) == 2) {
 			t = W(f);
-			assert_int_equal(end(&t, lode_ns_orphan_done(&t, tg, ids, 1)), 0);
+			assert_int_equal(end(&t, lode_ns_orphan_done(&t, tg, ids, 2)), 0);
 		}
 	}
 	t = R(f);
@@ -613,7 +625,7 @@ static void test_rename_replaces_a_file_and_orphans_the_old_one(void **state)
 	assert_int_equal(do_lookup(f, ROOT, "model", &a), 0);
 	assert_int_equal(a.ino, src);
 	assert_int_equal(do_lookup(f, ROOT, "tmp", NULL), -ENOENT);
-	assert_int_equal(orphans_of(f, 1, ids, 4), 1);
+	assert_int_equal(orphans_of(f, 1, ids, 4), 2); /* target 1 holds two of its copies */
 	assert_int_equal(ids[0].ino, dst);
 }
 
@@ -1131,10 +1143,10 @@ static void test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target(void
 	struct fx *f = *state;
 	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
 	uint32_t first[8];
-	uint16_t sc;
+	uint16_t sc, mc;
 
 	for (unsigned round = 0; round < 8; round++) {
-		assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 6, 3, &sc, targets), 0);
+		assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 6, 3, &sc, &mc, targets), 0);
 		assert_int_equal(sc, 6);
 		for (unsigned s = 0; s < sc; s++) {
 			for (unsigned m = 0; m < 3; m++) {
@@ -1149,22 +1161,22 @@ static void test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target(void
 	for (unsigned round = 1; round < 8; round++)
 		assert_int_not_equal(first[round], first[round - 1]);
 	/* more mirrors than targets: no */
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 1, 5, &sc, targets), -ENOSPC);
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 1, 5, &sc, &mc, targets), -ENOSPC);
 }
 
 static void test_placement_avoids_repeating_targets_across_stripes_when_it_can(void **state)
 {
 	struct fx *f = *state;
 	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
-	uint16_t sc;
+	uint16_t sc, mc;
 
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 2, 2, &sc, targets), 0);
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 2, 2, &sc, &mc, targets), 0);
 	for (unsigned i = 0; i < 4; i++) {
 		for (unsigned j = 0; j < i; j++)
 			assert_int_not_equal(targets[i], targets[j]);
 	}
 	/* auto stripe count: all UP targets */
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 0, 1, &sc, targets), 0);
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 0, 1, &sc, &mc, targets), 0);
 	assert_int_equal(sc, 4);
 }
 
@@ -1174,7 +1186,7 @@ static void test_placement_marks_targets_down_without_heartbeats(void **state)
 	struct lode_placement_target list[8];
 	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
 	unsigned n;
-	uint16_t sc;
+	uint16_t sc, mc;
 
 	assert_int_equal(lode_placement_heartbeat(f->pl, 2, 1000, 500, 7, NOW_MS + 10000), 0);
 	assert_int_equal(lode_placement_heartbeat(f->pl, 99, 1, 1, 1, NOW_MS), -ENOENT);
@@ -1184,10 +1196,10 @@ static void test_placement_marks_targets_down_without_heartbeats(void **state)
 	assert_int_equal(list[1].state, LODE_TARGET_UP);
 	assert_int_equal(list[1].objects, 7);
 	assert_string_equal(list[1].addr, "tcp://127.0.0.1:7001");
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 1, &sc, targets), 0);
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 1, &sc, &mc, targets), 0);
 	assert_int_equal(sc, 1);
 	assert_int_equal(targets[0], 2);
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 2, &sc, targets),
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 2, &sc, &mc, targets),
 			 -ENOSPC);
 }
 
