@@ -136,6 +136,8 @@ int targets_refresh(struct lode_client *c)
 			s->id = t->target_id;
 		}
 		s->up = t->state == LODE_TARGET_UP;
+		s->bytes_free = t->bytes_free;
+		s->suspect_until_ms = 0;
 		if (strlen(s->addr) != addr.len || memcmp(s->addr, addr.ptr, addr.len)) {
 			/* the OSS moved: a new connection for calls from now on; the old one
 			 * stays valid for calls in flight and is closed with the rpc */
@@ -144,11 +146,51 @@ int targets_refresh(struct lode_client *c)
 			s->conn = NULL;
 		}
 	}
+	c->targets_refreshed_ms = lode_now_ms();
 	pthread_mutex_unlock(&c->lock);
 	rc = rc < 0 ? -EPROTO : 0;
 out:
 	free(data);
 	return rc;
+}
+
+#define TARGETS_REFRESH_MS 1000
+
+void targets_maybe_refresh(struct lode_client *c)
+{
+	uint64_t now = lode_now_ms();
+	bool stale = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (now - c->targets_refreshed_ms >= TARGETS_REFRESH_MS)
+		for (unsigned i = 0; i < c->ntargets; i++)
+			if (!c->targets[i].up || c->targets[i].suspect_until_ms > now)
+				stale = true;
+	pthread_mutex_unlock(&c->lock);
+	if (stale)
+		targets_refresh(c); /* best effort: on failure the old view stays */
+}
+
+bool target_is_up(struct lode_client *c, uint32_t id)
+{
+	uint64_t now = lode_now_ms();
+	bool up = true; /* unknown yet: try it */
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++)
+		if (c->targets[i].id == id)
+			up = c->targets[i].up && c->targets[i].suspect_until_ms <= now;
+	pthread_mutex_unlock(&c->lock);
+	return up;
+}
+
+void target_suspect(struct lode_client *c, uint32_t id)
+{
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++)
+		if (c->targets[i].id == id)
+			c->targets[i].suspect_until_ms = lode_now_ms() + TARGETS_REFRESH_MS;
+	pthread_mutex_unlock(&c->lock);
 }
 
 static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)

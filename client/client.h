@@ -17,7 +17,9 @@
 
 struct target_slot {
 	uint32_t id;
-	int up;
+	int up;			/* as the MDS last said */
+	uint64_t bytes_free;	/* as the MDS last said */
+	uint64_t suspect_until_ms; /* a call to it failed: treat as down until then */
 	char addr[LODE_ADDR_MAX + 1];
 	struct lode_rpc_conn *conn;
 };
@@ -33,6 +35,7 @@ struct lode_client {
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
 	unsigned ntargets;			       /* protected by lock */
+	uint64_t targets_refreshed_ms;		       /* protected by lock */
 };
 
 struct lode_file {
@@ -52,6 +55,9 @@ struct lode_file {
 	bool dirty_meta;       /* protected by lock: size/mtime not yet committed */
 	uint64_t dirty_stripes; /* protected by lock: stripes written since the last fsync */
 	uint64_t lease_renewed_ms; /* protected by lock */
+	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
+	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */
+	uint64_t report_bad_data;  /* protected by lock: of those, the ones with bad data */
 };
 
 /* Current credentials for a request from this thread. */
@@ -66,6 +72,20 @@ int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_
 int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
 /* Re-reads the target list (after a connection failure: the OSS may have moved). */
 int targets_refresh(struct lode_client *c);
+/* Re-reads it if a target looked down and the list is older than a second or two. Caller
+ * threads only (it waits for the MDS). */
+void targets_maybe_refresh(struct lode_client *c);
+/* Whether a target is worth trying first: up at the MDS and no recent failure here. Never
+ * blocks (the rpc thread calls it). */
+bool target_is_up(struct lode_client *c, uint32_t id);
+/* A call to the target failed as if it were down: avoid it for a moment. */
+void target_suspect(struct lode_client *c, uint32_t id);
+
+/* Copies found failing (any thread; never blocks) and their report to the MDS (caller
+ * threads: it waits). A write is acknowledged only after its failed copies are reported,
+ * so that no reader can take a copy that missed it for a good one. */
+void file_report(struct lode_file *f, unsigned idx, unsigned kind);
+int file_reports_flush(struct lode_file *f);
 
 void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
 

@@ -44,6 +44,7 @@ int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *r
 	f->size = rep->attr.size;
 	f->mtime_ns = rep->attr.mtime_ns;
 	f->lease_renewed_ms = lode_now_ms();
+	f->degraded = rep->degraded;
 	pthread_rwlock_init(&f->rw, NULL);
 	pthread_mutex_init(&f->lock, NULL);
 	*out = f;
@@ -77,6 +78,56 @@ static int commit(struct lode_file *f, uint8_t op)
 		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
 			f->dirty_meta = false;
 		f->lease_renewed_ms = lode_now_ms();
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+void file_report(struct lode_file *f, unsigned idx, unsigned kind)
+{
+	uint64_t bit = 1ull << idx;
+
+	pthread_mutex_lock(&f->lock);
+	if (!((f->degraded | f->report_pending) & bit)) {
+		f->report_pending |= bit;
+		if (kind == LODE_REPORT_BAD_DATA)
+			f->report_bad_data |= bit;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+int file_reports_flush(struct lode_file *f)
+{
+	uint64_t pending, bad;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	pending = f->report_pending;
+	bad = f->report_bad_data;
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned idx = 0; pending >> idx; idx++) {
+		struct lode_wire_report_req req = {.ino = f->ino,
+						   .generation = f->layout.generation};
+		int r;
+
+		if (!(pending & (1ull << idx)))
+			continue;
+		req.stripe = idx / f->layout.mirror_count;
+		req.target_id = f->layout.targets[idx];
+		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
+		r = mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+			     0, NULL);
+		if (r == -ENOENT || r == -ESTALE)
+			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
+		if (r) {
+			if (!rc)
+				rc = -EIO; /* the failed copy is not on record: cannot acknowledge */
+			continue;
+		}
+		pthread_mutex_lock(&f->lock);
+		f->degraded |= 1ull << idx;
+		f->report_pending &= ~(1ull << idx);
+		f->report_bad_data &= ~(1ull << idx);
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;

@@ -128,7 +128,9 @@ struct read_piece {
 	uint32_t len;  /* bytes wanted */
 	char *bounce;  /* reply buffer when the piece is not chunk aligned, else NULL */
 	unsigned stripe;
-	unsigned mirror;
+	unsigned first;	  /* the copy tried first (spreads readers over the copies) */
+	unsigned mirror;  /* the copy being tried */
+	uint64_t tried;	  /* copies tried, by mirror number */
 	int last_err;
 };
 
@@ -146,6 +148,38 @@ static int verify(const char *data, uint64_t len, const uint64_t *sums)
 	return 0;
 }
 
+/* Picks the next copy to try: first the ones neither degraded nor on a target known to be
+ * down, then (rather than fail) the rest. Returns -1 when every copy has been tried. */
+static int next_copy(struct lode_file *f, unsigned stripe, unsigned first, uint64_t tried)
+{
+	unsigned mc = f->layout.mirror_count;
+	uint64_t degraded;
+
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded;
+	pthread_mutex_unlock(&f->lock);
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned k = 0; k < mc; k++) {
+			unsigned m = (first + k) % mc, idx = stripe * mc + m;
+
+			if (tried & (1ull << m))
+				continue;
+			if (pass == 0 && ((degraded & (1ull << idx)) ||
+					  !target_is_up(f->c, f->layout.targets[idx])))
+				continue;
+			return (int)m;
+		}
+	}
+	return -1;
+}
+
+/* A failure that says nothing about the copy's data (the server is gone or slow). */
+static bool unreachable(int rc)
+{
+	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -EPIPE ||
+	       rc == -ESHUTDOWN || rc == -EHOSTUNREACH || rc == -ENXIO || rc == -ECONNABORTED;
+}
+
 static void read_piece_done(struct lode_call *call)
 {
 	struct read_piece *p = lode_container_of(call, struct read_piece, call);
@@ -153,7 +187,7 @@ static void read_piece_done(struct lode_call *call)
 	const uint64_t *sums;
 	char *data = p->bounce ? p->bounce : p->dst;
 	uint64_t got = call->reply_data_len;
-	int rc = call->status;
+	int rc = call->status, next;
 
 	if (!rc)
 		rc = lode_dec_obj_read_rep(p->rbody, call->reply_body_len, got, p->req.length,
@@ -161,8 +195,18 @@ static void read_piece_done(struct lode_call *call)
 	if (!rc)
 		rc = verify(data, got, sums);
 	if (rc) {
+		struct lode_file *f = p->f;
+
 		p->last_err = rc;
-		if (++p->mirror < p->f->layout.mirror_count) {
+		if (rc == -EBADMSG) /* bad bytes on that copy: the MDS hears of it, for repair */
+			file_report(f, p->stripe * f->layout.mirror_count + p->mirror,
+				    LODE_REPORT_BAD_DATA);
+		if (unreachable(rc))
+			target_suspect(f->c, f->layout.targets[p->stripe * f->layout.mirror_count +
+							       p->mirror]);
+		next = next_copy(f, p->stripe, p->first, p->tried);
+		if (next >= 0) {
+			p->mirror = (unsigned)next;
 			read_piece_submit(p);
 			return;
 		}
@@ -195,6 +239,7 @@ static void read_piece_submit(struct read_piece *p)
 	struct lode_rpc_conn *conn;
 	int rc;
 
+	p->tried |= 1ull << p->mirror;
 	rc = target_conn(f->c, tid, &conn);
 	if (rc) {
 		p->call.status = rc;
@@ -214,6 +259,17 @@ static void read_piece_submit(struct read_piece *p)
 	p->call.reply_data_max = p->req.length;
 	p->call.done = read_piece_done;
 	lode_rpc_submit(conn, &p->call);
+}
+
+/* Starts a read piece on its best copy. */
+static void read_piece_start(struct read_piece *p, unsigned first)
+{
+	int m;
+
+	p->first = first % p->f->layout.mirror_count;
+	m = next_copy(p->f, p->stripe, p->first, 0);
+	p->mirror = (unsigned)(m < 0 ? 0 : m);
+	read_piece_submit(p);
 }
 
 /* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
@@ -267,7 +323,8 @@ static int objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t o
 				break;
 			}
 		}
-		read_piece_submit(p);
+		/* alternate the copy by stripe unit, so that readers use every copy */
+		read_piece_start(p, (unsigned)(file_off / l->stripe_size / l->stripe_count));
 		pos += n;
 	}
 	{
@@ -294,11 +351,13 @@ ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
+	targets_maybe_refresh(f->c);
 	if (len > (size_t)SSIZE_MAX)
 		len = SSIZE_MAX;
 	pthread_rwlock_rdlock(&f->rw);
 	rc = objects_read(f, buf, len, off);
 	pthread_rwlock_unlock(&f->rw);
+	file_reports_flush(f); /* advisory for reads: the data returned was good */
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -307,23 +366,49 @@ ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 struct write_piece {
 	struct lode_call calls[LODE_LAYOUT_TARGETS_MAX];
 	struct lode_wire_obj_rep reps[LODE_LAYOUT_TARGETS_MAX];
+	unsigned idx[LODE_LAYOUT_TARGETS_MAX]; /* layout index of each call's copy */
+	struct lode_file *f;
 	struct window *w;
 	unsigned ncalls;
 	unsigned done;	/* calls completed: rpc thread only */
-	int err;	/* rpc thread only */
+	unsigned good;	/* copies that stored the piece: rpc thread only */
+	int err;	/* rpc thread only: a failure that fails the write itself */
+	int copy_err;	/* rpc thread only: the last failure of one copy */
 	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
 	struct iovec iov;
 	char *bounce; /* owned: the merged chunk data for a read-modify-write */
 };
 
+/*
+ * A copy that cannot be reached (or whose disk failed) does not fail the write while
+ * another copy stored it: that copy is reported degraded to the MDS before the write is
+ * acknowledged, and readers skip it until a repair. A full disk or a checksum rejected in
+ * transit fails the write itself.
+ */
+static bool copy_failure(int rc)
+{
+	return unreachable(rc) || rc == -EIO;
+}
+
 static void write_call_done(struct lode_call *call)
 {
 	struct write_piece *p = call->arg;
+	unsigned i = (unsigned)(call - p->calls);
 
-	if (call->status && !p->err)
-		p->err = call->status;
+	if (!call->status) {
+		p->good++;
+	} else if (copy_failure(call->status)) {
+		p->copy_err = call->status;
+		file_report(p->f, p->idx[i], LODE_REPORT_WRITE_FAILED);
+		if (unreachable(call->status))
+			target_suspect(p->f->c, p->f->layout.targets[p->idx[i]]);
+	} else if (!p->err) {
+		p->err = call->status == -EBADMSG ? -EIO : call->status;
+	}
 	if (++p->done < p->ncalls)
 		return;
+	if (!p->err && !p->good)
+		p->err = p->copy_err ? p->copy_err : -EIO; /* no copy has it */
 	window_leave(p->w, p->err);
 	free(p->bounce);
 	free(p->req);
@@ -362,7 +447,7 @@ static int object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start
 			return -ENOMEM;
 		}
 	}
-	read_piece_submit(p);
+	read_piece_start(p, 0);
 	rc = window_drain(&w);
 	window_destroy(&w);
 	return rc;
@@ -427,18 +512,42 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 	p->iov.iov_base = (void *)data;
 	p->iov.iov_len = len;
 	p->w = w;
-	p->ncalls = l->mirror_count;
-	for (unsigned m = 0; m < l->mirror_count; m++) {
-		struct lode_call *call = &p->calls[m];
+	p->f = f;
+	p->ncalls = 0;
+	{
+		uint64_t degraded;
 
-		rc = target_conn(f->c, l->targets[stripe * l->mirror_count + m], &call->conn_);
-		if (rc)
-			goto err_free;
+		pthread_mutex_lock(&f->lock);
+		degraded = f->degraded | f->report_pending;
+		pthread_mutex_unlock(&f->lock);
+		for (unsigned m = 0; m < l->mirror_count; m++) {
+			unsigned idx = stripe * l->mirror_count + m;
+			struct lode_call *call = &p->calls[p->ncalls];
+
+			if (degraded & (1ull << idx))
+				continue; /* a repair will refill it from a good copy */
+			if (!target_is_up(f->c, l->targets[idx])) {
+				/* known down: skip the wait, the copy is degraded from here on */
+				file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
+			rc = target_conn(f->c, l->targets[idx], &call->conn_);
+			if (rc) {
+				file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
+			p->idx[p->ncalls++] = idx;
+		}
+	}
+	if (!p->ncalls) {
+		rc = -EIO; /* every copy of this stripe is gone: nothing can hold the data */
+		goto err_free;
 	}
 	rc = window_enter(w, f->c->max_inflight);
 	if (rc)
 		goto err_free;
-	for (unsigned m = 0; m < l->mirror_count; m++) {
+	/* p may be freed by the completion of its last call: nothing reads it after that */
+	for (unsigned m = 0, ncalls = p->ncalls; m < ncalls; m++) {
 		struct lode_call *call = &p->calls[m];
 		struct lode_rpc_conn *conn = call->conn_;
 
@@ -484,6 +593,7 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 		return 0;
 	if (len > (size_t)SSIZE_MAX || off > (uint64_t)INT64_MAX - len)
 		return -EFBIG;
+	targets_maybe_refresh(f->c);
 	exclusive = needs_rmw(l, off, len);
 	if (exclusive)
 		pthread_rwlock_wrlock(&f->rw);
@@ -515,6 +625,10 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 	if (!rc)
 		rc = rc2;
 	window_destroy(&w);
+	/* copies that missed this write are recorded as degraded before we acknowledge it */
+	rc2 = file_reports_flush(f);
+	if (!rc)
+		rc = rc2;
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		if (off + len > f->size)
@@ -535,6 +649,8 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 struct obj_op {
 	struct lode_call call;
 	struct window *w;
+	struct lode_file *f;
+	unsigned idx; /* layout index of the copy */
 	union {
 		struct lode_wire_obj_truncate_req trunc;
 		struct lode_wire_objid id;
@@ -545,34 +661,50 @@ struct obj_op {
 static void obj_op_done(struct lode_call *call)
 {
 	struct obj_op *o = lode_container_of(call, struct obj_op, call);
+	int rc = call->status;
 
-	window_leave(o->w, call->status);
+	/* a copy that cannot take it is degraded, as for writes; the stripe check follows */
+	if (rc && copy_failure(rc)) {
+		file_report(o->f, o->idx, LODE_REPORT_WRITE_FAILED);
+		rc = 0;
+	}
+	window_leave(o->w, rc);
 	free(o);
 }
 
 static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
 {
 	const struct lode_wire_layout *l = &f->layout;
+	uint64_t degraded;
 	struct window w;
 	int rc = 0;
 
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded | f->report_pending;
+	pthread_mutex_unlock(&f->lock);
 	window_init(&w);
 	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
 		if (!(stripes & (1ull << (s % 64))))
 			continue;
 		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
+			unsigned idx = s * l->mirror_count + m;
 			struct lode_rpc_conn *conn;
 			struct obj_op *o;
 
-			rc = target_conn(f->c, l->targets[s * l->mirror_count + m], &conn);
-			if (rc)
-				break;
+			if (degraded & (1ull << idx))
+				continue;
+			if (target_conn(f->c, l->targets[idx], &conn)) {
+				file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
 			o = calloc(1, sizeof(*o));
 			if (!o) {
 				rc = -ENOMEM;
 				break;
 			}
 			o->w = &w;
+			o->f = f;
+			o->idx = idx;
 			o->req.id.ino = f->ino;
 			o->req.id.generation = l->generation;
 			o->req.id.stripe = s;
@@ -598,6 +730,19 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			rc = rc2;
 	}
 	window_destroy(&w);
+	if (!rc)
+		rc = file_reports_flush(f);
+	/* every stripe touched must still have a copy that took the operation */
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded;
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
+		uint64_t all = (l->mirror_count >= 64 ? ~0ull : (1ull << l->mirror_count) - 1)
+			       << (s * l->mirror_count);
+
+		if ((stripes & (1ull << (s % 64))) && (degraded & all) == all)
+			rc = -EIO;
+	}
 	return rc;
 }
 

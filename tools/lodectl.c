@@ -38,7 +38,8 @@ static void usage(FILE *out)
 		"  put LOCAL REMOTE [--stripe-size BYTES] [--stripe-count N] [--mirrors N]\n"
 		"  get REMOTE LOCAL\n"
 		"  ls [-l] PATH\n"
-		"  stat PATH                    attributes and layout\n"
+		"  stat PATH                    attributes, layout and degraded copies\n"
+		"  repair PATH                  re-replicate a file's degraded copies\n"
 		"  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
 		"\n"
 		"The MDS address comes from --mds or $LODE_MDS.\n");
@@ -321,25 +322,49 @@ static int cmd_stat(struct lode_client *c, int argc, char **argv)
 	       argv[1], st.ino, st.size, ms, st.mode & 07777, st.uid, st.gid, st.nlink,
 	       st.mtime_ns / 1000000000, st.mtime_ns % 1000000000);
 	if (S_ISREG(st.mode)) {
-		struct lode_file *f;
 		struct lode_layout l;
+		uint64_t degraded;
+		unsigned nbad = 0;
 
-		rc = lode_open(c, argv[1], O_RDONLY, 0, &f);
+		rc = lode_layout_info(c, argv[1], &l, &degraded);
 		if (rc)
-			return fail("open", argv[1], rc);
-		lode_file_layout(f, &l);
-		lode_close(f);
+			return fail("layout", argv[1], rc);
 		printf("layout: stripe_size=%u stripe_count=%u mirror_count=%u generation=%" PRIu64
 		       "\n",
 		       l.stripe_size, l.stripe_count, l.mirror_count, l.generation);
 		for (unsigned s = 0; s < l.stripe_count; s++) {
 			printf("  stripe %u: targets", s);
-			for (unsigned m = 0; m < l.mirror_count; m++)
-				printf(" %u", l.targets[s * l.mirror_count + m]);
+			for (unsigned m = 0; m < l.mirror_count; m++) {
+				unsigned i = s * l.mirror_count + m;
+
+				printf(" %u%s", l.targets[i],
+				       (degraded >> i) & 1 ? " (degraded)" : "");
+				nbad += (degraded >> i) & 1;
+			}
 			printf("\n");
 		}
+		printf("copies: %u of %u degraded%s\n", nbad,
+		       (unsigned)l.stripe_count * l.mirror_count,
+		       nbad ? " (lodectl repair PATH restores them)" : "");
 	}
 	return 0;
+}
+
+static int cmd_repair(struct lode_client *c, int argc, char **argv)
+{
+	struct lode_repair_result r;
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "lodectl: repair PATH\n");
+		return 2;
+	}
+	rc = lode_repair(c, argv[1], &r);
+	if (rc)
+		return fail("repair", argv[1], rc);
+	printf("%s: %u of %u degraded copies repaired, %" PRIu64 " bytes copied\n", argv[1],
+	       r.copies_repaired, r.copies_degraded, r.bytes_copied);
+	return r.copies_repaired == r.copies_degraded ? 0 : 1;
 }
 
 static int cmd_status(struct lode_client *c)
@@ -446,7 +471,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") && strcmp(cmd, "df") && strcmp(cmd, "put") &&
 	    strcmp(cmd, "get") && strcmp(cmd, "ls") && strcmp(cmd, "stat") &&
 	    strcmp(cmd, "mkdir") && strcmp(cmd, "rm") && strcmp(cmd, "rmdir") &&
-	    strcmp(cmd, "mv")) {
+	    strcmp(cmd, "mv") && strcmp(cmd, "repair")) {
 		fprintf(stderr, "lodectl: unknown command '%s' (see lodectl --help)\n", cmd);
 		return 2;
 	}
@@ -472,6 +497,8 @@ int main(int argc, char **argv)
 		rc = cmd_ls(c, argc, argv);
 	else if (!strcmp(cmd, "stat"))
 		rc = cmd_stat(c, argc, argv);
+	else if (!strcmp(cmd, "repair"))
+		rc = cmd_repair(c, argc, argv);
 	else
 		rc = cmd_simple(c, argc, argv);
 	lode_disconnect(c);

@@ -158,6 +158,24 @@ int lode_fstat(struct lode_file *f, struct lode_stat *st);
 void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
 uint64_t lode_file_size(const struct lode_file *f);
 
+/* ---- copies ---- */
+
+/* A file's layout and its degraded copies: bit i of *degraded set when the copy in
+ * layout->targets[i] misses data (a write to it failed or it returned bad data). */
+int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout *layout,
+		     uint64_t *degraded);
+
+struct lode_repair_result {
+	unsigned copies_degraded; /* before the repair */
+	unsigned copies_repaired;
+	uint64_t bytes_copied;
+};
+/* Re-replicates the file's degraded copies from good copies onto healthy targets (the
+ * copy's own target when it is up again). Holds the file's write lease meanwhile (-EBUSY
+ * while someone writes it). Copies with no good source or no target to go to stay
+ * degraded (copies_repaired < copies_degraded) without an error. */
+int lode_repair(struct lode_client *c, const char *path, struct lode_repair_result *out);
+
 /* ---- cluster ---- */
 
 /* Fills up to max targets; returns how many the cluster has (may exceed max). */
