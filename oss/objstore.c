@@ -23,6 +23,7 @@
 
 #define NDIRS 256
 #define NLOCKS 64
+#define MAX_IOS 64
 #define DEFAULT_MAX_FDS 64
 /* "<16 hex>.<16 hex>.<8 hex>" */
 #define OBJ_NAME_LEN (16 + 1 + 16 + 1 + 8)
@@ -35,6 +36,14 @@ struct lode_objstore {
 	pthread_mutex_t locks[NLOCKS];
 	_Atomic uint64_t count;
 	uint64_t zero_sum; /* lode_chunk_sum of an all-zero chunk: what a hole reads as */
+
+	/*
+	 * Every worker's descriptor cache, so that a removal can reach them all: a cached
+	 * descriptor of a removed object keeps its blocks allocated (and a full disk full)
+	 * until it is closed, and an idle worker would never look at its cache again.
+	 */
+	pthread_mutex_t ios_lock;
+	struct lode_objstore_io *ios[MAX_IOS]; /* protected by ios_lock */
 };
 
 /* An object's open data and checksum files. Owned by one lode_objstore_io. */
@@ -174,6 +183,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 		st->dirfd[i] = -1;
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_init(&st->locks[i], NULL);
+	pthread_mutex_init(&st->ios_lock, NULL);
 	st->zero_sum = lode_chunk_sum("", 0);
 
 	root = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -237,6 +247,7 @@ void lode_objstore_close(struct lode_objstore *st)
 			close(st->dirfd[i]);
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_destroy(&st->locks[i]);
+	pthread_mutex_destroy(&st->ios_lock);
 	free(st);
 }
 
@@ -419,6 +430,14 @@ int lode_objstore_io_create(struct lode_objstore *st, struct lode_loop *loop, un
 	io->st = st;
 	io->loop = loop;
 	io->max_fds = max_fds ? max_fds : DEFAULT_MAX_FDS;
+	pthread_mutex_lock(&st->ios_lock);
+	for (unsigned i = 0; i < MAX_IOS; i++) {
+		if (!st->ios[i]) {
+			st->ios[i] = io;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&st->ios_lock);
 	*out = io;
 	return 0;
 }
@@ -427,6 +446,11 @@ void lode_objstore_io_destroy(struct lode_objstore_io *io)
 {
 	if (!io)
 		return;
+	pthread_mutex_lock(&io->st->ios_lock);
+	for (unsigned i = 0; i < MAX_IOS; i++)
+		if (io->st->ios[i] == io)
+			io->st->ios[i] = NULL;
+	pthread_mutex_unlock(&io->st->ios_lock);
 	while (io->head)
 		cache_drop(io, io->head);
 	free(io);
@@ -849,6 +873,42 @@ void lode_objstore_fsync(struct lode_objstore_io *io, const struct lode_wire_obj
 
 /* ---- synchronous operations ---- */
 
+struct purge_msg {
+	struct lode_objstore_io *io;
+	struct lode_wire_objid id;
+};
+
+/* On a worker's thread: forget a removed object's descriptors. */
+static void purge_on_worker(void *arg)
+{
+	struct purge_msg *m = arg;
+	struct obj_fds *f = cache_find(m->io, &m->id);
+
+	if (f)
+		cache_drop(m->io, f);
+	free(m);
+}
+
+/* Asks every other worker to close its descriptors of a removed object. */
+static void purge_everywhere(struct lode_objstore *st, struct lode_objstore_io *self,
+			     const struct lode_wire_objid *id)
+{
+	pthread_mutex_lock(&st->ios_lock);
+	for (unsigned i = 0; i < MAX_IOS; i++) {
+		struct purge_msg *m;
+
+		if (!st->ios[i] || st->ios[i] == self)
+			continue;
+		m = malloc(sizeof(*m));
+		if (!m)
+			continue; /* the worker's own next look at it (nlink 0) still drops it */
+		m->io = st->ios[i];
+		m->id = *id;
+		lode_loop_post(st->ios[i]->loop, purge_on_worker, m);
+	}
+	pthread_mutex_unlock(&st->ios_lock);
+}
+
 int lode_objstore_remove(struct lode_objstore *st, struct lode_objstore_io *io,
 			 const struct lode_wire_objid *id, struct lode_obj_result *res)
 {
@@ -881,6 +941,7 @@ int lode_objstore_remove(struct lode_objstore *st, struct lode_objstore_io *io,
 	if (!err && unlinkat(dirfd, sname, 0) < 0 && errno != ENOENT)
 		err = -errno;
 	pthread_mutex_unlock(lock);
+	purge_everywhere(st, io, id);
 	if (err)
 		return err;
 	if (res)

@@ -394,6 +394,99 @@ static void test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_on
 	lode_disconnect(c);
 }
 
+/* One OSS whose data directory is a 48 MiB file system of its own. */
+static int setup_small_disk(void **state)
+{
+	char path[512], cmd[1024];
+	const char *tmp = getenv("TMPDIR");
+	FILE *p;
+
+	(void)state;
+	memset(&tc, 0, sizeof(tc));
+	snprintf(tc.dir, sizeof(tc.dir), "%s/lode-enospc-XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(tc.dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/oss0", tc.dir);
+	if (mkdir(path, 0755) || mount("lode-test", path, "tmpfs", 0, "size=48m")) {
+		fprintf(stderr, "setup: cannot mount a 48 MiB tmpfs at %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	tc.noss = 1;
+	snprintf(cmd, sizeof(cmd), "%s local up %s --oss 1 --orphan-grace 1",
+		 getenv("LODECTL") ? getenv("LODECTL") : "lodectl", tc.dir);
+	p = popen(cmd, "r");
+	if (!p || !fgets(tc.mds, sizeof(tc.mds), p)) {
+		if (p)
+			pclose(p);
+		return -1;
+	}
+	tc.mds[strcspn(tc.mds, "\n")] = 0;
+	return pclose(p) ? -1 : 0;
+}
+
+static int teardown_small_disk(void **state)
+{
+	char path[512], cmd[1024];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/oss0", tc.dir);
+	snprintf(cmd, sizeof(cmd), "%s local down %s >/dev/null 2>&1",
+		 getenv("LODECTL") ? getenv("LODECTL") : "lodectl", tc.dir);
+	if (system(cmd)) {
+	}
+	umount2(path, MNT_DETACH);
+	cluster_down(&tc);
+	return 0;
+}
+
+static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(void **state)
+{
+	struct lode_client *c = connect_fast(5000);
+	struct lode_file *f;
+	char *buf = malloc(4 * MiB);
+	uint64_t off;
+	ssize_t n = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	write_file(c, "/keep", 8 * MiB, 71);
+	assert_int_equal(lode_open(c, "/fill", O_WRONLY | O_CREAT, 0644, &f), 0);
+	for (off = 0; off < 256 * MiB; off += 4 * MiB) {
+		pattern_fill(buf, 4 * MiB, 72, off);
+		n = lode_pwrite(f, buf, 4 * MiB, off);
+		if (n < 0)
+			break;
+	}
+	assert_int_equal(n, -ENOSPC);
+	printf("ENOSPC after %" PRIu64 " MiB\n", (uint64_t)(off / MiB));
+	lode_close(f);
+	/* the file written before is untouched */
+	printf("verified %" PRIu64 " bytes of the other file\n", check_file(c, "/keep", 8 * MiB, 71));
+	/* free the space: the OSS reclaims the deleted file's objects, then writing works */
+	assert_int_equal(lode_unlink(c, "/fill"), 0);
+	for (int i = 0; i < 300; i++) {
+		struct lode_file *g;
+
+		if (!lode_open(c, "/again", O_WRONLY | O_CREAT | O_TRUNC, 0644, &g)) {
+			pattern_fill(buf, 4 * MiB, 73, 0);
+			n = lode_pwrite(g, buf, 4 * MiB, 0);
+			for (off = 4 * MiB; n > 0 && off < 24 * MiB; off += 4 * MiB) {
+				pattern_fill(buf, 4 * MiB, 73, off);
+				n = lode_pwrite(g, buf, 4 * MiB, off);
+			}
+			if (lode_close(g) == 0 && n > 0)
+				break;
+		}
+		usleep(100000);
+	}
+	assert_true(n > 0);
+	printf("verified %" PRIu64 " bytes written after the space was freed\n",
+	       check_file(c, "/again", 24 * MiB, 73));
+	free(buf);
+	lode_disconnect(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +501,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers,
+			setup_small_disk, teardown_small_disk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -117,7 +117,7 @@ static void test_hdr_check_rejects_a_bad_version(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 35, 49, 57, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 3, 9, 38, 49, 57, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
