@@ -26,7 +26,7 @@ static const char *mds_addr;
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: lodectl [--mds tcp://HOST:PORT] COMMAND [ARGS]\n"
+		"usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
 		"\n"
 		"cluster:\n"
 		"  status                       the MDS and every OSS, with capacity and state\n"
@@ -42,7 +42,8 @@ static void usage(FILE *out)
 		"  repair PATH                  re-replicate a file's degraded copies\n"
 		"  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
 		"\n"
-		"The MDS address comes from --mds or $LODE_MDS.\n");
+		"The MDS address comes from --mds or $LODE_MDS. --timeout: how long a request waits\n"
+		"for an unreachable server before failing (default 30000 ms).\n");
 }
 
 static int fail(const char *what, const char *path, int rc)
@@ -434,12 +435,15 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"mds", required_argument, NULL, 'm'},
+		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
+	struct lode_client_opts copts = {.size = sizeof(copts), .use_process_creds = 1};
 	struct lode_client *c;
 	const char *cmd;
+	char *end;
 	int opt, rc;
 
 	mds_addr = getenv("LODE_MDS");
@@ -447,6 +451,13 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'm':
 			mds_addr = optarg;
+			break;
+		case 't':
+			copts.timeout_ms = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || !copts.timeout_ms) {
+				fprintf(stderr, "lodectl: --timeout wants milliseconds > 0\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -479,7 +490,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lodectl: no MDS address: give --mds or set LODE_MDS\n");
 		return 2;
 	}
-	rc = lode_connect(mds_addr, NULL, &c);
+	rc = lode_connect(mds_addr, &copts, &c);
 	if (rc) {
 		fprintf(stderr, "lodectl: cannot reach the MDS at %s: %s\n", mds_addr,
 			strerror(-rc));
