@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: attributes. getattr, setattr (chmod, chown, truncate, utimens), statfs.
+ *
+ * A truncate goes through this mount's writer of the file when there is one (the MDS
+ * grants one write lease per file, and the writer's idea of the size must follow);
+ * otherwise liblode opens the file for writing just for it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "lode_fuse.h"
+
+static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct stat attr;
+
+	lf_ok(lf);
+	lf_stat_to_attr(st, &attr);
+	fuse_reply_attr(req, &attr, lf->o.attr_timeout);
+}
+
+void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat st;
+	int rc;
+
+	(void)fi;
+	rc = lf_getattr(lf, ino, &st);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		reply_attr(req, lf, &st);
+}
+
+static int do_truncate(struct lode_fuse *lf, uint64_t ino, uint64_t size, struct fuse_file_info *fi)
+{
+	struct lf_writer *w = fi ? lf_handle_writer(fi) : NULL;
+	int rc;
+
+	if (w) {
+		lf_writer_drain(w);
+		return lode_ftruncate(w->f, size);
+	}
+	w = lf_writer_find(lf, ino);
+	if (w) {
+		lf_writer_drain(w);
+		rc = lode_ftruncate(w->f, size);
+		lf_writer_put(lf, w);
+		return rc;
+	}
+	return lode_ll_truncate(lf->c, ino, size);
+}
+
+/*
+ * Before an explicit change of mtime (cp -p, tar and rsync set it on the open file, then
+ * close it): commit what our writer wrote, or its later commit at close would put the
+ * mtime of its last write back over the one set here.
+ */
+static int commit_writes(struct lode_fuse *lf, uint64_t ino, struct fuse_file_info *fi)
+{
+	struct lf_writer *w = fi ? lf_handle_writer(fi) : NULL;
+	int rc;
+
+	if (w) {
+		lf_writer_drain(w);
+		return lode_flush(w->f);
+	}
+	w = lf_writer_find(lf, ino);
+	if (!w)
+		return 0;
+	lf_writer_drain(w);
+	rc = lode_flush(w->f);
+	lf_writer_put(lf, w);
+	return rc;
+}
+
+void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_setattr sa = {0};
+	struct lode_stat st;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = do_truncate(lf, ino, (uint64_t)attr->st_size, fi);
+		if (rc)
+			goto err;
+	}
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= LODE_SET_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= LODE_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= LODE_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	/* "now" goes alone: the MDS lets anyone with write permission set the current time,
+	 * but only the owner an explicit one */
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= LODE_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= LODE_SET_ATIME;
+		sa.atime_ns = attr->st_atim.tv_sec * 1000000000LL + attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= LODE_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= LODE_SET_MTIME;
+		sa.mtime_ns = attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec;
+	}
+	/* FUSE_SET_ATTR_CTIME is left to the MDS, which sets ctime on every change */
+	if (sa.valid) {
+		rc = commit_writes(lf, ino, fi);
+		if (rc)
+			goto err;
+		rc = lode_ll_setattr(lf->c, ino, &sa, NULL);
+		if (rc)
+			goto err;
+	}
+	rc = lf_getattr(lf, ino, &st);
+	if (rc)
+		goto err;
+	reply_attr(req, lf, &st);
+	return;
+err:
+	lf_reply_err(req, rc);
+}
+
+void lf_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_statfs s;
+	struct statvfs v;
+	unsigned long bs;
+	int rc;
+
+	(void)ino;
+	rc = lode_statfs(lf->c, &s);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	bs = s.block_size ? s.block_size : 4096;
+	memset(&v, 0, sizeof(v));
+	v.f_bsize = LF_IO_MAX;
+	v.f_frsize = bs;
+	v.f_blocks = s.bytes_total / bs;
+	v.f_bfree = s.bytes_free / bs;
+	v.f_bavail = s.bytes_free / bs;
+	v.f_files = s.files;
+	v.f_ffree = s.files_free;
+	v.f_favail = s.files_free;
+	v.f_namemax = s.name_max ? s.name_max : 255;
+	lf_ok(lf);
+	fuse_reply_statfs(req, &v);
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: directories. opendir, readdir, readdirplus, releasedir, fsyncdir.
+ *
+ * No state per open directory: the FUSE offset of an entry is the MDS's cookie of that
+ * entry, and a page continues after the cookie the kernel hands back. The MDS numbers
+ * cookies from 3 and never reuses one, which leaves offsets 1 and 2 for the synthesized
+ * "." and "..", and keeps paging stable while the directory changes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lode_fuse.h"
+
+#define OFF_AFTER_DOT	 1
+#define OFF_AFTER_DOTDOT 2
+
+void lf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fi->fh = 0;
+	fuse_reply_open(req, fi);
+}
+
+/* Adds one entry; returns false when the reply buffer is full. */
+static bool add(fuse_req_t req, char *buf, size_t size, size_t *used, bool plus, const char *name,
+		const struct fuse_entry_param *e, off_t next)
+{
+	size_t n;
+
+	if (plus)
+		n = fuse_add_direntry_plus(req, buf + *used, size - *used, name, e, next);
+	else
+		n = fuse_add_direntry(req, buf + *used, size - *used, name, &e->attr, next);
+	if (n > size - *used)
+		return false;
+	*used += n;
+	return true;
+}
+
+static void dot(struct fuse_entry_param *e, uint64_t ino)
+{
+	/* ino 0 in the entry: the kernel takes no reference, it only lists the name */
+	memset(e, 0, sizeof(*e));
+	e->attr.st_ino = ino;
+	e->attr.st_mode = S_IFDIR;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_dirent *ents = NULL;
+	struct fuse_entry_param e;
+	uint64_t cookie = off > OFF_AFTER_DOTDOT ? (uint64_t)off : 0;
+	size_t used = 0;
+	int max, eof = 0, rc = 0;
+	bool full = false;
+	char *buf;
+
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off < OFF_AFTER_DOT) {
+		dot(&e, ino);
+		full = !add(req, buf, size, &used, plus, ".", &e, OFF_AFTER_DOT);
+	}
+	if (!full && off < OFF_AFTER_DOTDOT) {
+		/* the parent is not known by inode here; the kernel answers ".." itself */
+		dot(&e, FUSE_ROOT_ID);
+		full = !add(req, buf, size, &used, plus, "..", &e, OFF_AFTER_DOTDOT);
+	}
+	/* about as many entries as fit, so that one MDS call fills one page */
+	max = (int)(size / (plus ? 160 : 32)) + 1;
+	if (max > 1024)
+		max = 1024;
+	ents = malloc((size_t)max * sizeof(*ents));
+	if (!ents) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (!full && !eof) {
+		int n = lode_ll_readdir(lf->c, ino, cookie, ents, max, &eof);
+
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		for (int i = 0; i < n && !full; i++) {
+			struct lode_stat st;
+
+			if (plus) {
+				rc = lode_ll_getattr(lf->c, ents[i].ino, &st);
+				if (rc == -ENOENT) { /* removed since the listing: skip it */
+					cookie = ents[i].cookie;
+					rc = 0;
+					continue;
+				}
+				if (rc)
+					break;
+				lf_fix_size(lf, &st);
+				lf_fill_entry(lf, &st, &e);
+			} else {
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = ents[i].ino;
+				e.attr.st_mode = ents[i].mode & S_IFMT;
+			}
+			full = !add(req, buf, size, &used, plus, ents[i].name, &e,
+				    (off_t)ents[i].cookie);
+			if (!full)
+				cookie = ents[i].cookie;
+		}
+		if (rc || n == 0)
+			break;
+	}
+out:
+	/* entries already in the buffer are the kernel's (readdirplus took references on
+	 * them), so they go back even when a later page failed */
+	if (rc && used == 0)
+		lf_reply_err(req, rc);
+	else {
+		lf_ok(lf);
+		fuse_reply_buf(req, buf, used);
+	}
+	free(ents);
+	free(buf);
+}
+
+void lf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, false);
+}
+
+void lf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
+}
+
+void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+/* Every namespace change is durable at the MDS before it is acknowledged. */
+void lf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}

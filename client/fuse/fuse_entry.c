@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: names. lookup, mkdir, mknod, unlink, rmdir, rename, link, symlink, readlink.
+ * Each is one liblode call by inode; the MDS checks permissions with the caller's
+ * credentials, and the kernel checks mode bits first (default_permissions).
+ *
+ * A failed lookup is not cached (no negative entry): a file another client creates and
+ * closes must be found by the next open here, as close-to-open promises.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h> /* RENAME_NOREPLACE */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "lode_fuse.h"
+
+void lf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat st;
+	int rc;
+
+	rc = lode_ll_lookup(lf->c, parent, name, &st);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	lf_fix_size(lf, &st);
+	lf_reply_entry(req, lf, &st);
+}
+
+/* Inode numbers are the MDS's own, so there is no lookup count to keep. */
+void lf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req);
+}
+
+void lf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	(void)count;
+	(void)forgets;
+	fuse_reply_none(req);
+}
+
+void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat st;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_mkdir(lf->c, parent, name, mode & 07777, &st);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	lf_reply_entry(req, lf, &st);
+}
+
+/* Regular files only: Lode stores no devices, FIFOs or sockets. */
+void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_file *f;
+	struct lode_stat st;
+	int rc;
+
+	(void)rdev;
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = lode_ll_create(lf->c, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode & 07777, NULL,
+			    &f);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	rc = lode_fstat(f, &st);
+	if (!rc)
+		rc = lode_close(f);
+	else
+		lode_close(f);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	lf_reply_entry(req, lf, &st);
+}
+
+void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct lode_fuse *lf = lf_req(req);
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_unlink(lf->c, parent, name);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct lode_fuse *lf = lf_req(req);
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_rmdir(lf->c, parent, name);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags)
+{
+	struct lode_fuse *lf = lf_req(req);
+	unsigned lflags = 0;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: no overlay support */
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		lflags |= LODE_RENAME_NOREPLACE_FLAG;
+	if (flags & RENAME_EXCHANGE)
+		lflags |= LODE_RENAME_EXCHANGE_FLAG;
+	rc = lode_ll_rename(lf->c, parent, name, newparent, newname, lflags);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat st;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_link(lf->c, ino, newparent, newname, &st);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	lf_fix_size(lf, &st);
+	lf_reply_entry(req, lf, &st);
+}
+
+void lf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat st;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_symlink(lf->c, link, parent, name, &st);
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	lf_reply_entry(req, lf, &st);
+}
+
+void lf_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct lode_fuse *lf = lf_req(req);
+	char *buf = malloc(PATH_MAX + 1);
+	ssize_t n;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = lode_ll_readlink(lf->c, ino, buf, PATH_MAX);
+	if (n < 0) {
+		lf_reply_err(req, (int)n);
+	} else {
+		buf[n] = 0;
+		lf_ok(lf);
+		fuse_reply_readlink(req, buf);
+	}
+	free(buf);
+}

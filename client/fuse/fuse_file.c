@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: file data. create, open, read, write, flush, fsync, release, and the table
+ * of liblode write handles this mount shares between its opens of one file.
+ *
+ * Page cache and close-to-open: files are opened in the kernel's page-cache mode (so
+ * mmap, MAP_SHARED writes included, works), except O_DIRECT opens, which bypass it. On
+ * every open we fetch the file's attributes from the MDS; the kernel keeps its cached
+ * pages only if (mtime, size) are those this mount saw when it last opened the file, and
+ * otherwise drops them and its cached attributes, so nothing another client wrote before
+ * its close is hidden behind an older page.
+ *
+ * Write-behind: the kernel sends a page-cache write as soon as the application writes,
+ * 4 KiB at a time for a program that writes 4 KiB at a time, and one request at a time
+ * per file (it holds the inode lock). Passed on one by one, every small write would be a
+ * read-modify-write of a 64 KiB checksum chunk, and every 1 MiB write would wait for one
+ * object server while the others idle. So contiguous writes are gathered per file, up to
+ * LF_WB_MAX, and handed to liblode as one striped write when the buffer is full, when a
+ * write is not contiguous, and before anything that must see them: flush, fsync, a read,
+ * getattr, truncate, release. The price is NFS's: a write that fails in the background is
+ * reported by the next write, flush (close) or fsync of the file, not by the write(2)
+ * that carried it. O_DIRECT, O_SYNC and O_DSYNC opens write through.
+ *
+ * flush (every close(2)) commits size and mtime to the MDS without fsync's cost; that
+ * is the point after which another client's open sees the data. release drops our
+ * reference and the last one closes the liblode handle, giving the lease back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lode_fuse.h"
+
+/* ---- the writer table ---- */
+
+static struct lf_writer **bucket_of(struct lode_fuse *lf, uint64_t ino)
+{
+	return &lf->writers[ino % LF_WRITER_BUCKETS];
+}
+
+/* Called with wlock held. Waits while the entry of ino is being opened or closed. */
+static struct lf_writer *search_settled(struct lode_fuse *lf, uint64_t ino)
+{
+	for (;;) {
+		struct lf_writer *w = *bucket_of(lf, ino);
+
+		while (w && w->ino != ino)
+			w = w->next;
+		if (!w || !w->closing)
+			return w;
+		pthread_cond_wait(&lf->wcond, &lf->wlock);
+	}
+}
+
+static void unlink_writer(struct lode_fuse *lf, struct lf_writer *w)
+{
+	struct lf_writer **pp = bucket_of(lf, w->ino);
+
+	while (*pp != w)
+		pp = &(*pp)->next;
+	*pp = w->next;
+	pthread_cond_broadcast(&lf->wcond);
+}
+
+struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_writer *w;
+
+	pthread_mutex_lock(&lf->wlock);
+	w = search_settled(lf, ino);
+	if (w)
+		w->refs++;
+	pthread_mutex_unlock(&lf->wlock);
+	return w;
+}
+
+/*
+ * One buffer in flight per file, written by a short-lived thread while the next one fills:
+ * the kernel's copy of the next 16 MiB overlaps the object servers' work on the last.
+ * Only one at a time, so writes reach liblode in the order they came.
+ */
+static void wb_complete_locked(struct lf_writer *w, ssize_t n)
+{
+	if (n < 0 && !w->wb_err)
+		w->wb_err = (int)n;
+	if (!w->spare)
+		w->spare = w->fl_buf;
+	else
+		free(w->fl_buf);
+	w->fl_buf = NULL;
+	w->inflight = false;
+	pthread_cond_broadcast(&w->wb_cond);
+}
+
+static void *wb_thread(void *arg)
+{
+	struct lf_writer *w = arg;
+	ssize_t n = lode_pwrite(w->f, w->fl_buf, w->fl_len, w->fl_off);
+
+	pthread_mutex_lock(&w->wb_lock);
+	wb_complete_locked(w, n);
+	pthread_mutex_unlock(&w->wb_lock);
+	return NULL;
+}
+
+/* With wb_lock held. */
+static void wb_wait_locked(struct lf_writer *w)
+{
+	while (w->inflight)
+		pthread_cond_wait(&w->wb_cond, &w->wb_lock);
+}
+
+/* With wb_lock held: starts writing the buffer, after the one in flight. */
+static void wb_start_locked(struct lf_writer *w)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	if (!w->wb_len)
+		return;
+	wb_wait_locked(w);
+	w->fl_buf = w->wb;
+	w->fl_off = w->wb_off;
+	w->fl_len = w->wb_len;
+	w->wb = w->spare;
+	w->spare = NULL;
+	w->wb_len = 0;
+	w->inflight = true;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, wb_thread, w);
+	pthread_attr_destroy(&attr);
+	if (rc) /* no thread: write it here, still in order */
+		wb_complete_locked(w, lode_pwrite(w->f, w->fl_buf, w->fl_len, w->fl_off));
+}
+
+/* With wb_lock held: everything buffered is in liblode's hands when it returns. */
+static void wb_flush_locked(struct lf_writer *w)
+{
+	wb_start_locked(w);
+	wb_wait_locked(w);
+}
+
+void lf_writer_drain(struct lf_writer *w)
+{
+	pthread_mutex_lock(&w->wb_lock);
+	wb_flush_locked(w);
+	pthread_mutex_unlock(&w->wb_lock);
+}
+
+/* Drains, and returns (and forgets) the first write-behind failure. */
+static int writer_sync_err(struct lf_writer *w, bool free_buffer)
+{
+	int rc;
+
+	pthread_mutex_lock(&w->wb_lock);
+	wb_flush_locked(w);
+	rc = w->wb_err;
+	w->wb_err = 0;
+	if (free_buffer) { /* an idle open file keeps no 16 MiB */
+		free(w->wb);
+		free(w->spare);
+		w->wb = NULL;
+		w->spare = NULL;
+	}
+	pthread_mutex_unlock(&w->wb_lock);
+	return rc;
+}
+
+static struct lf_writer *writer_alloc(uint64_t ino)
+{
+	struct lf_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->ino = ino;
+	w->refs = 1;
+	pthread_mutex_init(&w->wb_lock, NULL);
+	pthread_cond_init(&w->wb_cond, NULL);
+	return w;
+}
+
+static void writer_free(struct lf_writer *w)
+{
+	pthread_cond_destroy(&w->wb_cond);
+	pthread_mutex_destroy(&w->wb_lock);
+	free(w->wb);
+	free(w->spare);
+	free(w);
+}
+
+int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
+{
+	int rc;
+
+	pthread_mutex_lock(&lf->wlock);
+	if (--w->refs > 0) {
+		pthread_mutex_unlock(&lf->wlock);
+		return 0;
+	}
+	/* stays in the table, closing, until the MDS has the lease back: an open for
+	 * writing that came now would otherwise get EBUSY from our own lease */
+	w->closing = true;
+	pthread_mutex_unlock(&lf->wlock);
+	rc = writer_sync_err(w, true);
+	if (rc) {
+		lf_log(LF_WARN, "inode %llu: a write failed after its last close: %s",
+		       (unsigned long long)w->ino, strerror(-rc));
+		lode_close(w->f);
+	} else {
+		rc = lode_close(w->f);
+	}
+	pthread_mutex_lock(&lf->wlock);
+	unlink_writer(lf, w);
+	pthread_mutex_unlock(&lf->wlock);
+	writer_free(w);
+	return rc;
+}
+
+/*
+ * The writer of ino, opened now if this mount has none. The liblode handle is opened
+ * O_RDWR when the MDS allows it, even for an O_WRONLY open, so that readers on this
+ * mount can read through it and see the size it knows. An entry being opened is marked
+ * closing too, so that a concurrent opener waits instead of racing for the lease.
+ */
+static int writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writer **out)
+{
+	struct lf_writer *w;
+	struct lode_file *f;
+	int rc;
+
+	pthread_mutex_lock(&lf->wlock);
+	w = search_settled(lf, ino);
+	if (w) {
+		w->refs++;
+		pthread_mutex_unlock(&lf->wlock);
+		rc = (flags & O_TRUNC) ? lode_ftruncate(w->f, 0) : 0;
+		if (rc) {
+			lf_writer_put(lf, w);
+			return rc;
+		}
+		*out = w;
+		return 0;
+	}
+	w = writer_alloc(ino);
+	if (!w) {
+		pthread_mutex_unlock(&lf->wlock);
+		return -ENOMEM;
+	}
+	w->closing = true;
+	w->next = *bucket_of(lf, ino);
+	*bucket_of(lf, ino) = w;
+	pthread_mutex_unlock(&lf->wlock);
+
+	rc = lode_ll_open(lf->c, ino, O_RDWR | (flags & O_TRUNC), &f);
+	w->readable = !rc;
+	if (rc == -EACCES && (flags & O_ACCMODE) == O_WRONLY)
+		rc = lode_ll_open(lf->c, ino, O_WRONLY | (flags & O_TRUNC), &f);
+
+	pthread_mutex_lock(&lf->wlock);
+	if (rc) {
+		unlink_writer(lf, w);
+		pthread_mutex_unlock(&lf->wlock);
+		writer_free(w);
+		return rc;
+	}
+	w->f = f;
+	w->closing = false;
+	pthread_cond_broadcast(&lf->wcond);
+	pthread_mutex_unlock(&lf->wlock);
+	*out = w;
+	return 0;
+}
+
+/* Enters a handle that lode_ll_create() opened: a new file has no writer yet. */
+static int writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
+			struct lf_writer **out)
+{
+	struct lode_stat st;
+	struct lf_writer *w;
+	int rc;
+
+	rc = lode_fstat(f, &st);
+	if (rc)
+		return rc;
+	w = writer_alloc(st.ino);
+	if (!w)
+		return -ENOMEM;
+	w->f = f;
+	w->readable = readable;
+	pthread_mutex_lock(&lf->wlock);
+	w->next = *bucket_of(lf, w->ino);
+	*bucket_of(lf, w->ino) = w;
+	pthread_mutex_unlock(&lf->wlock);
+	*out = w;
+	return 0;
+}
+
+/* ---- handles ---- */
+
+struct lf_writer *lf_handle_writer(struct fuse_file_info *fi)
+{
+	struct lf_handle *h = (struct lf_handle *)(uintptr_t)fi->fh;
+
+	return h ? h->w : NULL;
+}
+
+static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
+{
+	if (!h)
+		return;
+	lode_close(h->rf);
+	if (h->w)
+		lf_writer_put(lf, h->w);
+	free(h);
+}
+
+/* Sets the open's caching flags from the file's attributes as of this open. */
+static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st,
+			     struct fuse_file_info *fi)
+{
+	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size);
+
+	fi->keep_cache = keep;
+	if (!keep) {
+		/* the kernel drops the pages itself (keep_cache 0); its attributes must go
+		 * too, or a read or stat right after this open would use the old size */
+		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
+	}
+	/* O_DIRECT: straight to liblode. Other opens use the page cache, so mmap works. */
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+}
+
+static bool write_through(int flags)
+{
+	return (flags & (O_DIRECT | O_SYNC | O_DSYNC)) != 0;
+}
+
+static void reply_open(fuse_req_t req, struct lode_fuse *lf, struct lf_handle *h,
+		       struct fuse_file_info *fi, const struct lode_stat *st, bool create)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	fi->fh = (uint64_t)(uintptr_t)h;
+	lf_ok(lf);
+	if (create) {
+		lf_fill_entry(lf, st, &e);
+		rc = fuse_reply_create(req, &e, fi);
+	} else {
+		rc = fuse_reply_open(req, fi);
+	}
+	if (rc == -ENOENT) /* interrupted: no release will come for it */
+		handle_free(lf, h);
+}
+
+void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	int acc = fi->flags & O_ACCMODE;
+	struct lode_stat st;
+	struct lf_handle *h;
+	int rc;
+
+	if (acc != O_RDONLY && lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (acc != O_RDONLY) {
+		rc = writer_open(lf, ino, fi->flags, &h->w);
+		if (!rc && acc == O_RDWR && !h->w->readable)
+			rc = lode_ll_open(lf->c, ino, O_RDONLY, &h->rf);
+		if (!rc)
+			rc = lode_fstat(h->w->f, &st);
+	} else {
+		rc = lode_ll_open(lf->c, ino, O_RDONLY, &h->rf);
+		if (!rc)
+			rc = lf_getattr(lf, ino, &st);
+	}
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	h->write_through = write_through(fi->flags);
+	open_cache_flags(lf, ino, &st, fi);
+	reply_open(req, lf, h, fi, &st, false);
+}
+
+void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	int flags = fi->flags & ~O_ACCMODE;
+	struct lode_file *f = NULL;
+	bool readable = true;
+	struct lode_stat st;
+	struct lf_handle *h;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* readable if the MDS allows, for the same reason as writer_open() */
+	rc = lode_ll_create(lf->c, parent, name, O_RDWR | flags, mode & 07777, NULL, &f);
+	if (rc == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
+		readable = false;
+		rc = lode_ll_create(lf->c, parent, name, fi->flags, mode & 07777, NULL, &f);
+	}
+	if (rc == -EBUSY && !(flags & O_EXCL)) {
+		/* the file exists and this mount holds its lease (the kernel had no dentry
+		 * for it): share our writer, as an open would */
+		rc = lode_ll_lookup(lf->c, parent, name, &st);
+		if (!rc)
+			rc = S_ISREG(st.mode) ? writer_open(lf, st.ino, fi->flags, &h->w) : -EBUSY;
+	} else if (!rc) {
+		rc = writer_adopt(lf, f, readable, &h->w);
+		if (rc)
+			lode_close(f);
+	}
+	if (!rc && (fi->flags & O_ACCMODE) != O_WRONLY && !h->w->readable)
+		rc = lode_ll_open(lf->c, h->w->ino, O_RDONLY, &h->rf);
+	if (!rc)
+		rc = lode_fstat(h->w->f, &st);
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	h->write_through = write_through(fi->flags);
+	open_cache_flags(lf, st.ino, &st, fi);
+	reply_open(req, lf, h, fi, &st, true);
+}
+
+void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = fuse_req_userdata(req);
+	struct lf_handle *h = (struct lf_handle *)(uintptr_t)fi->fh;
+	struct lf_writer *w = NULL;
+	struct lode_file *f;
+	ssize_t n;
+	char *buf;
+
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* through this mount's writer if there is one: it knows the size not yet committed,
+	 * and a short read would make the kernel shrink the file */
+	if (h->w) {
+		lf_writer_drain(h->w);
+		f = h->w->readable ? h->w->f : h->rf;
+	} else {
+		w = lf_writer_find(lf, ino);
+		if (w) {
+			lf_writer_drain(w);
+			if (!w->readable) {
+				lf_writer_put(lf, w);
+				w = NULL;
+			}
+		}
+		f = w ? w->f : h->rf;
+	}
+	n = f ? lode_pread(f, buf, size, (uint64_t)off) : -EBADF;
+	if (w)
+		lf_writer_put(lf, w);
+	if (n < 0) {
+		lf_reply_err(req, (int)n);
+	} else {
+		lf_ok(lf);
+		fuse_reply_buf(req, buf, (size_t)n);
+	}
+	free(buf);
+}
+
+void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = fuse_req_userdata(req);
+	struct lf_handle *h = (struct lf_handle *)(uintptr_t)fi->fh;
+	struct lf_writer *w = h ? h->w : NULL;
+	uint64_t pos = (uint64_t)off;
+	ssize_t n = (ssize_t)size;
+
+	(void)ino;
+	if (!w) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	pthread_mutex_lock(&w->wb_lock);
+	if (w->wb_len && (pos != w->wb_off + w->wb_len || w->wb_len + size > LF_WB_MAX))
+		wb_start_locked(w);
+	if (w->wb_err) {
+		/* an earlier write of this file failed behind the application's back */
+		n = w->wb_err;
+		w->wb_err = 0;
+	} else if (h->write_through || size > LF_WB_MAX) {
+		wb_flush_locked(w);
+		n = lode_pwrite(w->f, buf, size, pos);
+	} else {
+		if (!w->wb)
+			w->wb = malloc(LF_WB_MAX);
+		if (!w->wb) {
+			wb_flush_locked(w);
+			n = lode_pwrite(w->f, buf, size, pos);
+		} else {
+			if (!w->wb_len)
+				w->wb_off = pos;
+			memcpy(w->wb + w->wb_len, buf, size);
+			w->wb_len += size;
+			if (w->wb_len == LF_WB_MAX)
+				wb_start_locked(w);
+		}
+	}
+	pthread_mutex_unlock(&w->wb_lock);
+	if (n < 0) {
+		lf_reply_err(req, (int)n);
+	} else {
+		lf_ok(lf);
+		fuse_reply_write(req, (size_t)n);
+	}
+}
+
+void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lf_writer *w = lf_handle_writer(fi);
+	int rc = 0;
+
+	(void)ino;
+	if (w) {
+		lf_req(req);
+		rc = writer_sync_err(w, true);
+		if (!rc)
+			rc = lode_flush(w->f);
+	}
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct lf_writer *w = lf_handle_writer(fi);
+	int rc = 0;
+
+	(void)ino;
+	(void)datasync; /* size and mtime are part of what a reader needs: always commit */
+	if (w) {
+		lf_req(req);
+		rc = writer_sync_err(w, false);
+		if (!rc)
+			rc = lode_fsync(w->f);
+	}
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void lf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lf_handle *h = (struct lf_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	/* errors here reach no one (close(2) already returned flush's); a failed final
+	 * commit leaves the size of the last successful flush */
+	handle_free(lf, h);
+	fuse_reply_err(req, 0);
+}

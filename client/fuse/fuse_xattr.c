@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: extended attributes, kept by the MDS with the inode. The size rules are
+ * FUSE's: a request with size 0 asks for the length only.
+ *
+ * security.capability is not stored: the kernel asks for it before every write (to drop
+ * file capabilities), and a round trip to the MDS per 1 MiB write halved throughput. File
+ * capabilities have no use on a checkpoint store, so it is answered here: never set,
+ * always absent.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "lode_fuse.h"
+
+#define CAPABILITY_XATTR "security.capability"
+
+void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+		 int flags)
+{
+	struct lode_fuse *lf = lf_req(req);
+	unsigned lflags = 0;
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (!strcmp(name, CAPABILITY_XATTR)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (flags & XATTR_CREATE)
+		lflags |= LODE_XATTR_CREATE_FLAG;
+	if (flags & XATTR_REPLACE)
+		lflags |= LODE_XATTR_REPLACE_FLAG;
+	rc = lode_ll_setxattr(lf->c, ino, name, value, size, lflags);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* getxattr and listxattr: the same two-step protocol. */
+static void reply_sized(fuse_req_t req, struct lode_fuse *lf, ssize_t n, const char *buf,
+			size_t size)
+{
+	if (n < 0) {
+		lf_reply_err(req, (int)n);
+		return;
+	}
+	lf_ok(lf);
+	if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+void lf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct lode_fuse *lf = lf_req(req);
+	char *buf = NULL;
+	ssize_t n;
+
+	if (!strcmp(name, CAPABILITY_XATTR)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	n = lode_ll_getxattr(lf->c, ino, name, buf, size);
+	reply_sized(req, lf, n, buf, size);
+	free(buf);
+}
+
+void lf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct lode_fuse *lf = lf_req(req);
+	char *buf = NULL;
+	ssize_t n;
+
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	n = lode_ll_listxattr(lf->c, ino, buf, size);
+	reply_sized(req, lf, n, buf, size);
+	free(buf);
+}
+
+void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct lode_fuse *lf = lf_req(req);
+	int rc;
+
+	if (lf->o.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = lode_ll_removexattr(lf->c, ino, name);
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse internals: the mount's state, the table of files this mount writes, and the
+ * helpers every operation family shares. Nothing here is public.
+ *
+ * FUSE inode numbers are Lode inode numbers (the root is 1 on both sides), so the daemon
+ * keeps no inode table and ignores forget: every request names the MDS's own inode.
+ */
+#ifndef LODE_FUSE_H
+#define LODE_FUSE_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lode/lode.h"
+
+#define LF_IO_MAX	  (1u << 20)  /* max_write and the largest read the kernel sends */
+#define LF_WB_MAX	  (16u << 20) /* write-behind: contiguous writes gathered per liblode call */
+#define LF_WRITER_BUCKETS 256u
+#define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
+#define LF_SQUASH_ID	  65534u
+
+enum lf_level { LF_ERR, LF_WARN, LF_INFO };
+
+struct lf_opts {
+	const char *mds; /* as given to --mds */
+	const char *mountpoint;
+	double attr_timeout;  /* seconds the kernel may trust attributes */
+	double entry_timeout; /* seconds the kernel may trust a name -> inode */
+	unsigned timeout_s;   /* how long a call waits for an unreachable server */
+	unsigned max_threads;
+	unsigned read_ahead_kb; /* kernel readahead of this mount; 0: leave it */
+	char *mount_abs;	/* the mount point as /proc/self/mountinfo shows it */
+	int root_squash;
+	int ro;
+	int foreground;
+	int debug;
+};
+
+/*
+ * One liblode write handle per inode this mount has open for writing, shared by every
+ * FUSE open of that inode: the MDS grants one write lease per file, so a second
+ * lode_ll_open() for writing from the same mount would fail with EBUSY, and two handles
+ * would commit two different sizes. Sharing one also gives getattr and readers the size
+ * the writer knows before it is committed.
+ */
+struct lf_writer {
+	uint64_t ino;
+	struct lode_file *f; /* opened O_RDWR when the MDS allowed it, else O_WRONLY */
+	bool readable;
+	unsigned refs;		/* protected by lode_fuse.wlock: opens plus transient users */
+	bool closing;		/* protected by lode_fuse.wlock: lode_close() in progress */
+	struct lf_writer *next; /* protected by lode_fuse.wlock */
+
+	/* Write-behind (see fuse_file.c): contiguous writes gathered into one buffer and
+	 * handed to liblode as one striped write. */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cond;	 /* the write in flight finished */
+	char *wb;		 /* protected by wb_lock: LF_WB_MAX bytes, or NULL */
+	uint64_t wb_off, wb_len; /* protected by wb_lock: file range the buffer holds */
+	char *spare;		 /* protected by wb_lock: a free buffer, or NULL */
+	bool inflight;		 /* protected by wb_lock: a flush thread owns fl_* */
+	char *fl_buf;		 /* the buffer in flight: owned by the flush thread */
+	uint64_t fl_off, fl_len;
+	int wb_err; /* protected by wb_lock: first failed write-behind, -errno */
+};
+
+/* fi->fh of a file: the shared writer if opened for writing, and a read handle when the
+ * writer cannot read (or there is none). */
+struct lf_handle {
+	struct lf_writer *w;
+	struct lode_file *rf;
+	bool write_through; /* O_DIRECT, O_SYNC or O_DSYNC: no write-behind */
+};
+
+/* What this mount last saw of a file whose pages the kernel may have cached. */
+struct lf_cver {
+	uint64_t ino;
+	int64_t mtime_ns;
+	uint64_t size;
+};
+
+struct lode_fuse {
+	struct lode_client *c;
+	struct fuse_session *se;
+	struct lf_opts o;
+
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;			      /* a closing writer left the table */
+	struct lf_writer *writers[LF_WRITER_BUCKETS]; /* protected by wlock */
+
+	pthread_mutex_t clock;
+	struct lf_cver *cver; /* protected by clock */
+
+	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
+	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
+};
+
+/* Set once daemonized: lf_log() goes to syslog from then on. */
+extern bool lf_log_syslog;
+void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The mount of a request, with the caller's credentials (squashed if asked) set for the
+ * liblode calls this thread makes next. */
+struct lode_fuse *lf_req(fuse_req_t req);
+/* Raises the kernel's readahead for this mount (main.c); called once, after INIT. */
+void lf_set_readahead(struct lode_fuse *lf);
+/* Replies a negative errno from liblode, mapped for the application; never replies 0. */
+void lf_reply_err(fuse_req_t req, int rc);
+/* Notes that a server answered (for the "reachable again" log line). */
+void lf_ok(struct lode_fuse *lf);
+
+void lf_stat_to_attr(const struct lode_stat *st, struct stat *out);
+/* Attributes as this mount knows them: the MDS's, with the size of our own writer. */
+int lf_getattr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st);
+void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st);
+void lf_reply_entry(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st);
+void lf_fill_entry(struct lode_fuse *lf, const struct lode_stat *st, struct fuse_entry_param *e);
+
+/* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
+struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
+/* Hands buffered writes to liblode, so that reads, attributes and truncates see them.
+ * Failures stay recorded for the next write, flush or fsync. */
+void lf_writer_drain(struct lf_writer *w);
+/* Drops a reference; the last one closes the liblode handle. Returns lode_close()'s
+ * result when it closed, else 0. */
+int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w);
+
+/* Whether the kernel may keep the cached pages of ino, given its attributes now; records
+ * them as what the cache holds from here on. */
+bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_t size);
+void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
+
+/* fuse_entry.c */
+void lf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void lf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void lf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
+void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void lf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void lf_readlink(fuse_req_t req, fuse_ino_t ino);
+
+/* fuse_attr.c */
+void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi);
+void lf_statfs(fuse_req_t req, fuse_ino_t ino);
+
+/* fuse_dir.c */
+void lf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void lf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void lf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void lf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+/* fuse_file.c */
+void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi);
+void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi);
+void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void lf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* For setattr: the writer behind an open handle, or NULL. */
+struct lf_writer *lf_handle_writer(struct fuse_file_info *fi);
+
+/* fuse_xattr.c */
+void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+		 int flags);
+void lf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void lf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: mounts a Lode cluster with the low-level libfuse API.
+ *
+ *   lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS]
+ *
+ * Order of start-up, and why: arguments are checked and the MDS is asked once while the
+ * terminal still sees our messages; then the kernel mount, then fuse_daemonize() (a
+ * fork: liblode's I/O thread would not survive it, so the probing client is closed
+ * before and the real one connected after); then the multi-threaded loop. SIGTERM,
+ * SIGINT and SIGHUP end the loop (fuse_set_signal_handlers), as does `fusermount3 -u`;
+ * either way we unmount and commit what open writers still hold.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "lode_fuse.h"
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS]\n"
+	    "\n"
+	    "  --mds ADDR          metadata server of the cluster to mount\n"
+	    "  -f                  stay in the foreground\n"
+	    "  -d                  debug: foreground, and libfuse traces every request\n"
+	    "  -o OPT[,OPT...]     mount options:\n"
+	    "     attr_timeout=S   seconds the kernel caches attributes (default 1)\n"
+	    "     entry_timeout=S  seconds the kernel caches names (default 1)\n"
+	    "     timeout=S        seconds a call waits for an unreachable server (default 30)\n"
+	    "     max_threads=N    request threads at most (default 64)\n"
+	    "     read_ahead_kb=N  kernel readahead of the mount (default 16384; 0: kernel's)\n"
+	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
+	    "     ro, allow_other, and the other generic FUSE mount options\n"
+	    "  --help, --version\n");
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lode-fuse: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	exit(2);
+}
+
+static double parse_seconds(const char *name, const char *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || end == v || *end || !(d >= 0) || d > 86400)
+		bad("bad value for %s: '%s'", name, v);
+	return d;
+}
+
+static unsigned parse_uint(const char *name, const char *v, unsigned lo, unsigned hi)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n < lo || n > hi)
+		bad("bad value for %s: '%s' (%u..%u)", name, v, lo, hi);
+	return (unsigned)n;
+}
+
+/* mount(8) and fstab words that mean nothing to FUSE or to us. */
+static bool mount_only(const char *opt)
+{
+	static const char *const words[] = {"defaults", "auto",	 "noauto", "_netdev", "nofail",
+					    "user",	"users", "nouser", "owner",   "group"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(opt, words[i]))
+			return true;
+	return !strncmp(opt, "x-", 2) || !strncmp(opt, "comment=", 8);
+}
+
+static void append(char **list, const char *opt)
+{
+	size_t old = *list ? strlen(*list) : 0;
+	char *n = realloc(*list, old + strlen(opt) + 2);
+
+	if (!n) {
+		fputs("lode-fuse: out of memory\n", stderr);
+		exit(1);
+	}
+	if (old)
+		n[old++] = ',';
+	strcpy(n + old, opt);
+	*list = n;
+}
+
+/* Takes our options out of one -o list; the rest goes to libfuse, which checks them. */
+static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
+{
+	char *copy = strdup(arg), *save = NULL, *opt;
+
+	if (!copy)
+		bad("out of memory");
+	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		const char *v = eq ? eq + 1 : NULL;
+
+		if (eq)
+			*eq = 0;
+		if (!strcmp(opt, "attr_timeout") && v)
+			o->attr_timeout = parse_seconds(opt, v);
+		else if (!strcmp(opt, "entry_timeout") && v)
+			o->entry_timeout = parse_seconds(opt, v);
+		else if (!strcmp(opt, "timeout") && v)
+			o->timeout_s = parse_uint(opt, v, 1, 86400);
+		else if (!strcmp(opt, "read_ahead_kb") && v)
+			o->read_ahead_kb = parse_uint(opt, v, 0, 1u << 20);
+		else if (!strcmp(opt, "max_threads") && v)
+			o->max_threads = parse_uint(opt, v, 1, 1024);
+		else if (!strcmp(opt, "root_squash") && !v)
+			o->root_squash = 1;
+		else if (!strcmp(opt, "no_root_squash") && !v)
+			o->root_squash = 0;
+		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
+			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
+			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "root_squash") ||
+			 !strcmp(opt, "no_root_squash"))
+			bad("option %s %s a value", opt, v ? "takes no" : "needs");
+		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
+			continue;
+		else {
+			if (!strcmp(opt, "ro"))
+				o->ro = 1;
+			else if (!strcmp(opt, "rw"))
+				o->ro = 0;
+			if (eq)
+				*eq = '=';
+			append(fuse_opts, opt);
+		}
+	}
+	free(copy);
+}
+
+static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			printf("lode-fuse %s (liblode %s, libfuse %s)\n", LODE_VERSION,
+			       lode_version(), fuse_pkgversion());
+			exit(0);
+		} else if (!strcmp(a, "--mds")) {
+			if (++i == argc)
+				bad("--mds needs an address");
+			o->mds = argv[i];
+		} else if (!strncmp(a, "--mds=", 6)) {
+			o->mds = a + 6;
+		} else if (!strcmp(a, "-o")) {
+			if (++i == argc)
+				bad("-o needs options");
+			parse_o(o, argv[i], fuse_opts);
+		} else if (!strncmp(a, "-o", 2)) {
+			parse_o(o, a + 2, fuse_opts);
+		} else if (!strcmp(a, "-f")) {
+			o->foreground = 1;
+		} else if (!strcmp(a, "-d")) {
+			o->foreground = 1;
+			o->debug = 1;
+		} else if (a[0] == '-') {
+			bad("unknown option '%s'", a);
+		} else if (!o->mountpoint) {
+			o->mountpoint = a;
+		} else {
+			bad("unexpected argument '%s'", a);
+		}
+	}
+	if (!o->mds)
+		bad("--mds tcp://HOST:PORT is required");
+	if (!*o->mds || strchr(o->mds, ','))
+		bad("bad MDS address '%s'", o->mds);
+	if (!o->mountpoint)
+		bad("no mount point given");
+}
+
+/*
+ * FUSE caps the readahead at the kernel's default (128 KiB), and one sequential reader
+ * then has too few 1 MiB requests in flight to keep liblode's striped reads busy. The
+ * mount's bdi takes a larger value through sysfs (as root); its name is the device
+ * number that /proc/self/mountinfo gives for our mount point.
+ */
+void lf_set_readahead(struct lode_fuse *lf)
+{
+	unsigned maj = 0, min = 0;
+	char line[4096], path[96];
+	bool found = false;
+	FILE *mi, *ra;
+
+	if (!lf->o.read_ahead_kb || !lf->o.mount_abs)
+		return;
+	mi = fopen("/proc/self/mountinfo", "r");
+	if (!mi)
+		return;
+	while (fgets(line, sizeof(line), mi)) {
+		char mnt[4096], fstype[256];
+		unsigned a, b;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ... */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
+			continue;
+		if (strcmp(mnt, lf->o.mount_abs) || !strstr(line, " - fuse.lode ") ||
+		    sscanf(strstr(line, " - ") + 3, "%255s", fstype) != 1)
+			continue;
+		maj = a; /* the last match is the newest mount */
+		min = b;
+		found = true;
+	}
+	fclose(mi);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	ra = fopen(path, "w");
+	if (ra) {
+		int bad_write = fprintf(ra, "%u\n", lf->o.read_ahead_kb) < 0;
+
+		if (!fclose(ra) && !bad_write)
+			return;
+	}
+	lf_log(LF_WARN, "cannot set %s (%s): sequential reads will be slower", path,
+	       strerror(errno));
+}
+
+static void lf_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* 1 MiB requests: libfuse derives max_pages (256) from max_write */
+	conn->max_write = LF_IO_MAX;
+	conn->max_read = 0; /* no limit below max_pages */
+	/* the kernel's readahead proposal is the most it accepts; keep it */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+	/* page-cache mode stays write-through: the kernel must not own size and mtime,
+	 * other clients read what the MDS commits */
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* the kernel clears setuid/setgid on write with a setattr; the MDS does not */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	conn->want &=
+	    ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
+			FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* a symlink's target never changes in Lode (a new one is a new inode) */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* and a changed mtime or size seen on an attribute refresh drops cached pages */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+static const struct fuse_lowlevel_ops ops = {
+    .init = lf_init,
+    .lookup = lf_lookup,
+    .forget = lf_forget,
+    .forget_multi = lf_forget_multi,
+    .getattr = lf_getattr_op,
+    .setattr = lf_setattr,
+    .readlink = lf_readlink,
+    .mknod = lf_mknod,
+    .mkdir = lf_mkdir,
+    .unlink = lf_unlink,
+    .rmdir = lf_rmdir,
+    .symlink = lf_symlink,
+    .rename = lf_rename,
+    .link = lf_link,
+    .open = lf_open,
+    .read = lf_read,
+    .write = lf_write,
+    .flush = lf_flush,
+    .release = lf_release,
+    .fsync = lf_fsync,
+    .opendir = lf_opendir,
+    .readdir = lf_readdir,
+    .releasedir = lf_releasedir,
+    .fsyncdir = lf_fsyncdir,
+    .statfs = lf_statfs,
+    .setxattr = lf_setxattr,
+    .getxattr = lf_getxattr,
+    .listxattr = lf_listxattr,
+    .removexattr = lf_removexattr,
+    .create = lf_create,
+    .readdirplus = lf_readdirplus,
+};
+
+static int connect_cluster(struct lode_fuse *lf)
+{
+	struct lode_client_opts co = {
+	    .size = sizeof(co),
+	    .timeout_ms = lf->o.timeout_s * 1000,
+	    .use_process_creds = 1, /* replaced per request by lode_set_creds() */
+	};
+
+	return lode_connect(lf->o.mds, &co, &lf->c);
+}
+
+/* Commits and closes what writers are still open when the loop ends (SIGTERM with files
+ * open): their size and mtime would otherwise be lost with the lease. */
+static void close_writers(struct lode_fuse *lf)
+{
+	for (unsigned b = 0; b < LF_WRITER_BUCKETS; b++) {
+		while (lf->writers[b]) {
+			struct lf_writer *w = lf->writers[b];
+
+			lf->writers[b] = w->next;
+			if (w->f)
+				lf_writer_drain(w);
+			if (w->f && lode_close(w->f))
+				lf_log(LF_WARN, "inode %llu: size of its last writes not committed",
+				       (unsigned long long)w->ino);
+			pthread_cond_destroy(&w->wb_cond);
+			pthread_mutex_destroy(&w->wb_lock);
+			free(w->wb);
+			free(w->spare);
+			free(w);
+		}
+	}
+}
+
+/* "tcp://HOST:PORT" -> "HOST:PORT", what mount(8) and df show as the source. */
+static const char *source_name(const char *mds)
+{
+	const char *p = strstr(mds, "://");
+
+	return p ? p + 3 : mds;
+}
+
+int main(int argc, char **argv)
+{
+	static struct lode_fuse lf_storage;
+	struct lode_fuse *lf = &lf_storage;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg = NULL;
+	char *fuse_opts = NULL, *base = NULL;
+	struct stat mst;
+	int rc, ret = 1;
+
+	lf->o.attr_timeout = 1.0;
+	lf->o.entry_timeout = 1.0;
+	lf->o.timeout_s = 30;
+	lf->o.max_threads = 64;
+	lf->o.read_ahead_kb = 16384;
+	parse_args(argc, argv, &lf->o, &fuse_opts);
+	if (stat(lf->o.mountpoint, &mst))
+		bad("mount point %s: %s", lf->o.mountpoint, strerror(errno));
+	if (!S_ISDIR(mst.st_mode))
+		bad("mount point %s: not a directory", lf->o.mountpoint);
+	/* absolute: fuse_daemonize() changes to /; mountinfo has no spaces (\\040) here */
+	lf->o.mount_abs = realpath(lf->o.mountpoint, NULL);
+	if (lf->o.mount_abs && strpbrk(lf->o.mount_abs, " \t\n\\")) {
+		free(lf->o.mount_abs);
+		lf->o.mount_abs = NULL;
+	}
+
+	pthread_mutex_init(&lf->wlock, NULL);
+	pthread_cond_init(&lf->wcond, NULL);
+	pthread_mutex_init(&lf->clock, NULL);
+	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
+	if (!lf->cver) {
+		fputs("lode-fuse: out of memory\n", stderr);
+		return 1;
+	}
+
+	/* ask the MDS now, while the caller still sees what we print */
+	rc = connect_cluster(lf);
+	if (rc) {
+		fprintf(stderr, "lode-fuse: cannot reach the MDS at %s: %s\n", lf->o.mds,
+			strerror(-rc));
+		goto out_free;
+	}
+	if (!lf->o.foreground) {
+		lode_disconnect(lf->c);
+		lf->c = NULL;
+	}
+
+	if (asprintf(&base, "default_permissions,fsname=%s,subtype=lode", source_name(lf->o.mds)) <
+	    0)
+		goto out_free;
+	if (fuse_opt_add_arg(&args, argv[0]) || fuse_opt_add_arg(&args, "-o") ||
+	    fuse_opt_add_arg(&args, base) ||
+	    (fuse_opts && (fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, fuse_opts))) ||
+	    (lf->o.debug && fuse_opt_add_arg(&args, "-d")))
+		goto out_free;
+	lf->se = fuse_session_new(&args, &ops, sizeof(ops), lf);
+	if (!lf->se) {
+		/* libfuse said which option it did not take */
+		ret = 2;
+		goto out_free;
+	}
+	if (fuse_set_signal_handlers(lf->se))
+		goto out_session;
+	if (fuse_session_mount(lf->se, lf->o.mountpoint)) {
+		fprintf(stderr, "lode-fuse: cannot mount on %s\n", lf->o.mountpoint);
+		goto out_signals;
+	}
+	lf_log(LF_INFO, "mounted %s on %s%s", lf->o.mds, lf->o.mountpoint,
+	       lf->o.ro ? " read-only" : "");
+	if (fuse_daemonize(lf->o.foreground))
+		goto out_unmount;
+	if (!lf->o.foreground) {
+		openlog("lode-fuse", LOG_PID, LOG_DAEMON);
+		lf_log_syslog = true;
+	}
+	if (!lf->c) {
+		rc = connect_cluster(lf);
+		if (rc) {
+			lf_log(LF_ERR, "cannot reach the MDS at %s: %s", lf->o.mds, strerror(-rc));
+			goto out_unmount;
+		}
+	}
+
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		goto out_unmount;
+	fuse_loop_cfg_set_max_threads(cfg, lf->o.max_threads);
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	rc = fuse_session_loop_mt(lf->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	ret = rc < 0 ? 1 : 0;
+	lf_log(LF_INFO, "unmounting %s%s", lf->o.mountpoint, rc < 0 ? " after an error" : "");
+
+out_unmount:
+	fuse_session_unmount(lf->se);
+out_signals:
+	fuse_remove_signal_handlers(lf->se);
+out_session:
+	fuse_session_destroy(lf->se);
+out_free:
+	if (lf->c)
+		close_writers(lf);
+	lode_disconnect(lf->c);
+	fuse_opt_free_args(&args);
+	free(fuse_opts);
+	free(base);
+	free(lf->cver);
+	free(lf->o.mount_abs);
+	pthread_mutex_destroy(&lf->clock);
+	pthread_cond_destroy(&lf->wcond);
+	pthread_mutex_destroy(&lf->wlock);
+	return ret;
+}
