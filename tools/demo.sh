@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds Lode, starts a local cluster (1 MDS + 3 OSS on
-# loopback, data under $LODE_DEMO_DIR, default /tmp/lode-demo) and writes then loads a
-# checkpoint through it, printing the throughput. The cluster keeps running afterwards:
-#   export LODE_MDS=<printed address>; build/tools/lodectl status
-#   build/tools/lodectl local down /tmp/lode-demo
+# loopback, data under $LODE_DEMO_DIR, default /tmp/lode-demo), mounts it with lode-fuse at
+# $LODE_DEMO_DIR/models, and writes then loads a checkpoint through the mount, printing
+# the throughput. The cluster and the mount stay up afterwards; the last lines say how to
+# stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -11,22 +11,42 @@ meson setup build --buildtype=release >/dev/null 2>&1 || true
 ninja -C build >/dev/null
 
 dir=${LODE_DEMO_DIR:-/tmp/lode-demo}
-size_mib=${LODE_DEMO_MIB:-2048}
+size_mib=${LODE_DEMO_MIB:-4096}
 lodectl=build/tools/lodectl
+mnt=$dir/models
 mds=$($lodectl local up "$dir" --oss 3)
 export LODE_MDS=$mds
 echo "cluster up: MDS at $mds, data under $dir"
 $lodectl status
+mkdir -p "$mnt"
+if ! mountpoint -q "$mnt"; then
+	build/client/fuse/lode-fuse --mds "$mds" "$mnt" -o allow_other
+fi
+echo "mounted at $mnt"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-echo "making a ${size_mib} MiB checkpoint of random bytes..."
-head -c $((size_mib << 20)) /dev/urandom >"$work/model.safetensors"
-$lodectl mkdir /models 2>/dev/null || true
-echo "writing it to /models/model.safetensors:"
-$lodectl put "$work/model.safetensors" /models/model.safetensors
-echo "loading it back:"
-$lodectl get /models/model.safetensors "$work/loaded"
-cmp "$work/model.safetensors" "$work/loaded" && echo "loaded checkpoint is byte-exact"
-$lodectl stat /models/model.safetensors
-echo "stop the cluster with: $lodectl local down $dir"
+ckpt=$mnt/llama-demo/model-00001-of-00001.safetensors
+mkdir -p "$(dirname "$ckpt")"
+rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'; }
+now() { date +%s.%N; }
+bytes=$((size_mib << 20))
+
+echo "writing a ${size_mib} MiB checkpoint through the mount..."
+t0=$(now)
+head -c "$bytes" /dev/urandom | dd of="$ckpt" bs=16M iflag=fullblock status=none conv=fsync
+t1=$(now)
+echo "  wrote $bytes bytes in $(awk -v a=$t0 -v b=$t1 'BEGIN{printf "%.2f", b-a}') s:" \
+	"$(rate $bytes "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')") (includes generating random bytes)"
+
+echo "loading it back (kernel page cache dropped first)..."
+sync
+echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || true
+t0=$(now)
+sum_mount=$(dd if="$ckpt" bs=16M status=none | sha256sum | cut -d' ' -f1)
+t1=$(now)
+echo "  read $bytes bytes in $(awk -v a=$t0 -v b=$t1 'BEGIN{printf "%.2f", b-a}') s:" \
+	"$(rate $bytes "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')") (includes sha256)"
+sum_lib=$($lodectl get /llama-demo/model-00001-of-00001.safetensors - | sha256sum | cut -d' ' -f1)
+[ "$sum_mount" = "$sum_lib" ] && echo "checkpoint is byte-identical through the mount and liblode ($sum_mount)"
+$lodectl stat /llama-demo/model-00001-of-00001.safetensors
+echo
+echo "stop with: fusermount3 -u $mnt && $lodectl local down $dir"
