@@ -184,7 +184,8 @@ static void test_create_commit_close_and_the_single_writer_lease(void **state)
 	assert_true(o.handle != 0);
 	assert_int_equal(o.lease_ms, LODE_LEASE_MS);
 	assert_int_equal(o.layout.stripe_count, 3);
-	assert_int_equal(o.layout.mirror_count, 1);
+	assert_int_equal(o.layout.mirror_count, 2); /* automatic: two copies with 3 targets */
+	assert_int_equal(o.degraded, 0);
 	assert_int_equal(create_at(d, "shard0", LODE_OPEN_WRITE | LODE_OPEN_EXCL, &o2), -EEXIST);
 
 	struct lode_wire_open_req op = { .ino = o.attr.ino, .flags = LODE_OPEN_WRITE };
