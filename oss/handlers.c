@@ -61,6 +61,12 @@ static void obj_done(void *arg, int status, struct lode_obj_result *res)
 	reply_obj(arg, status, res);
 }
 
+/* The offset an OBJ_READ asked for (its body was checked when it arrived). */
+static uint64_t rr_offset(const struct lode_req *req)
+{
+	return ((const struct lode_wire_obj_read_req *)lode_req_body(req))->offset;
+}
+
 static void read_done(void *arg, int status, struct lode_obj_result *res)
 {
 	/* rep + one sum per chunk of the largest read: well under LODE_BODY_MAX */
@@ -82,6 +88,12 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 		memcpy(rep + 1, res->sums, (size_t)res->nchunks * 8);
 	free(res->sums);
 	body_len = sizeof(*rep) + (size_t)res->nchunks * 8;
+	if (res->fd_ref) {
+		/* zero copy: the kernel moves the bytes from the page cache to the socket */
+		lode_req_reply_file(req, body, body_len, res->fd, rr_offset(req), (uint32_t)res->data_len,
+				    lode_objstore_fd_release, res->fd_ref);
+		return;
+	}
 	if (!res->data_len) {
 		free(res->data);
 		lode_req_reply(req, 0, body, body_len, NULL, 0, NULL);
@@ -174,7 +186,7 @@ static void on_request(void *ctx, struct lode_req *req)
 			err = -ENOMEM;
 			break;
 		}
-		lode_objstore_read(io, &rr->obj, rr->offset, rr->length, read_done, req);
+		lode_objstore_read_fd(io, &rr->obj, rr->offset, rr->length, read_done, req);
 		return;
 	}
 	case LODE_OP_OBJ_TRUNCATE: {

@@ -497,6 +497,7 @@ struct obj_op {
 	unsigned flags;
 	uint64_t new_size;
 	uint64_t old_size;
+	bool zero_copy; /* read: hand the descriptor to the caller instead of the bytes */
 	char *chunk;    /* truncate: the chunk holding the new end */
 	size_t chunk_len;
 	uint64_t sum;   /* truncate: stored, then new checksum of that chunk */
@@ -595,11 +596,22 @@ static void op_finish(struct obj_op *op, int err)
 		op->res.data_len = 0;
 		op->res.nchunks = 0;
 	}
-	if (op->fds)
+	if (op->zero_copy && !err && op->fds && op->res.data_len) {
+		/* the caller sends the bytes straight from the file and then lets go of it */
+		op->res.fd = op->fds->dfd;
+		op->res.fd_ref = op->fds;
+	} else if (op->fds) {
 		fds_put(op->fds);
+	}
 	free(op->chunk);
 	op->done(op->arg, err, &op->res);
 	free(op);
+}
+
+void lode_objstore_fd_release(void *fd_ref)
+{
+	if (fd_ref)
+		fds_put(fd_ref);
 }
 
 static void trunc_set_size(struct obj_op *op)
@@ -807,6 +819,44 @@ void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_obji
 		return;
 	}
 	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, off, false);
+}
+
+void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+{
+	struct obj_op *op;
+	struct stat sb;
+	size_t avail;
+	int err;
+
+	if (off % CHUNK || off > (uint64_t)INT64_MAX) {
+		fail_now(done, arg, -EINVAL);
+		return;
+	}
+	op = op_new(io, OP_READ, done, arg);
+	if (!op) {
+		fail_now(done, arg, -ENOMEM);
+		return;
+	}
+	op->off = off;
+	op->zero_copy = true;
+	err = fds_get(io, id, false, &op->fds, &sb);
+	if (err == -ENOENT) {
+		op->fds = NULL;
+		op_finish(op, 0); /* a missing object reads as empty */
+		return;
+	}
+	if (err) {
+		op_finish(op, err);
+		return;
+	}
+	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
+	if (avail > len)
+		avail = len;
+	/* no data read here: go straight to the checksums of what the file holds */
+	op->xdone = avail;
+	op->stage = ST_READ_DATA;
+	op_advance(op, 0);
 }
 
 void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,

@@ -71,6 +71,10 @@ struct lode_obj_result {
 	size_t data_len;
 	uint64_t *sums;
 	uint32_t nchunks;
+	/* lode_objstore_read_fd only, when data_len > 0: the object's data descriptor, open
+	 * until the caller passes fd_ref to lode_objstore_fd_release() (on the io's thread) */
+	int fd;
+	void *fd_ref;
 };
 
 /* Completion: status is 0 or a negative errno. Runs on the io's loop thread, possibly
@@ -96,6 +100,15 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
  * here: the reader does that. */
 void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
+
+/* Like lode_objstore_read, without reading the bytes: res->fd and res->data_len say where
+ * they are (from off), for a caller that sends them with splice; res->sums as above. The
+ * checksums describe the file as it was when they were read: a write racing the send can
+ * make them disagree with the bytes, which the reader detects. */
+void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
+/* Lets go of the descriptor a zero-copy read handed out. NULL is accepted. */
+void lode_objstore_fd_release(void *fd_ref);
 
 /* Sets the object's size, creating it empty if absent. A new end inside a chunk rewrites
  * that chunk's checksum after verifying its remaining data against the stored one (-EIO if

@@ -85,6 +85,8 @@ struct lode_req {
 	void *rdata;
 	void (*rdata_free)(void *);
 	void *rbody; /* heap copy of the reply body for cross-thread replies */
+	void (*file_release)(void *arg); /* reply data from a file: what to call when sent */
+	void *file_arg;
 	char *body;
 	char *data;
 };
@@ -165,6 +167,8 @@ static bool req_release(struct lode_req *req)
 
 	if (req->rdata && req->rdata_free)
 		req->rdata_free(req->rdata);
+	if (req->file_release)
+		req->file_release(req->file_arg);
 	free(req->rbody);
 	sc->inflight--;
 	sc->inflight_bytes -= req->alloc_bytes;
@@ -368,6 +372,24 @@ void lode_req_reply(struct lode_req *req, int status, const void *body, size_t b
 		lode_loop_post(sc->w->loop, reply_on_worker, req);
 		pthread_rwlock_unlock(&srv->stop_lock);
 	}
+}
+
+void lode_req_reply_file(struct lode_req *req, const void *body, size_t body_len, int fd,
+			 uint64_t off, uint32_t len, void (*release)(void *arg), void *arg)
+{
+	req->file_release = release;
+	req->file_arg = arg;
+	lode_hdr_init(&req->send.hdr, req->hdr.opcode, req->hdr.req_id, 0, 0);
+	req->send.hdr.flags = LODE_WIRE_F_REPLY;
+	req->send.body = body;
+	req->send.body_len = (uint32_t)body_len;
+	req->send.data = NULL;
+	req->send.data_iovcnt = 0;
+	req->send.file_fd = fd;
+	req->send.file_off = off;
+	req->send.file_len = len;
+	req->send.done = reply_sent;
+	reply_on_worker(req);
 }
 
 const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req)

@@ -67,6 +67,14 @@ uint64_t lode_req_conn_id(const struct lode_req *req);
 void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
 		    void *data, size_t data_len, void (*data_free)(void *));
 
+/*
+ * A successful reply whose data is len bytes of the file fd from off, sent without a copy
+ * through user space. release(arg) runs on the request's worker thread once the bytes are
+ * sent or dropped; fd must stay open until then. Worker thread of the request only.
+ */
+void lode_req_reply_file(struct lode_req *req, const void *body, size_t body_len, int fd,
+			 uint64_t off, uint32_t len, void (*release)(void *arg), void *arg);
+
 /* Shorthand for an error reply with no body and no data. */
 static inline void lode_req_reply_err(struct lode_req *req, int status)
 {

@@ -56,13 +56,20 @@ struct lode_tconn_cbs {
 };
 
 /* One outgoing frame. The transport copies hdr and body; data iovecs must stay valid until
- * done(s, err) runs (err is 0 once sent, -errno if the connection failed first). */
+ * done(s, err) runs (err is 0 once sent, -errno if the connection failed first).
+ * Instead of iovecs, the data may be file_len bytes of the file file_fd from file_off:
+ * the kernel moves them to the peer without a copy through user space (TCP: splice
+ * through a pipe). The descriptor must stay open until done. If the file turns out
+ * shorter, the frame cannot be completed and the connection is closed. */
 struct lode_send {
 	struct lode_wire_hdr hdr;
 	const void *body;
 	uint32_t body_len;
 	const struct iovec *data;
 	int data_iovcnt;
+	int file_fd;
+	uint32_t file_len; /* 0: no file data */
+	uint64_t file_off;
 	void (*done)(struct lode_send *s, int err);
 	/* private */
 	struct lode_send *next_;

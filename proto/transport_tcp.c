@@ -15,6 +15,7 @@
  * never runs inside another callback of the same connection).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -58,6 +59,11 @@ struct lode_tconn {
 	/* send */
 	struct lode_io send_io;
 	bool send_inflight;
+	bool splicing_in;  /* the op in flight moves file -> pipe (else pipe -> socket) */
+	int pipe_fd[2];	   /* for file data: -1 until first needed */
+	uint32_t pipe_fill; /* bytes in the pipe, not yet in the socket */
+	uint32_t pipe_cap;  /* the pipe's capacity: one splice in never blocks on it */
+	struct lode_io splice_io;
 	struct lode_send *sq_head, *sq_tail;
 	size_t sq_off; /* bytes of sq_head already sent */
 	struct iovec siov[SEND_IOV_MAX];
@@ -113,6 +119,7 @@ static struct lode_tconn *tconn_new(struct lode_loop *loop, int fd, int expect_r
 	c->cbs = cbs;
 	c->base.ops = &lode_transport_tcp;
 	c->base.ctx = ctx;
+	c->pipe_fd[0] = c->pipe_fd[1] = -1;
 	return c;
 }
 
@@ -135,6 +142,10 @@ static void finish(void *arg)
 			s->done(s, c->close_err ? c->close_err : -ECONNRESET);
 	}
 	c->cbs->on_close(c, c->close_err);
+	if (c->pipe_fd[0] >= 0) {
+		close(c->pipe_fd[0]);
+		close(c->pipe_fd[1]);
+	}
 	close(c->fd);
 	free(c->rbuf);
 	free(c);
@@ -167,8 +178,10 @@ static void tcp_close(struct lode_tconn *c, int err)
 	shutdown(c->fd, SHUT_RDWR);
 	if (c->recv_inflight)
 		cancel_one(c, &c->recv_io);
-	if (c->send_inflight)
+	if (c->send_inflight) {
 		cancel_one(c, &c->send_io);
+		cancel_one(c, &c->splice_io);
+	}
 	if (c->connecting)
 		cancel_one(c, &c->conn_io);
 	maybe_finish(c);
@@ -312,6 +325,12 @@ static size_t frame_len(const struct lode_send *s)
 	return sizeof(s->hdr) + s->body_len + s->hdr.data_len;
 }
 
+/* The part of a frame that goes by sendmsg when its data comes from a file. */
+static size_t head_len(const struct lode_send *s)
+{
+	return sizeof(s->hdr) + s->body_len;
+}
+
 /* Adds [base, base + len) minus the first *skip bytes to the iovec array. */
 static int iov_add(struct iovec *iov, int n, const void *base, size_t len, size_t *skip)
 {
@@ -327,28 +346,14 @@ static int iov_add(struct iovec *iov, int n, const void *base, size_t len, size_
 	return n + 1;
 }
 
-static void send_done(struct lode_io *io, int res)
+/*
+ * Completes the frames `sent` bytes finished. send_inflight stays set meanwhile: a done
+ * callback may queue a new frame (a reply, or a request read after backpressure lifts),
+ * and that frame must wait in the queue, not start a send of its own from a queue head this
+ * loop is still consuming.
+ */
+static void sent_bytes(struct lode_tconn *c, size_t sent)
 {
-	struct lode_tconn *c = lode_container_of(io, struct lode_tconn, send_io);
-	size_t sent;
-
-	if (c->closing || res < 0) {
-		c->send_inflight = false;
-		if (c->closing)
-			maybe_finish(c);
-		else if (res == -EINTR || res == -EAGAIN)
-			send_kick(c);
-		else
-			tcp_close(c, res);
-		return;
-	}
-	/*
-	 * Complete the frames this sendmsg carried. send_inflight stays set meanwhile: a done
-	 * callback may queue a new frame (a reply, or a request read after backpressure
-	 * lifts), and that frame must wait in the queue, not start a sendmsg of its own from
-	 * a queue head this loop is still consuming.
-	 */
-	sent = (size_t)res;
 	while (sent && c->sq_head) {
 		struct lode_send *s = c->sq_head;
 		size_t left = frame_len(s) - c->sq_off;
@@ -379,14 +384,92 @@ static void send_done(struct lode_io *io, int res)
 		c->cbs->on_send_drained(c);
 }
 
+static void send_done(struct lode_io *io, int res)
+{
+	struct lode_tconn *c = lode_container_of(io, struct lode_tconn, send_io);
+
+	if (c->closing || res < 0) {
+		c->send_inflight = false;
+		if (c->closing)
+			maybe_finish(c);
+		else if (res == -EINTR || res == -EAGAIN)
+			send_kick(c);
+		else
+			tcp_close(c, res);
+		return;
+	}
+	sent_bytes(c, (size_t)res);
+}
+
+static void splice_done(struct lode_io *io, int res)
+{
+	struct lode_tconn *c = lode_container_of(io, struct lode_tconn, splice_io);
+
+	if (c->closing || res <= 0) {
+		c->send_inflight = false;
+		if (c->closing)
+			maybe_finish(c);
+		else if (res == -EINTR || res == -EAGAIN)
+			send_kick(c);
+		else
+			tcp_close(c, res ? res : -EIO); /* 0: the file is shorter than promised */
+		return;
+	}
+	if (c->splicing_in) {
+		c->pipe_fill += (uint32_t)res;
+		c->send_inflight = false;
+		send_kick(c);
+		return;
+	}
+	c->pipe_fill -= (uint32_t)res;
+	sent_bytes(c, (size_t)res);
+}
+
+/* The next step of the head frame's file data: fill the pipe from the file, or empty it
+ * into the socket. Both are splices: the data never enters user space. */
+static void splice_step(struct lode_tconn *c, struct lode_send *s)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t done_bytes = c->sq_off - head_len(s) + c->pipe_fill;
+	uint32_t left = s->file_len - (uint32_t)done_bytes;
+
+	if (c->pipe_fd[0] < 0) {
+		if (pipe2(c->pipe_fd, O_CLOEXEC) < 0) {
+			tcp_close(c, -errno);
+			return;
+		}
+		fcntl(c->pipe_fd[1], F_SETPIPE_SZ, 1 << 20); /* best effort: bigger steps */
+		c->pipe_cap = (uint32_t)fcntl(c->pipe_fd[1], F_GETPIPE_SZ);
+	}
+	c->splice_io.cb = splice_done;
+	sqe = lode_loop_sqe(c->loop, &c->splice_io);
+	if (c->pipe_fill) {
+		c->splicing_in = false;
+		io_uring_prep_splice(sqe, c->pipe_fd[0], -1, c->fd, -1, c->pipe_fill,
+				     SPLICE_F_MOVE | (left ? SPLICE_F_MORE : 0));
+	} else {
+		c->splicing_in = true;
+		io_uring_prep_splice(sqe, s->file_fd, (int64_t)(s->file_off + done_bytes),
+				     c->pipe_fd[1], -1, left < c->pipe_cap ? left : c->pipe_cap,
+				     SPLICE_F_MOVE);
+	}
+	c->send_inflight = true;
+}
+
 static void send_kick(struct lode_tconn *c)
 {
 	struct io_uring_sqe *sqe;
 	size_t skip = c->sq_off;
 	int n = 0;
 
+	bool more = false;
+
 	if (c->send_inflight || c->closing || c->connecting || !c->sq_head)
 		return;
+	if (c->sq_head->file_len && c->sq_off >= head_len(c->sq_head)) {
+		splice_step(c, c->sq_head);
+		return;
+	}
 	for (struct lode_send *s = c->sq_head; s && n < SEND_IOV_MAX - 2; s = s->next_) {
 		const void *body = s->body_heap_ ? s->body_heap_ : s->body_copy_;
 
@@ -397,12 +480,16 @@ static void send_kick(struct lode_tconn *c)
 			if (s->data[i].iov_len)
 				n = iov_add(c->siov, n, s->data[i].iov_base, s->data[i].iov_len,
 					    &skip);
+		if (s->file_len) {
+			more = true; /* its file data follows by splice: batch nothing past it */
+			break;
+		}
 	}
 	memset(&c->smsg, 0, sizeof(c->smsg));
 	c->smsg.msg_iov = c->siov;
 	c->smsg.msg_iovlen = (size_t)n;
 	sqe = lode_loop_sqe(c->loop, &c->send_io);
-	io_uring_prep_sendmsg(sqe, c->fd, &c->smsg, MSG_NOSIGNAL);
+	io_uring_prep_sendmsg(sqe, c->fd, &c->smsg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 	c->send_inflight = true;
 }
 
@@ -412,6 +499,7 @@ static void tcp_send(struct lode_tconn *c, struct lode_send *s)
 
 	for (int i = 0; i < s->data_iovcnt; i++)
 		dlen += s->data[i].iov_len;
+	dlen += s->file_len;
 	s->hdr.body_len = s->body_len;
 	s->hdr.data_len = dlen;
 	s->next_ = NULL;
