@@ -131,6 +131,7 @@ struct read_piece {
 	unsigned first;	  /* the copy tried first (spreads readers over the copies) */
 	unsigned mirror;  /* the copy being tried */
 	uint64_t tried;	  /* copies tried, by mirror number */
+	bool reread;	  /* a mismatch was read again from the same copy */
 	int last_err;
 };
 
@@ -198,6 +199,14 @@ static void read_piece_done(struct lode_call *call)
 		struct lode_file *f = p->f;
 
 		p->last_err = rc;
+		if (rc == -EBADMSG && !p->reread) {
+			/* a write racing this read can make bytes and checksums disagree for a
+			 * moment: read once more before calling the copy bad */
+			p->reread = true;
+			read_piece_submit(p);
+			return;
+		}
+		p->reread = false;
 		if (rc == -EBADMSG) /* bad bytes on that copy: the MDS hears of it, for repair */
 			file_report(f, p->stripe * f->layout.mirror_count + p->mirror,
 				    LODE_REPORT_BAD_DATA);
