@@ -1321,12 +1321,91 @@ static void test_writer_rolls_back_a_failed_op_alone_and_commits_the_rest(void *
 	assert_int_equal(getattr(f, ROOT).nlink, 4);
 }
 
+/* ---- copies: reports and repair ---- */
+
+static struct lode_wire_layout_rep layout_of(struct fx *f, uint64_t ino)
+{
+	struct lode_wire_layout_rep r;
+	struct lode_txn t = R(f);
+
+	assert_int_equal(lode_ns_layout_get(&t, ino, &r), 0);
+	lode_store_abort(&t);
+	return r;
+}
+
+static void test_a_reported_copy_is_degraded_and_only_that_copy(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_layout_rep r;
+	struct lode_txn t;
+	uint64_t ino;
+	uint32_t target;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	r = layout_of(f, ino);
+	assert_int_equal(r.degraded, 0);
+	target = r.layout.targets[3]; /* stripe 1, second copy */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, target)), 0);
+	r = layout_of(f, ino);
+	assert_int_equal(r.degraded, 1ull << 3);
+	/* reporting it again changes nothing; a target holding no copy of that stripe is
+	 * ENOENT; another generation is ESTALE */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, target)), 0);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, 99)), -ENOENT);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 2, 1, target)), -ESTALE);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 9, target)), -ENOENT);
+	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
+}
+
+static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_layout_rep r, out;
+	struct lode_txn t;
+	uint32_t old, other, spare = 0;
+	uint64_t ino;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	r = layout_of(f, ino);
+	old = r.layout.targets[0];
+	other = r.layout.targets[1];
+	for (uint32_t id = 1; id <= 4 && !spare; id++)
+		if (id != old && id != other)
+			spare = id;
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 0, old)), 0);
+	/* not onto the target that holds the stripe's other copy */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, other, &out)), -EINVAL);
+	/* not when the copy is no longer where the caller thinks */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, spare, old, &out)), -ESTALE);
+	/* not onto an unknown target */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, 77, &out)), -EINVAL);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, spare, &out)), 0);
+	assert_int_equal(out.layout.targets[0], spare);
+	assert_int_equal(out.degraded, 0);
+	r = layout_of(f, ino);
+	assert_int_equal(r.layout.targets[0], spare);
+	assert_int_equal(r.layout.targets[1], other);
+	assert_int_equal(r.degraded, 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_fresh_store_has_root_directory_0755_owned_by_root),
+		T(test_a_reported_copy_is_degraded_and_only_that_copy),
+		T(test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target),
 		T(test_store_keeps_everything_across_close_and_reopen),
 		T(test_store_refuses_a_newer_format_version),
 		T(test_lookup_finds_a_created_file),
