@@ -104,23 +104,37 @@ int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_
 
 /* ---- targets ---- */
 
-int targets_refresh(struct lode_client *c)
+/* Fetches the target list: *data (malloc'd, dlen bytes) holds the records. */
+static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 {
 	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
 	struct lode_wire_target_list_rep rep;
+	char *buf = malloc(cap);
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf, cap,
+		      dlen);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*data = buf;
+	return 0;
+}
+
+int targets_refresh(struct lode_client *c)
+{
 	const struct lode_wire_target *t;
 	struct lode_name addr;
 	uint64_t dlen = 0, pos = 0;
 	char *data;
 	int rc;
 
-	data = malloc(cap);
-	if (!data)
-		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), data, cap,
-		      &dlen);
+	rc = fetch_targets(c, &data, &dlen);
 	if (rc)
-		goto out;
+		return rc;
 	pthread_mutex_lock(&c->lock);
 	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
 		struct target_slot *s = NULL;
@@ -148,10 +162,8 @@ int targets_refresh(struct lode_client *c)
 	}
 	c->targets_refreshed_ms = lode_now_ms();
 	pthread_mutex_unlock(&c->lock);
-	rc = rc < 0 ? -EPROTO : 0;
-out:
 	free(data);
-	return rc;
+	return rc < 0 ? -EPROTO : 0;
 }
 
 #define TARGETS_REFRESH_MS 1000
@@ -228,21 +240,15 @@ int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
 
 int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 {
-	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
-	struct lode_wire_target_list_rep rep;
 	const struct lode_wire_target *t;
 	struct lode_name addr;
 	uint64_t dlen = 0, pos = 0;
 	int rc, n = 0;
 	char *data;
 
-	data = malloc(cap);
-	if (!data)
-		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), data, cap,
-		      &dlen);
+	rc = fetch_targets(c, &data, &dlen);
 	if (rc)
-		goto out;
+		return rc;
 	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
 		if (n < max) {
 			struct lode_target_info *ti = &out[n];
@@ -259,10 +265,8 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 		}
 		n++;
 	}
-	rc = rc < 0 ? -EPROTO : n;
-out:
 	free(data);
-	return rc;
+	return rc < 0 ? -EPROTO : n;
 }
 
 /* ---- connect ---- */

@@ -144,21 +144,32 @@ int file_lease_renew_if_due(struct lode_file *f)
 	return due ? commit(f, LODE_OP_COMMIT) : 0;
 }
 
-static int open_trunc(struct lode_file *f, int flags)
+/* The handle for an OPEN or CREATE reply, truncated first for O_TRUNC (objects before the
+ * size, as every truncate). */
+static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
+		       int handle_flags, struct lode_file **out)
 {
+	struct lode_file *f;
 	int rc;
 
-	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) == O_RDONLY)
-		return 0;
-	rc = lode_ftruncate(f, 0);
-	return rc;
+	rc = file_from_open_rep(c, rep, handle_flags, &f);
+	if (rc)
+		return rc;
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+		rc = lode_ftruncate(f, 0);
+		if (rc) {
+			lode_close(f);
+			return rc;
+		}
+	}
+	*out = f;
+	return 0;
 }
 
 int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out)
 {
 	struct lode_wire_open_req req = {.ino = ino, .cred = client_cred(c)};
 	struct lode_wire_open_rep rep;
-	struct lode_file *f;
 	int rc;
 
 	req.flags = open_flags_to_wire(flags);
@@ -166,16 +177,7 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 		      NULL);
 	if (rc)
 		return rc;
-	rc = file_from_open_rep(c, &rep, flags, &f);
-	if (rc)
-		return rc;
-	rc = open_trunc(f, flags);
-	if (rc) {
-		lode_close(f);
-		return rc;
-	}
-	*out = f;
-	return 0;
+	return open_finish(c, &rep, flags, flags, out);
 }
 
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
@@ -185,7 +187,6 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_open_rep rep;
 	size_t nlen = strlen(name);
-	struct lode_file *f;
 	int rc;
 
 	rc = lode_name_check(name, nlen);
@@ -217,16 +218,7 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 		return rc;
 	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of
 	 * an existing file works); reads are allowed if the caller asked for them */
-	rc = file_from_open_rep(c, &rep, (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, &f);
-	if (rc)
-		return rc;
-	rc = open_trunc(f, flags);
-	if (rc) {
-		lode_close(f);
-		return rc;
-	}
-	*out = f;
-	return 0;
+	return open_finish(c, &rep, flags, (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, out);
 }
 
 int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,

@@ -54,6 +54,20 @@ static void map_offset(const struct lode_wire_layout *l, uint64_t off, unsigned 
 	*obj_off = (unit / l->stripe_count) * l->stripe_size + off % l->stripe_size;
 }
 
+/* The piece of [off, off + len) that starts at off + pos: inside one stripe unit and at most
+ * IO_MAX bytes. Returns its length; *stripe and *obj_off say where it lives. */
+static uint64_t next_piece(const struct lode_wire_layout *l, uint64_t off, uint64_t pos,
+			   uint64_t len, unsigned *stripe, uint64_t *obj_off)
+{
+	uint64_t file_off = off + pos, in_unit = l->stripe_size - file_off % l->stripe_size;
+	uint64_t n = len - pos;
+
+	map_offset(l, file_off, stripe, obj_off);
+	if (n > in_unit)
+		n = in_unit;
+	return n < IO_MAX ? n : IO_MAX;
+}
+
 /* ---- in-flight window ---- */
 
 struct window {
@@ -291,17 +305,11 @@ static int objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t o
 
 	window_init(&w);
 	while (pos < len) {
-		uint64_t file_off = off + pos, obj_off, in_unit, n, aligned;
+		uint64_t file_off = off + pos, obj_off, n, aligned;
 		struct read_piece *p;
 		unsigned stripe;
 
-		map_offset(l, file_off, &stripe, &obj_off);
-		in_unit = l->stripe_size - file_off % l->stripe_size;
-		n = len - pos;
-		if (n > in_unit)
-			n = in_unit;
-		if (n > IO_MAX)
-			n = IO_MAX;
+		n = next_piece(l, off, pos, len, &stripe, &obj_off);
 		aligned = round_down(obj_off, CHUNK);
 		rc = window_enter(&w, f->c->max_inflight);
 		if (rc)
@@ -613,16 +621,10 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 	pthread_mutex_unlock(&f->lock);
 	window_init(&w);
 	while (pos < len) {
-		uint64_t file_off = off + pos, obj_off, in_unit, n;
+		uint64_t obj_off, n;
 		unsigned stripe;
 
-		map_offset(l, file_off, &stripe, &obj_off);
-		in_unit = l->stripe_size - file_off % l->stripe_size;
-		n = len - pos;
-		if (n > in_unit)
-			n = in_unit;
-		if (n > IO_MAX)
-			n = IO_MAX;
+		n = next_piece(l, off, pos, len, &stripe, &obj_off);
 		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n,
 				 object_size_for(l, size, stripe));
 		if (rc)

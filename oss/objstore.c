@@ -782,8 +782,9 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)data, len, off, true);
 }
 
-void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
-			uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+/* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */
+static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+		       uint64_t off, size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
 {
 	struct obj_op *op;
 	struct stat sb;
@@ -800,6 +801,7 @@ void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_obji
 		return;
 	}
 	op->off = off;
+	op->zero_copy = zero_copy;
 	err = fds_get(io, id, false, &op->fds, &sb);
 	if (err == -ENOENT) {
 		op->fds = NULL;
@@ -813,6 +815,13 @@ void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_obji
 	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
 	if (avail > len)
 		avail = len;
+	if (zero_copy) {
+		/* no data read here: go straight to the checksums of what the file holds */
+		op->xdone = avail;
+		op->stage = ST_READ_DATA;
+		op_advance(op, 0);
+		return;
+	}
 	op->res.data = malloc(avail ? avail : 1);
 	if (!op->res.data) {
 		op_finish(op, -ENOMEM);
@@ -821,42 +830,16 @@ void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_obji
 	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, off, false);
 }
 
+void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+{
+	read_start(io, id, off, len, false, done, arg);
+}
+
 void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
 {
-	struct obj_op *op;
-	struct stat sb;
-	size_t avail;
-	int err;
-
-	if (off % CHUNK || off > (uint64_t)INT64_MAX) {
-		fail_now(done, arg, -EINVAL);
-		return;
-	}
-	op = op_new(io, OP_READ, done, arg);
-	if (!op) {
-		fail_now(done, arg, -ENOMEM);
-		return;
-	}
-	op->off = off;
-	op->zero_copy = true;
-	err = fds_get(io, id, false, &op->fds, &sb);
-	if (err == -ENOENT) {
-		op->fds = NULL;
-		op_finish(op, 0); /* a missing object reads as empty */
-		return;
-	}
-	if (err) {
-		op_finish(op, err);
-		return;
-	}
-	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
-	if (avail > len)
-		avail = len;
-	/* no data read here: go straight to the checksums of what the file holds */
-	op->xdone = avail;
-	op->stage = ST_READ_DATA;
-	op_advance(op, 0);
+	read_start(io, id, off, len, true, done, arg);
 }
 
 void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
