@@ -44,6 +44,7 @@ struct lode_file {
 	uint64_t handle;
 	int flags; /* O_ACCMODE bits of the open */
 	struct lode_wire_layout layout;
+	struct lode_wire_attr attr; /* as the open returned them */
 	unsigned lease_ms;
 
 	/* Readers and aligned writers take it shared; read-modify-write of a partial chunk

@@ -40,6 +40,7 @@ int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *r
 	f->handle = rep->handle;
 	f->flags = flags;
 	f->layout = rep->layout;
+	f->attr = rep->attr;
 	f->lease_ms = rep->lease_ms;
 	f->size = rep->attr.size;
 	f->mtime_ns = rep->attr.mtime_ns;
@@ -339,6 +340,16 @@ int lode_fstat(struct lode_file *f, struct lode_stat *st)
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
+}
+
+void lode_file_stat(struct lode_file *f, struct lode_stat *st)
+{
+	attr_to_stat(&f->attr, st);
+	pthread_mutex_lock(&f->lock);
+	st->size = f->size;
+	st->mtime_ns = f->mtime_ns;
+	st->blocks = (f->size + 511) / 512;
+	pthread_mutex_unlock(&f->lock);
 }
 
 void lode_file_layout(const struct lode_file *f, struct lode_layout *out)

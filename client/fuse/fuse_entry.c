@@ -87,11 +87,8 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 		lf_reply_err(req, rc);
 		return;
 	}
-	rc = lode_fstat(f, &st);
-	if (!rc)
-		rc = lode_close(f);
-	else
-		lode_close(f);
+	lode_file_stat(f, &st); /* just created: the reply's attributes are current */
+	rc = lode_close(f);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;

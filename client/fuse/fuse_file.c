@@ -281,11 +281,8 @@ static int writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable
 {
 	struct lode_stat st;
 	struct lf_writer *w;
-	int rc;
 
-	rc = lode_fstat(f, &st);
-	if (rc)
-		return rc;
+	lode_file_stat(f, &st); /* just created: no need to ask the MDS */
 	w = writer_alloc(st.ino);
 	if (!w)
 		return -ENOMEM;
@@ -382,8 +379,17 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = lode_fstat(h->w->f, &st);
 	} else {
 		rc = lode_ll_open(lf->c, ino, O_RDONLY, &h->rf);
-		if (!rc)
-			rc = lf_getattr(lf, ino, &st);
+		if (!rc) {
+			struct lf_writer *w = lf_writer_find(lf, ino);
+
+			/* the open's attributes are fresh, unless this mount is writing it */
+			if (w) {
+				lf_writer_put(lf, w);
+				rc = lf_getattr(lf, ino, &st);
+			} else {
+				lode_file_stat(h->rf, &st);
+			}
+		}
 	}
 	if (rc) {
 		handle_free(lf, h);

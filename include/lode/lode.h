@@ -155,6 +155,9 @@ int lode_ftruncate(struct lode_file *f, uint64_t size);
  * error of that commit; f is freed either way. NULL is accepted. */
 int lode_close(struct lode_file *f);
 int lode_fstat(struct lode_file *f, struct lode_stat *st);
+/* The attributes the open returned, with the size and mtime this handle has written since:
+ * no request to the MDS (lode_fstat asks it). */
+void lode_file_stat(struct lode_file *f, struct lode_stat *st);
 void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
 uint64_t lode_file_size(const struct lode_file *f);
 
