@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Test fixture: a real local cluster driven through lodectl, as a user would. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -112,6 +116,161 @@ int cluster_lodectl(struct test_cluster *tc, const char *args)
 	snprintf(cmd, sizeof(cmd), "%s --mds %s %s", lodectl_path(), tc->mds, args);
 	st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static int is_mountpoint(const char *mnt)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "mountpoint -q '%s'", mnt);
+	return system(cmd) == 0;
+}
+
+static int process_alive(pid_t pid)
+{
+	char path[64], st[256];
+	FILE *f;
+	int zombie = 0;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(st, sizeof(st), f)) {
+		char *rp = strrchr(st, ')');
+
+		zombie = rp && rp[1] == ' ' && rp[2] == 'Z';
+	}
+	fclose(f);
+	return !zombie;
+}
+
+int cluster_fuse_usable(char *why, size_t len)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, len, "cannot open /dev/fuse: %s", strerror(errno));
+		return 77;
+	}
+	close(fd);
+	if (system("command -v fusermount3 >/dev/null 2>&1")) {
+		snprintf(why, len, "fusermount3 is not installed (package fuse3)");
+		return 77;
+	}
+	if (system("command -v mountpoint >/dev/null 2>&1")) {
+		snprintf(why, len, "mountpoint(1) is not installed (package util-linux)");
+		return 77;
+	}
+	return 0;
+}
+
+int cluster_mount(struct test_cluster *tc, const char *mnt, const char *opts, const char *log,
+		  int *pid)
+{
+	const char *exe = getenv("LODE_FUSE");
+	char why[256], deflog[300], cmd[900];
+	int status, fd;
+	pid_t p;
+
+	if (cluster_fuse_usable(why, sizeof(why))) {
+		fprintf(stderr, "SKIP: %s\n", why);
+		return 77;
+	}
+	if (!exe)
+		exe = "lode-fuse";
+	if (!log) {
+		snprintf(deflog, sizeof(deflog), "%s/fuse.log", tc->dir);
+		log = deflog;
+	}
+	p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (opts && *opts)
+			execlp(exe, exe, "--mds", tc->mds, mnt, "-f", "-o", opts, (char *)NULL);
+		else
+			execlp(exe, exe, "--mds", tc->mds, mnt, "-f", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 300; i++) {
+		if (is_mountpoint(mnt)) {
+			*pid = p;
+			return 0;
+		}
+		if (waitpid(p, &status, WNOHANG) == p) {
+			snprintf(cmd, sizeof(cmd),
+				 "grep -qiE 'permission denied|operation not permitted' '%s'", log);
+			if (system(cmd) == 0) {
+				fprintf(stderr, "SKIP: mounting FUSE is not permitted here:\n");
+				snprintf(cmd, sizeof(cmd), "tail -n 5 '%s' >&2", log);
+				if (system(cmd)) {
+				}
+				return 77;
+			}
+			fprintf(stderr,
+				"cluster_mount: lode-fuse exited (status %d) before mounting "
+				"%s; its log:\n",
+				status, mnt);
+			snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", log);
+			if (system(cmd)) {
+			}
+			return -1;
+		}
+		sleep_ms(100);
+	}
+	fprintf(stderr, "cluster_mount: %s is no mount point after 30 s\n", mnt);
+	cluster_unmount(mnt, p);
+	return -1;
+}
+
+int cluster_unmount(const char *mnt, int pid)
+{
+	char cmd[600];
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "fusermount3 -u '%s' 2>/dev/null || fusermount3 -uz '%s'", mnt,
+		 mnt);
+	if (is_mountpoint(mnt) && system(cmd)) {
+	}
+	if (pid <= 0)
+		return 0;
+	for (int i = 0; i < 200; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+		/* not our child (a shell test's fixture process mounted it): watch it go */
+		if (r < 0 && errno == ECHILD && !process_alive(pid))
+			return 0;
+		sleep_ms(100);
+	}
+	fprintf(stderr,
+		"cluster_unmount: lode-fuse (pid %d) still runs 20 s after unmounting "
+		"%s: killing it\n",
+		pid, mnt);
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) < 0) {
+		for (int i = 0; i < 50 && process_alive(pid); i++)
+			sleep_ms(100);
+	}
+	if (is_mountpoint(mnt) && system(cmd)) {
+	}
+	return -1;
 }
 
 /* splitmix64 of (seed, 8-byte word index): random access into an endless stream */

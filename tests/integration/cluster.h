@@ -25,6 +25,19 @@ void cluster_down(struct test_cluster *tc);
 /* Runs lodectl with the cluster's MDS; returns its exit status. */
 int cluster_lodectl(struct test_cluster *tc, const char *args);
 
+/* Mounts the cluster at mnt with `$LODE_FUSE --mds MDS mnt -f [-o opts]` in the background,
+ * its output appended to log (NULL: the cluster's dir/fuse.log), and waits (at most 30 s)
+ * until mnt is a mount point. Returns 0 and the daemon's pid in *pid, 77 when FUSE cannot
+ * be used here (no /dev/fuse, no fusermount3, mounting not permitted; why is printed), or
+ * -1 when lode-fuse failed (its log tail is printed). */
+int cluster_mount(struct test_cluster *tc, const char *mnt, const char *opts, const char *log,
+		  int *pid);
+/* Unmounts mnt (fusermount3 -u, lazily if busy) and waits for the daemon pid (at most 20 s,
+ * then SIGKILL). Returns 0, or -1 if the daemon had to be killed or exited non-zero. */
+int cluster_unmount(const char *mnt, int pid);
+/* 0 when this machine lets us mount FUSE; otherwise 77 with why written to why. */
+int cluster_fuse_usable(char *why, size_t len);
+
 /* Deterministic pseudo-random bytes: the same (seed, offset) always gives the same byte,
  * so tests can regenerate what they wrote instead of keeping it. */
 void pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
