@@ -156,7 +156,9 @@ static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *r
 	rc = file_from_open_rep(c, rep, handle_flags, &f);
 	if (rc)
 		return rc;
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+	/* O_TRUNC empties the file whatever the access mode (Linux truncates on O_RDONLY too,
+	 * when the caller may write): here whenever the handle can write */
+	if ((flags & O_TRUNC) && (handle_flags & O_ACCMODE) != O_RDONLY) {
 		rc = lode_ftruncate(f, 0);
 		if (rc) {
 			lode_close(f);
@@ -173,6 +175,12 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 	struct lode_wire_open_rep rep;
 	int rc;
 
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) == O_RDONLY) {
+		/* Linux truncates on O_RDONLY|O_TRUNC too, if the caller may write the file */
+		rc = lode_ll_truncate(c, ino, 0);
+		if (rc)
+			return rc;
+	}
 	req.flags = open_flags_to_wire(flags);
 	rc = mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0,
 		      NULL);
@@ -334,8 +342,11 @@ int lode_fstat(struct lode_file *f, struct lode_stat *st)
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		if (f->dirty_meta) {
+			/* a write changes ctime with mtime, as on a local file system */
 			st->size = f->size;
 			st->mtime_ns = f->mtime_ns;
+			if (st->ctime_ns < f->mtime_ns)
+				st->ctime_ns = f->mtime_ns;
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -348,6 +359,8 @@ void lode_file_stat(struct lode_file *f, struct lode_stat *st)
 	pthread_mutex_lock(&f->lock);
 	st->size = f->size;
 	st->mtime_ns = f->mtime_ns;
+	if (st->ctime_ns < f->mtime_ns)
+		st->ctime_ns = f->mtime_ns;
 	st->blocks = (f->size + 511) / 512;
 	pthread_mutex_unlock(&f->lock);
 }

@@ -240,12 +240,14 @@ static int get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mas
 
 /* ---- deletion ---- */
 
+/* Returns 1 when objects were recorded, 0 when the file had none, or -errno. */
 static int record_orphan(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
 {
 	const struct lode_disk_layout *l = &in->layout;
 	struct lode_disk_orphan o = { 0 };
 	unsigned n = (unsigned)l->stripe_count * l->mirror_count;
 	unsigned char key[16];
+	int rc;
 
 	for (unsigned i = 0; i < n && i < LODE_LAYOUT_TARGETS_MAX; i++) {
 		if (l->targets[i])
@@ -257,10 +259,16 @@ static int record_orphan(struct lode_txn *t, uint64_t ino, const struct lode_dis
 	o.layout = *l;
 	lode_be64_put(key, ino);
 	lode_be64_put(key + 8, l->generation);
-	return lode_kv_put(t, LODE_DB_ORPHANS, key, sizeof(key), &o, sizeof(o), 0);
+	rc = lode_kv_put(t, LODE_DB_ORPHANS, key, sizeof(key), &o, sizeof(o), 0);
+	return rc ? rc : 1;
 }
 
-/* Deletes an inode record and everything hanging off it. */
+/*
+ * Deletes an inode record and everything hanging off it. A regular file with objects is
+ * not deleted yet: it stays, with nlink 0, until its objects are gone (the orphan grace
+ * period, then every target's acknowledgement), so that a program that still has it open
+ * can go on reading, writing and fstat-ing it, as POSIX lets it.
+ */
 static int delete_inode(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
 {
 	unsigned char key[8];
@@ -269,8 +277,15 @@ static int delete_inode(struct lode_txn *t, uint64_t ino, const struct lode_disk
 	lode_be64_put(key, ino);
 	if (S_ISREG(in->mode)) {
 		rc = record_orphan(t, ino, in);
-		if (rc)
+		if (rc < 0)
 			return rc;
+		if (rc == 1) {
+			struct lode_disk_inode kept = *in;
+
+			kept.nlink = 0;
+			kept.ctime_ns = lode_ns_now();
+			return put_inode(t, ino, &kept);
+		}
 	}
 	if (S_ISLNK(in->mode)) {
 		rc = lode_kv_del(t, LODE_DB_SYMLINKS, key, sizeof(key));
@@ -1128,8 +1143,10 @@ int lode_ns_statfs(struct lode_txn *t, struct lode_placement *pl, uint64_t now_m
 	if (pl)
 		lode_placement_totals(pl, now_ms, &s.bytes_total, &s.bytes_free, &s.targets_up,
 				      &s.targets_total);
-	s.files = files;
-	s.files_free = UINT32_MAX; /* inodes are only bounded by the map size */
+	/* inodes are only bounded by the map size: report a large free count, and a total
+	 * that includes it (df -i expects free <= total) */
+	s.files_free = UINT32_MAX;
+	s.files = files + s.files_free;
 	s.name_max = LODE_NAME_MAX;
 	s.block_size = 4096;
 	*out = s;
@@ -1144,6 +1161,10 @@ static int xattr_namespace(const char *name, size_t len, enum xattr_ns *ns)
 {
 	if (len == 0 || len > LODE_XATTR_NAME_MAX || memchr(name, '\0', len))
 		return len > LODE_XATTR_NAME_MAX ? -ERANGE : -EINVAL;
+	/* a known prefix with nothing after it is an invalid name, as on Linux */
+	if ((len == 5 && !memcmp(name, "user.", 5)) || (len == 8 && !memcmp(name, "trusted.", 8)) ||
+	    (len == 9 && !memcmp(name, "security.", 9)))
+		return -EINVAL;
 	if (len > 5 && !memcmp(name, "user.", 5))
 		*ns = XNS_USER;
 	else if (len > 8 && !memcmp(name, "trusted.", 8))
@@ -1373,6 +1394,26 @@ int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns,
 	return 0;
 }
 
+/* The last object of an unlinked file is gone: so goes the inode it kept (nlink 0). */
+static int forget_unlinked(struct lode_txn *t, uint64_t ino, uint64_t generation)
+{
+	struct lode_disk_inode in;
+	unsigned char key[8];
+	int rc = get_inode(t, ino, &in);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	if (in.nlink != 0 || !S_ISREG(in.mode) || in.layout.generation != generation)
+		return 0;
+	lode_be64_put(key, ino);
+	rc = lode_kv_del_prefix(t, LODE_DB_XATTRS, key, sizeof(key));
+	if (rc)
+		return rc;
+	return lode_kv_del(t, LODE_DB_INODES, key, sizeof(key));
+}
+
 int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
 			const struct lode_wire_objid *ids, uint32_t n)
 {
@@ -1399,10 +1440,13 @@ int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
 			if (i < LODE_LAYOUT_TARGETS_MAX && rec.layout.targets[i] == target_id)
 				rec.pending &= ~(1ull << i);
 		}
-		if (rec.pending)
+		if (rec.pending) {
 			rc = lode_kv_put(t, LODE_DB_ORPHANS, key, sizeof(key), &rec, sizeof(rec), 0);
-		else
+		} else {
 			rc = lode_kv_del(t, LODE_DB_ORPHANS, key, sizeof(key));
+			if (!rc)
+				rc = forget_unlinked(t, ids[j].ino, ids[j].generation);
+		}
 		if (rc)
 			return rc;
 	}

@@ -378,7 +378,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (!rc)
 			rc = lode_fstat(h->w->f, &st);
 	} else {
-		rc = lode_ll_open(lf->c, ino, O_RDONLY, &h->rf);
+		/* O_TRUNC reaches us with atomic_o_trunc: Linux truncates even read-only opens */
+		rc = lode_ll_open(lf->c, ino, O_RDONLY | (fi->flags & O_TRUNC), &h->rf);
 		if (!rc) {
 			struct lf_writer *w = lf_writer_find(lf, ino);
 
