@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode_io: liblode's own data path, without FUSE, for tools/bench/run.sh.
+ *
+ *   lode_io --mds ADDR write [--mirrors M] [--stripe-count N] [--req B] --size B PATH...
+ *       one writer thread per PATH; each creates its file with an explicit layout
+ *       (lode_create_with_layout; 1 MiB stripes, over every target up unless told),
+ *       writes SIZE bytes in REQ-sized lode_pwrite calls, fsyncs and closes it.
+ *   lode_io --mds ADDR read [--threads N] [--req B] [--len B] PATH...
+ *       one PATH: N threads read distinct, contiguous ranges of it (of its first LEN bytes
+ *       if given);
+ *       several PATHs: N threads (default: one per PATH), thread i reads PATHs i, i+N, ...
+ *       Every read is lode_pread of REQ bytes (default 16 MiB) into a per-thread buffer.
+ *
+ * Prints "bytes=N seconds=S" (the clock runs from the first open to the last close).
+ */
+#include "util.h"
+
+#include <lode/lode.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_THREADS 64
+#define MAX_PATHS   256
+
+struct job {
+	struct lode_client *c;
+	struct lode_file *shared; /* one file read by several threads, or NULL */
+	char **paths;
+	int npaths, first, stride;
+	uint64_t off, len; /* the range of `shared` this thread reads */
+	uint64_t size;	   /* write: bytes per file */
+	size_t req;
+	struct lode_layout layout;
+	uint64_t bytes;	  /* out */
+	int err;	  /* out: first -errno */
+	const char *what; /* out: where err happened */
+};
+
+static int read_range(struct job *j, struct lode_file *f, char *buf, uint64_t off, uint64_t len)
+{
+	while (len) {
+		size_t n = len < j->req ? (size_t)len : j->req;
+		ssize_t r = lode_pread(f, buf, n, off);
+
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			return -ENODATA; /* shorter than its size said */
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+		j->bytes += (uint64_t)r;
+	}
+	return 0;
+}
+
+static void *reader(void *arg)
+{
+	struct job *j = arg;
+	char *buf = bench_alloc(j->req);
+
+	if (j->shared) {
+		j->err = read_range(j, j->shared, buf, j->off, j->len);
+		j->what = "read";
+		goto out;
+	}
+	for (int i = j->first; i < j->npaths && !j->err; i += j->stride) {
+		struct lode_file *f;
+
+		j->what = j->paths[i];
+		j->err = lode_open(j->c, j->paths[i], O_RDONLY, 0, &f);
+		if (j->err)
+			break;
+		j->err = read_range(j, f, buf, 0, lode_file_size(f));
+		lode_close(f);
+	}
+out:
+	free(buf);
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	struct job *j = arg;
+	char *buf = bench_alloc(j->req);
+	const char *path = j->paths[j->first];
+	struct lode_file *f;
+	uint64_t off = 0;
+	int rc;
+
+	bench_fill(buf, j->req, (uint64_t)j->first + 7);
+	j->what = path;
+	rc = lode_create_with_layout(j->c, path, 0644, &j->layout, &f);
+	if (rc == -EEXIST) {
+		lode_unlink(j->c, path);
+		rc = lode_create_with_layout(j->c, path, 0644, &j->layout, &f);
+	}
+	if (rc)
+		goto out;
+	while (off < j->size) {
+		size_t n = j->size - off < j->req ? (size_t)(j->size - off) : j->req;
+		ssize_t w = lode_pwrite(f, buf, n, off);
+
+		if (w < 0) {
+			rc = (int)w;
+			break;
+		}
+		off += (uint64_t)w;
+		j->bytes += (uint64_t)w;
+	}
+	if (!rc)
+		rc = lode_fsync(f);
+	{
+		int rc2 = lode_close(f);
+
+		if (!rc)
+			rc = rc2;
+	}
+out:
+	j->err = rc;
+	free(buf);
+	return NULL;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: lode_io --mds ADDR write [--mirrors M] [--stripe-count N] [--req B] "
+		"--size B PATH...\n"
+		"       lode_io --mds ADDR read [--threads N] [--req B] [--len B] PATH...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t size = 0, req = 16u << 20, mirrors = 1, stripes = 0, threads = 0, timeout = 900;
+	uint64_t len = 0;
+	static struct job jobs[MAX_THREADS];
+	pthread_t tids[MAX_THREADS];
+	struct lode_client *c;
+	struct lode_file *shared = NULL;
+	const char *mds = getenv("LODE_MDS");
+	uint64_t total = 0;
+	char **paths;
+	int npaths, nthreads, writing, i, rc;
+	double t0, t1;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "--mds"))
+			mds = argv[i + 1];
+		else if (!strcmp(argv[i], "--timeout")) {
+			if (bench_parse_size("--timeout", argv[i + 1], 1, 86400, &timeout))
+				usage();
+		} else
+			usage();
+	}
+	if (!mds || i >= argc)
+		usage();
+	writing = !strcmp(argv[i], "write");
+	if (!writing && strcmp(argv[i], "read"))
+		usage();
+	for (i++; i < argc && argv[i][0] == '-'; i += 2) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			usage();
+		if (!strcmp(o, "--size") && writing)
+			rc = bench_parse_size(o, v, 1, 1ull << 40, &size);
+		else if (!strcmp(o, "--mirrors") && writing)
+			rc = bench_parse_size(o, v, 1, 8, &mirrors);
+		else if (!strcmp(o, "--stripe-count") && writing)
+			rc = bench_parse_size(o, v, 1, LODE_MAX_TARGETS_PER_LAYOUT, &stripes);
+		else if (!strcmp(o, "--threads") && !writing)
+			rc = bench_parse_size(o, v, 1, MAX_THREADS, &threads);
+		else if (!strcmp(o, "--len") && !writing)
+			rc = bench_parse_size(o, v, 1, 1ull << 44, &len);
+		else if (!strcmp(o, "--req"))
+			rc = bench_parse_size(o, v, 4096, 256u << 20, &req);
+		else
+			rc = -1;
+		if (rc)
+			usage();
+	}
+	paths = argv + i;
+	npaths = argc - i;
+	if (npaths < 1 || npaths > MAX_PATHS || (writing && (!size || npaths > MAX_THREADS)))
+		usage();
+	bench_watchdog((unsigned)timeout);
+
+	rc = lode_connect(mds, NULL, &c);
+	if (rc)
+		bench_die("lode_io: connect %s: %s", mds, strerror(-rc));
+	if (writing) {
+		nthreads = npaths;
+	} else if (npaths == 1) {
+		nthreads = threads ? (int)threads : 1;
+	} else {
+		nthreads = threads ? (int)threads : npaths;
+		if (nthreads > npaths)
+			nthreads = npaths;
+	}
+	if (writing && !stripes) {
+		struct lode_statfs sf;
+
+		rc = lode_statfs(c, &sf);
+		if (rc)
+			bench_die("lode_io: statfs: %s", strerror(-rc));
+		stripes = sf.targets_up ? sf.targets_up : 1;
+	}
+
+	t0 = bench_now();
+	if (!writing && npaths == 1) {
+		uint64_t fsize, per;
+
+		rc = lode_open(c, paths[0], O_RDONLY, 0, &shared);
+		if (rc)
+			bench_die("lode_io: open %s: %s", paths[0], strerror(-rc));
+		fsize = lode_file_size(shared);
+		if (len && len < fsize)
+			fsize = len;
+		/* ranges of whole requests, the last thread takes the remainder */
+		per = (fsize / (uint64_t)nthreads + req - 1) / req * req;
+		for (i = 0; i < nthreads; i++) {
+			uint64_t off = per * (uint64_t)i;
+
+			jobs[i].off = off < fsize ? off : fsize;
+			jobs[i].len = off >= fsize ? 0 : (fsize - off < per ? fsize - off : per);
+		}
+	}
+	for (i = 0; i < nthreads; i++) {
+		struct job *j = &jobs[i];
+
+		j->c = c;
+		j->shared = shared;
+		j->paths = paths;
+		j->npaths = npaths;
+		j->first = i;
+		j->stride = nthreads;
+		j->size = size;
+		j->req = (size_t)req;
+		j->layout.stripe_size = 1u << 20;
+		j->layout.stripe_count = (uint16_t)stripes;
+		j->layout.mirror_count = (uint16_t)mirrors;
+		if (pthread_create(&tids[i], NULL, writing ? writer : reader, j))
+			bench_die("lode_io: cannot start thread %d", i);
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	if (shared)
+		lode_close(shared);
+	t1 = bench_now();
+	for (i = 0; i < nthreads; i++) {
+		if (jobs[i].err)
+			bench_die("lode_io: %s %s: %s", writing ? "write" : "read",
+				  jobs[i].what ? jobs[i].what : "", strerror(-jobs[i].err));
+		total += jobs[i].bytes;
+	}
+	lode_disconnect(c);
+	printf("bytes=%llu seconds=%.6f\n", (unsigned long long)total, t1 - t0);
+	return 0;
+}
