@@ -48,12 +48,50 @@ int cluster_up(struct test_cluster *tc, int noss)
 	return cluster_up_opts(tc, noss, "");
 }
 
+/*
+ * Clusters still up when the test process dies (a crash, an abort, meson's SIGTERM on a
+ * timeout) would keep running and keep their directories: a handler stops them first.
+ */
+#define LIVE_MAX 8
+static struct test_cluster *live[LIVE_MAX];
+
+static void on_fatal_signal(int sig)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (live[i])
+			cluster_down(live[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void track(struct test_cluster *tc, int add)
+{
+	static int installed;
+
+	if (!installed) {
+		static const int sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT};
+
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], on_fatal_signal);
+		installed = 1;
+	}
+	for (int i = 0; i < LIVE_MAX; i++) {
+		if (add && !live[i]) {
+			live[i] = tc;
+			return;
+		}
+		if (!add && live[i] == tc)
+			live[i] = NULL;
+	}
+}
+
 int cluster_up_opts(struct test_cluster *tc, int noss, const char *opts)
 {
 	char cmd[1024];
 	const char *tmp = getenv("TMPDIR");
 
 	memset(tc, 0, sizeof(*tc));
+	track(tc, 1);
 	snprintf(tc->dir, sizeof(tc->dir), "%s/lode-test-XXXXXX", tmp ? tmp : "/tmp");
 	if (!mkdtemp(tc->dir)) {
 		perror("mkdtemp");
@@ -98,6 +136,7 @@ void cluster_down(struct test_cluster *tc)
 {
 	char cmd[600];
 
+	track(tc, 0);
 	if (!tc->dir[0])
 		return;
 	/* LODE_TEST_KEEP=1 keeps the data and logs for a post-mortem */
