@@ -384,7 +384,10 @@ int main(int argc, char **argv)
 		logop("final close, reopen and full read of %s", files[i].path);
 		op_reopen(&files[i], buf);
 		close(files[i].fd);
+		free(files[i].model);
 	}
+	free(files);
+	free(buf);
 	if (opno < min_ops) {
 		printf("fsx: FAIL: only %" PRIu64 " of the required %" PRIu64 " operations ran in "
 		       "%.0f s (seed %" PRIu64 ")\n",
