@@ -23,6 +23,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "daemon.h"
 #include "handlers.h"
 #include "log.h"
 #include "server.h"
@@ -55,51 +56,6 @@ static int __attribute__((format(printf, 1, 2))) bad_args(const char *fmt, ...)
 	va_end(ap);
 	fputs(" (see --help)\n", stderr);
 	return 2;
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Writes the address into path atomically: whoever waits for the file sees all or none. */
-static int write_port_file(const char *path, const char *addr)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-	int rc = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	if (fprintf(f, "%s\n", addr) < 0 || fflush(f) || fsync(fileno(f)))
-		rc = -errno;
-	if (fclose(f) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	return rc;
 }
 
 /* A decimal number in [min, max]. */
@@ -208,7 +164,7 @@ int main(int argc, char **argv)
 		return bad_args("cannot use '%s' as a listen address (tcp://HOST:PORT)", listen);
 
 	lode_log_init("lode-mds", level);
-	rc = make_dirs(data);
+	rc = lode_make_dirs(data, 0700);
 	if (rc) {
 		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
 		return 1;
@@ -238,7 +194,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, 0));
 	if (port_file) {
-		rc = write_port_file(port_file, lode_server_address(srv, 0));
+		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {
 			LODE_ERR("cannot write %s: %s", port_file, strerror(-rc));
 			goto stop_server;

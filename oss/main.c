@@ -19,6 +19,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "daemon.h"
 #include "handlers.h"
 #include "log.h"
 #include "mds_link.h"
@@ -156,51 +157,6 @@ static void parse_args(int argc, char **argv, struct args *a)
 		check_addr("--advertise", a->advertise);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Written to a temporary name and renamed, so a reader never sees a partial address. */
-static int write_port_file(const char *path, const char *addr)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-	int err = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	if (fprintf(f, "%s\n", addr) < 0 || fflush(f) || fsync(fileno(f)) < 0)
-		err = -errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
-}
-
 int main(int argc, char **argv)
 {
 	struct lode_server_opts sopts = {0};
@@ -234,7 +190,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	err = make_dirs(a.data);
+	err = lode_make_dirs(a.data, 0755);
 	if (err) {
 		LODE_ERR("creating %s: %s", a.data, strerror(-err));
 		return 1;
@@ -277,7 +233,7 @@ int main(int argc, char **argv)
 		goto out_server;
 	}
 	if (a.port_file) {
-		err = write_port_file(a.port_file, bound);
+		err = lode_write_port_file(a.port_file, bound);
 		if (err) {
 			LODE_ERR("writing %s: %s", a.port_file, strerror(-err));
 			goto out_link;
