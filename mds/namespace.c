@@ -329,24 +329,35 @@ static int touch_dir(struct lode_txn *t, uint64_t ino, int delta, int64_t now)
 
 /* ---- operations ---- */
 
+/* The entry `name` of directory `parent`, which the caller may search: the directory, the
+ * entry and the inode it names. An entry whose inode is missing is corruption (-EIO). */
+static int find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		      size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d,
+		      struct lode_disk_inode *in)
+{
+	int rc = lode_ns_name_check(name, len);
+
+	if (rc)
+		return rc;
+	rc = get_dir(t, c, parent, MAY_X, dir);
+	if (rc)
+		return rc;
+	rc = get_dirent(t, parent, name, len, d);
+	if (rc)
+		return rc;
+	rc = get_inode(t, d->ino, in);
+	return rc == -ENOENT ? -EIO : rc;
+}
+
 int lode_ns_lookup(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		   size_t len, struct lode_wire_attr *attr)
 {
 	struct lode_disk_inode dir, in;
 	struct lode_disk_dirent d;
-	int rc = lode_ns_name_check(name, len);
+	int rc = find_entry(t, c, parent, name, len, &dir, &d, &in);
 
 	if (rc)
 		return rc;
-	rc = get_dir(t, c, parent, MAY_X, &dir);
-	if (rc)
-		return rc;
-	rc = get_dirent(t, parent, name, len, &d);
-	if (rc)
-		return rc;
-	rc = get_inode(t, d.ino, &in);
-	if (rc)
-		return rc == -ENOENT ? -EIO : rc;
 	to_wire_attr(d.ino, &in, attr);
 	return 0;
 }
@@ -793,19 +804,10 @@ static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
 	struct lode_disk_inode dir, in;
 	struct lode_disk_dirent d;
 	int64_t now = lode_ns_now();
-	int rc = lode_ns_name_check(name, len);
+	int rc = find_entry(t, c, parent, name, len, &dir, &d, &in);
 
 	if (rc)
 		return rc;
-	rc = get_dir(t, c, parent, MAY_X, &dir);
-	if (rc)
-		return rc;
-	rc = get_dirent(t, parent, name, len, &d);
-	if (rc)
-		return rc;
-	rc = get_inode(t, d.ino, &in);
-	if (rc)
-		return rc == -ENOENT ? -EIO : rc;
 	/* Linux's may_delete() order: permission, sticky bit, then the type */
 	rc = may(c, &dir, MAY_W | MAY_X);
 	if (!rc)
