@@ -284,6 +284,8 @@ static void submit_on_loop(void *arg)
 	cs->send.body_len = call->body_len;
 	cs->send.data = call->data;
 	cs->send.data_iovcnt = call->data_iovcnt;
+	cs->send.reply_data = call->reply_data;
+	cs->send.reply_data_max = call->reply_data_max;
 	cs->send.done = send_done;
 	conn->ops->send(conn->t, &cs->send);
 }

@@ -11,7 +11,7 @@
  * control part (TCP) or that the peer pulls (RDMA).
  *
  * Everything about a connection happens on the loop it is attached to. Each
- * implementation lives in its own file (transport_tcp.c) and fills a
+ * implementation lives in its own file (transport_tcp.c, transport_rdma.c) and fills a
  * struct lode_transport_ops.
  */
 #ifndef LODE_PROTO_TRANSPORT_H
@@ -70,6 +70,11 @@ struct lode_send {
 	int file_fd;
 	uint32_t file_len; /* 0: no file data */
 	uint64_t file_off;
+	/* A request's reply data will land here (reply_data_max bytes at most): an RDMA
+	 * transport registers it and names it to the server, which writes the data straight
+	 * into it. TCP ignores it. NULL for replies. */
+	void *reply_data;
+	uint64_t reply_data_max;
 	void (*done)(struct lode_send *s, int err);
 	/* private */
 	struct lode_send *next_;
@@ -108,6 +113,7 @@ struct lode_transport_ops {
 };
 
 extern const struct lode_transport_ops lode_transport_tcp;
+extern const struct lode_transport_ops lode_transport_rdma; /* if built (LODE_HAVE_RDMA) */
 
 /* The implementation for an address's scheme, or NULL if it is not built in. */
 const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr);

@@ -27,6 +27,7 @@
 #include <liburing.h>
 
 #include "codec.h"
+#include "config.h"
 #include "transport.h"
 
 #define RBUF_SIZE (256u << 10)
@@ -705,5 +706,9 @@ const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr
 {
 	if (addr->scheme == LODE_SCHEME_TCP)
 		return &lode_transport_tcp;
+#if LODE_HAVE_RDMA
+	if (addr->scheme == LODE_SCHEME_RDMA)
+		return &lode_transport_rdma;
+#endif
 	return NULL;
 }
