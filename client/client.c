@@ -10,6 +10,7 @@
 #include "client.h"
 #include "codec.h"
 #include "config.h"
+#include "rdma_regcache.h"
 
 static __thread int tls_creds_set;
 static __thread uint32_t tls_uid, tls_gid;
@@ -157,7 +158,7 @@ int targets_refresh(struct lode_client *c)
 			 * stays valid for calls in flight and is closed with the rpc */
 			memcpy(s->addr, addr.ptr, addr.len);
 			s->addr[addr.len] = 0;
-			s->conn = NULL;
+			memset(s->conn, 0, sizeof(s->conn));
 		}
 	}
 	c->targets_refreshed_ms = lode_now_ms();
@@ -215,11 +216,14 @@ static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_con
 
 		if (s->id != id)
 			continue;
+		unsigned n = strncmp(s->addr, "rdma://", 7) ? 1 : TARGET_CONNS_MAX;
+		struct lode_rpc_conn **conn = &s->conn[s->next_conn++ % n];
+
 		rc = 0;
-		if (!s->conn)
-			rc = lode_rpc_conn_open(c->rpc, s->addr, &s->conn);
+		if (!*conn)
+			rc = lode_rpc_conn_open(c->rpc, s->addr, conn);
 		if (!rc)
-			*out = s->conn;
+			*out = *conn;
 		break;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -329,4 +333,14 @@ void lode_disconnect(struct lode_client *c)
 	lode_rpc_destroy(c->rpc);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+int lode_buffer_register(void *buf, size_t len)
+{
+	return lode_rdma_mem_declare(buf, len);
+}
+
+int lode_buffer_unregister(void *buf)
+{
+	return lode_rdma_mem_forget(buf);
 }

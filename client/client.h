@@ -15,13 +15,19 @@
 
 #define IO_MAX (1u << 20) /* bytes per data request */
 
+#define TARGET_CONNS_MAX 2
+
 struct target_slot {
 	uint32_t id;
 	int up;			/* as the MDS last said */
 	uint64_t bytes_free;	/* as the MDS last said */
 	uint64_t suspect_until_ms; /* a call to it failed: treat as down until then */
 	char addr[LODE_ADDR_MAX + 1];
-	struct lode_rpc_conn *conn;
+	/* Over RDMA several queue pairs per OSS, used in turn: each has its own completion
+	 * queue and credits, and the device works on them in parallel. One TCP connection
+	 * already carries all the pipelining a socket can. */
+	struct lode_rpc_conn *conn[TARGET_CONNS_MAX];
+	unsigned next_conn;
 };
 
 struct lode_client {

@@ -34,7 +34,8 @@ static void usage(FILE *out)
 		"usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
 		"\n"
 		"  --data DIR          LMDB data directory (created if missing)\n"
-		"  --listen ADDR       address to serve, tcp://HOST:PORT (port 0: any free port)\n"
+		"  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
+		"                      (port 0: any free port; repeat to serve on up to 3)\n"
 		"  --threads N         worker threads (default 4)\n"
 		"  --log-level LEVEL   err, warn, info (default) or debug\n"
 		"  --port-file FILE    write the bound address into FILE once listening\n"
@@ -99,7 +100,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *data = NULL, *listen = NULL, *port_file = NULL;
+	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
+	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = { .orphan_grace_ns = -1 };
 	struct lode_server_ops ops = { .on_request = lode_mds_on_request };
@@ -119,7 +121,12 @@ int main(int argc, char **argv)
 			data = optarg;
 			break;
 		case 'l':
-			listen = optarg;
+			if (nlisten == 3)
+				return bad_args("at most 3 --listen addresses");
+			if (lode_addr_parse(optarg, &addr))
+				return bad_args("cannot use '%s' as a listen address "
+						"(tcp://HOST:PORT or rdma://HOST:PORT)", optarg);
+			listen[nlisten++] = optarg;
 			break;
 		case 't':
 			if (parse_num(optarg, 1, 256, &num))
@@ -158,10 +165,8 @@ int main(int argc, char **argv)
 		return bad_args("unexpected argument '%s'", argv[optind]);
 	if (!data)
 		return bad_args("missing --data DIR");
-	if (!listen)
+	if (!nlisten)
 		return bad_args("missing --listen tcp://HOST:PORT");
-	if (lode_addr_parse(listen, &addr))
-		return bad_args("cannot use '%s' as a listen address (tcp://HOST:PORT)", listen);
 
 	lode_log_init("lode-mds", level);
 	rc = lode_make_dirs(data, 0700);
@@ -185,14 +190,16 @@ int main(int argc, char **argv)
 	}
 	LODE_INFO("data in %s, cluster id %016llx", data, (unsigned long long)mds.cluster_id);
 
-	sopts.listen[0] = listen;
+	memcpy(sopts.listen, listen, sizeof(listen));
 	sopts.ctx = &mds;
 	rc = lode_server_start(&srv, &sopts);
 	if (rc) {
-		LODE_ERR("cannot listen on %s: %s", listen, strerror(-rc));
+		LODE_ERR("cannot listen on %s%s: %s", listen[0], nlisten > 1 ? " and others" : "",
+			 strerror(-rc));
 		goto fini;
 	}
-	fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, 0));
+	for (unsigned i = 0; i < nlisten; i++)
+		fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, i));
 	if (port_file) {
 		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {

@@ -32,9 +32,10 @@ static const char usage[] =
 	"usage: " PROG " --data DIR --listen tcp://HOST:PORT --mds tcp://HOST:PORT [options]\n"
 	"\n"
 	"  --data DIR          object store directory (created if missing)\n"
-	"  --listen ADDR       address to serve on (port 0 picks a free one)\n"
+	"  --listen ADDR       address to serve on, tcp://HOST:PORT or rdma://HOST:PORT (port 0\n"
+	"                      picks a free one; repeat to serve on up to 3)\n"
 	"  --mds ADDR          metadata server to register with\n"
-	"  --advertise ADDR    address clients should use (default: the bound listen address)\n"
+	"  --advertise ADDR    address clients should use (default: the first bound address)\n"
 	"  --threads N         worker threads (default 2)\n"
 	"  --port-file FILE    write the bound address to FILE once listening\n"
 	"  --log-level L       err, warn, info (default) or debug\n"
@@ -43,7 +44,8 @@ static const char usage[] =
 
 struct args {
 	const char *data;
-	const char *listen;
+	const char *listen[4]; /* NULL-terminated */
+	unsigned nlisten;
 	const char *mds;
 	const char *advertise;
 	const char *port_file;
@@ -99,7 +101,10 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->data = optarg;
 			break;
 		case 'l':
-			a->listen = optarg;
+			if (a->nlisten == 3)
+				bad_args("at most 3 --listen addresses");
+			check_addr("--listen", optarg);
+			a->listen[a->nlisten++] = optarg;
 			break;
 		case 'm':
 			a->mds = optarg;
@@ -147,11 +152,10 @@ static void parse_args(int argc, char **argv, struct args *a)
 		bad_args("unexpected argument '%s'", argv[optind]);
 	if (!a->data || !*a->data)
 		bad_args("--data is required");
-	if (!a->listen)
+	if (!a->nlisten)
 		bad_args("--listen is required");
 	if (!a->mds)
 		bad_args("--mds is required");
-	check_addr("--listen", a->listen);
 	check_addr("--mds", a->mds);
 	if (a->advertise)
 		check_addr("--advertise", a->advertise);
@@ -206,17 +210,19 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	lode_oss_init(&oss, st);
-	sopts.listen[0] = a.listen;
+	memcpy(sopts.listen, a.listen, sizeof(a.listen));
 	sopts.threads = a.threads;
 	sopts.ops = &lode_oss_server_ops;
 	sopts.ctx = &oss;
 	err = lode_server_start(&srv, &sopts);
 	if (err) {
-		LODE_ERR("listening on %s: %s", a.listen, strerror(-err));
+		LODE_ERR("listening on %s%s: %s", a.listen[0], a.nlisten > 1 ? " and others" : "",
+			 strerror(-err));
 		goto out_oss;
 	}
-	bound = lode_server_address(srv, 0);
-	fprintf(stderr, PROG ": listening on %s\n", bound);
+	for (unsigned i = 0; i < a.nlisten; i++)
+		fprintf(stderr, PROG ": listening on %s\n", lode_server_address(srv, i));
+	bound = lode_server_address(srv, 0); /* clients are told the first, unless --advertise */
 	if (!a.advertise && !strncmp(bound, "tcp://0.0.0.0:", 14))
 		LODE_WARN("advertising %s to clients: give --advertise to name a reachable host",
 			  bound);

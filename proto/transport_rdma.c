@@ -540,8 +540,10 @@ static void cm_ready(struct lode_io *io, int res)
 	(void)res;
 	while (!c->closing && !rdma_get_cm_event(c->ech, &ev)) {
 		struct rdma_cm_event copy = *ev;
-		/* the private data goes with the ack: check it first */
-		bool hello = hello_ok(ev->param.conn.private_data, ev->param.conn.private_data_len);
+		/* the private data goes with the ack: check it first (a CM that passes none on
+		 * is no reason to refuse a server that accepted us) */
+		bool hello = !ev->param.conn.private_data ||
+			     hello_ok(ev->param.conn.private_data, ev->param.conn.private_data_len);
 
 		rdma_ack_cm_event(ev);
 		cm_event(c, &copy, hello);

@@ -8,6 +8,9 @@
  * (written by the daemon once it listens) and its `log`. The first start picks ephemeral
  * ports on 127.0.0.1; a restart reuses the port in `addr`, so clients and the MDS find
  * the daemon where it was. DIR/cluster holds the OSS count.
+ *
+ * LODE_LOCAL_LISTEN (default "tcp://127.0.0.1") names the transport and host the daemons
+ * of a new cluster listen on: "rdma://10.0.2.15" runs the whole cluster over RDMA.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -172,7 +175,8 @@ static int start_daemon(const char *dir, const char *name, const char *subdir,
 	if (!read_file(addrfile, old, sizeof(old)) && old[0])
 		snprintf(listen, sizeof(listen), "%s", old);
 	else
-		snprintf(listen, sizeof(listen), "tcp://127.0.0.1:0");
+		snprintf(listen, sizeof(listen), "%s:0",
+			 getenv("LODE_LOCAL_LISTEN") ? getenv("LODE_LOCAL_LISTEN") : "tcp://127.0.0.1");
 	unlink(addrfile);
 	find_prog(name, subdir, prog, sizeof(prog));
 	argv[i++] = prog;

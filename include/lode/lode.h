@@ -52,6 +52,17 @@ void lode_disconnect(struct lode_client *c);
 /* Sets the credentials used for permission checks from now on (e.g. per FUSE request). */
 void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
 
+/*
+ * Declares [buf, buf + len) a long-lived I/O buffer (a model loader's staging buffer, a
+ * pool of read buffers). Over RDMA, a buffer is registered with the device once and reused
+ * for every read and write inside it; other buffers are registered for each I/O. Over TCP
+ * this changes nothing. Unregister before freeing the memory. Returns 0, or -EINVAL (empty,
+ * or overlapping a registered buffer), -ENOMEM.
+ */
+int lode_buffer_register(void *buf, size_t len);
+/* Forgets the buffer registered at buf. Returns 0 or -ENOENT. */
+int lode_buffer_unregister(void *buf);
+
 struct lode_stat {
 	uint64_t ino;
 	uint64_t size;
