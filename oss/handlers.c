@@ -6,29 +6,53 @@
  *
  * REMOVE, STAT and LIST are synchronous filesystem calls on the worker thread: they do no
  * data I/O, and LIST is an admin operation (see lode_objstore_list).
+ *
+ * Chained OBJ_WRITE and OBJ_FSYNC (see "Chained replication" in proto/wire_spec.h) run the
+ * local operation and send the request on to the next copy at the same time, and answer
+ * once both are done, with every copy's status. The request's body and data stay valid
+ * until that answer, so the forward sends them straight from the receive buffer.
  */
 #include "handlers.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
+#include "log.h"
 
-/* The worker's I/O context; set once by on_worker_start on that thread. */
+/* Connections of one worker to the OSS it forwards to, by address. */
+struct fwd_cache {
+	unsigned n;
+	struct {
+		char addr[LODE_ADDR_MAX + 1];
+		struct lode_rpc_conn *conn; /* owned by oss->fwd_rpc */
+	} e[LODE_TARGETS_MAX];
+};
+
+/* The worker's I/O context and forward connections; set once by on_worker_start on that
+ * thread. */
 static __thread struct lode_objstore_io *worker_io;
+static __thread struct fwd_cache *worker_fwd;
 
 void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st)
 {
 	memset(oss, 0, sizeof(*oss));
 	oss->st = st;
+	pthread_mutex_init(&oss->fwd_lock, NULL);
 }
 
 void lode_oss_fini(struct lode_oss *oss)
 {
+	/* first: forwards still in flight fail (ESHUTDOWN), answering their requests into the
+	 * void, while the I/O contexts their local halves use still exist */
+	lode_rpc_destroy(atomic_exchange(&oss->fwd_rpc, NULL));
 	for (unsigned i = 0; i < LODE_OSS_WORKERS_MAX; i++) {
 		lode_objstore_io_destroy(oss->ios[i]);
 		oss->ios[i] = NULL;
+		free(oss->fwd[i]);
+		oss->fwd[i] = NULL;
 	}
 }
 
@@ -41,6 +65,9 @@ static void on_worker_start(void *ctx, unsigned worker, struct lode_loop *loop)
 		return; /* this worker answers data requests with -ENOMEM */
 	oss->ios[worker] = io;
 	worker_io = io;
+	/* without it, chained requests get -ENOMEM, like data requests without an io */
+	oss->fwd[worker] = calloc(1, sizeof(struct fwd_cache));
+	worker_fwd = oss->fwd[worker];
 }
 
 static void reply_obj(struct lode_req *req, int status, const struct lode_obj_result *res)
@@ -130,6 +157,222 @@ static void do_list(struct lode_oss *oss, struct lode_req *req,
 	lode_req_reply(req, 0, &rep, sizeof(rep), out, (size_t)n * sizeof(*out), free);
 }
 
+/* ---- chained requests ---- */
+
+/* Default deadline of the forwarding rpc; every forward sets its own from the chain. */
+#define FWD_TIMEOUT_MS 30000
+
+struct chain_op {
+	struct lode_oss *oss;
+	struct lode_req *req;
+	unsigned hops;		/* the request's chain count */
+	int local;		/* our own copy's result */
+	struct lode_obj_result res;
+	atomic_uint pending;	/* our own copy, and the forward if any */
+	bool down_bad_reply;	/* the next hop answered something malformed */
+	const struct lode_wire_chain_hop *next; /* in the request's body */
+	struct lode_call call;	/* the forward */
+	struct iovec iov;
+	struct lode_wire_obj_chain_rep down; /* the next hop's answer */
+	uint64_t body[LODE_BODY_MAX / 8];    /* the request sent on */
+};
+
+/* Logs a forward failure at most once a second: a dead next hop fails every request. */
+static void fwd_warn(const struct lode_wire_chain_hop *hop, int err)
+{
+	static _Atomic uint64_t last_ms;
+	uint64_t now = lode_now_ms(), prev = atomic_load(&last_ms);
+
+	if (now - prev >= 1000 && atomic_compare_exchange_strong(&last_ms, &prev, now))
+		LODE_WARN("chained request to target %u at %s: %s", hop->target_id, hop->addr,
+			  strerror(-err));
+}
+
+static struct lode_rpc *fwd_rpc(struct lode_oss *oss)
+{
+	struct lode_rpc *rpc = atomic_load(&oss->fwd_rpc);
+
+	if (rpc)
+		return rpc;
+	pthread_mutex_lock(&oss->fwd_lock);
+	rpc = atomic_load(&oss->fwd_rpc);
+	if (!rpc && !lode_rpc_create(&rpc, FWD_TIMEOUT_MS))
+		atomic_store(&oss->fwd_rpc, rpc);
+	pthread_mutex_unlock(&oss->fwd_lock);
+	return rpc;
+}
+
+/* This worker's connection to addr (NUL-terminated: the decoder checked the padding). */
+static int fwd_conn(struct lode_oss *oss, const char *addr, struct lode_rpc_conn **out)
+{
+	struct fwd_cache *fc = worker_fwd;
+	struct lode_rpc *rpc = fwd_rpc(oss);
+	int rc;
+
+	if (!fc || !rpc)
+		return -ENOMEM;
+	for (unsigned i = 0; i < fc->n; i++) {
+		if (!strcmp(fc->e[i].addr, addr)) {
+			*out = fc->e[i].conn;
+			return 0;
+		}
+	}
+	if (fc->n == LODE_TARGETS_MAX)
+		return -ENOMEM; /* more OSS than a cluster has: refuse rather than grow */
+	rc = lode_rpc_conn_open(rpc, addr, &fc->e[fc->n].conn);
+	if (rc)
+		return rc;
+	strcpy(fc->e[fc->n].addr, addr);
+	*out = fc->e[fc->n++].conn;
+	return 0;
+}
+
+/*
+ * A forward that failed as a whole: what the copies from the next hop on are told. A hop
+ * that timed out may be alive and forward the request late, after a newer write of the
+ * same range: so every copy after it fails too (it becomes degraded; repair refills it).
+ * Otherwise (refused, broken, or an error answer, which a hop gives only before it
+ * forwards) the copies after it never saw the request from it: ECANCELED asks the client
+ * to send it to them again.
+ */
+static void fwd_failed(struct chain_op *op, int err, int32_t *st)
+{
+	bool maybe_forwarded = op->down_bad_reply || err == -ETIMEDOUT || err == -ESHUTDOWN;
+
+	st[0] = lode_status_from_errno(err == -ECANCELED ? -EIO : err);
+	for (unsigned i = 1; i < op->hops; i++)
+		st[i] = maybe_forwarded ? st[0] : ECANCELED;
+}
+
+static void chain_reply(struct chain_op *op)
+{
+	struct lode_wire_obj_chain_rep rep = {0};
+	const struct lode_wire_obj_chain_rep *d;
+
+	rep.count = (uint16_t)(1 + op->hops);
+	if (!op->local) {
+		rep.obj.object_size = op->res.object_size;
+		rep.obj.bytes_stored = op->res.bytes_stored;
+	}
+	/* ECANCELED means "never reached" on the wire: our own copy was tried */
+	rep.status[0] = lode_status_from_errno(op->local == -ECANCELED ? -EIO : op->local);
+	if (op->hops) {
+		int rc = op->call.status;
+
+		if (!rc) {
+			rc = lode_dec_obj_chain_rep(&op->down, op->call.reply_body_len,
+						    op->hops - 1, &d);
+			op->down_bad_reply = rc != 0;
+		}
+		if (!rc)
+			memcpy(&rep.status[1], d->status, op->hops * sizeof(rep.status[0]));
+		else
+			fwd_failed(op, rc, &rep.status[1]);
+	}
+	lode_req_reply(op->req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	free(op);
+}
+
+static void chain_part_done(struct chain_op *op)
+{
+	if (atomic_fetch_sub(&op->pending, 1) == 1)
+		chain_reply(op);
+}
+
+static void chain_local_done(void *arg, int status, struct lode_obj_result *res)
+{
+	struct chain_op *op = arg;
+
+	op->local = status;
+	if (!status)
+		op->res = *res;
+	chain_part_done(op);
+}
+
+static void chain_fwd_done(struct lode_call *call)
+{
+	struct chain_op *op = lode_container_of(call, struct chain_op, call);
+
+	if (call->status)
+		fwd_warn(op->next, call->status);
+	chain_part_done(op);
+}
+
+/* The time the next hop may wait for its own downstream: a quarter less than ours, and
+ * always less while that can be (at least 1 ms). */
+static uint32_t fwd_timeout(uint32_t t)
+{
+	if (t <= 1)
+		return 1;
+	return t < 4 ? t - 1 : t - t / 4;
+}
+
+/*
+ * Starts the forward of a chained request whose body begins with fixed_len bytes (the
+ * write's struct and checksums, or the object id) followed by chain ch. The caller then
+ * starts its own copy's operation with chain_local_done(op). Returns 0 and *out, -ESTALE
+ * when the request was meant for another target, or -ENOMEM.
+ */
+static int chain_start(struct lode_oss *oss, struct lode_req *req, const void *fixed,
+		       size_t fixed_len, const struct lode_wire_chain *ch, struct chain_op **out)
+{
+	const struct lode_wire_chain_hop *hops = lode_chain_hops(ch);
+	uint32_t me = atomic_load(&oss->target_id);
+	struct lode_wire_chain next = {0};
+	uint64_t dlen = lode_req_hdr(req)->data_len;
+	struct lode_rpc_conn *conn;
+	struct chain_op *op;
+	char *b;
+	int rc;
+
+	if (ch->self_target && me && ch->self_target != me)
+		return -ESTALE; /* a stale address: never write into the wrong target */
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->oss = oss;
+	op->req = req;
+	op->hops = ch->count;
+	atomic_init(&op->pending, ch->count ? 2 : 1);
+	*out = op;
+	if (!ch->count)
+		return 0; /* the tail */
+
+	/* the same request, one hop shorter, with less time: it must fail over to us
+	 * before our own caller gives up on us */
+	op->next = &hops[0];
+	next.self_target = hops[0].target_id;
+	next.count = (uint16_t)(ch->count - 1);
+	next.timeout_ms = fwd_timeout(ch->timeout_ms);
+	b = (char *)op->body;
+	memcpy(b, fixed, fixed_len);
+	memcpy(b + fixed_len, &next, sizeof(next));
+	memcpy(b + fixed_len + sizeof(next), &hops[1], next.count * sizeof(hops[0]));
+	op->call.opcode = lode_req_hdr(req)->opcode;
+	op->call.body = op->body;
+	op->call.body_len = (uint32_t)(fixed_len + lode_chain_size(next.count));
+	if (dlen) {
+		op->iov.iov_base = (void *)lode_req_data(req);
+		op->iov.iov_len = dlen;
+		op->call.data = &op->iov;
+		op->call.data_iovcnt = 1;
+	}
+	op->call.reply_body = &op->down;
+	op->call.reply_body_max = sizeof(op->down);
+	op->call.timeout_ms = ch->timeout_ms;
+	op->call.done = chain_fwd_done;
+	rc = fwd_conn(oss, hops[0].addr, &conn);
+	if (rc) {
+		/* the forward failed before it started: only our own copy is pending */
+		op->call.status = rc;
+		fwd_warn(op->next, rc);
+		atomic_store(&op->pending, 1);
+		return 0;
+	}
+	lode_rpc_submit(conn, &op->call);
+	return 0;
+}
+
 static void on_request(void *ctx, struct lode_req *req)
 {
 	struct lode_oss *oss = ctx;
@@ -163,17 +406,32 @@ static void on_request(void *ctx, struct lode_req *req)
 		return;
 	case LODE_OP_OBJ_WRITE: {
 		const struct lode_wire_obj_write_req *wr;
+		const struct lode_wire_chain *ch;
 		const uint64_t *sums;
+		struct chain_op *op;
 
-		err = lode_dec_obj_write(body, blen, dlen, &wr, &sums);
+		err = lode_dec_obj_write(body, blen, dlen, &wr, &sums, &ch);
 		if (err)
 			break;
 		if (!io) {
 			err = -ENOMEM;
 			break;
 		}
+		if (!ch) {
+			lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req),
+					    (size_t)dlen, sums, wr->flags, obj_done, req);
+			return;
+		}
+		if (!worker_fwd) {
+			err = -ENOMEM;
+			break;
+		}
+		err = chain_start(oss, req, body, sizeof(*wr) + wr->nchunks * sizeof(*sums), ch,
+				  &op);
+		if (err)
+			break;
 		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), (size_t)dlen,
-				    sums, wr->flags, obj_done, req);
+				    sums, wr->flags & LODE_OBJ_F_SYNC, chain_local_done, op);
 		return;
 	}
 	case LODE_OP_OBJ_READ: {
@@ -203,16 +461,25 @@ static void on_request(void *ctx, struct lode_req *req)
 		return;
 	}
 	case LODE_OP_OBJ_FSYNC: {
+		const struct lode_wire_chain *ch;
 		const struct lode_wire_objid *id;
+		struct chain_op *op;
 
-		err = lode_dec_objid(body, blen, dlen, &id);
+		err = lode_dec_obj_fsync(body, blen, dlen, &id, &ch);
 		if (err)
 			break;
-		if (!io) {
+		if (!io || (ch && !worker_fwd)) {
 			err = -ENOMEM;
 			break;
 		}
-		lode_objstore_fsync(io, id, obj_done, req);
+		if (!ch) {
+			lode_objstore_fsync(io, id, obj_done, req);
+			return;
+		}
+		err = chain_start(oss, req, id, sizeof(*id), ch, &op);
+		if (err)
+			break;
+		lode_objstore_fsync(io, id, chain_local_done, op);
 		return;
 	}
 	case LODE_OP_OBJ_REMOVE: {

@@ -6,13 +6,17 @@
 #ifndef LODE_OSS_HANDLERS_H
 #define LODE_OSS_HANDLERS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "objstore.h"
+#include "rpc.h"
 #include "server.h"
 
 #define LODE_OSS_WORKERS_MAX 64
+
+struct fwd_cache;
 
 struct lode_oss {
 	struct lode_objstore *st; /* not owned */
@@ -22,6 +26,12 @@ struct lode_oss {
 	/* One per worker, created by on_worker_start on that worker's thread; each is used
 	 * only there. Freed by lode_oss_fini() after the server has stopped. */
 	struct lode_objstore_io *ios[LODE_OSS_WORKERS_MAX];
+	/* Chained writes: the rpc that sends requests on to the next copy, created by the
+	 * first chained request (fwd_lock guards the creation only), and per worker the
+	 * connections it opened, by address (each used only on its worker). */
+	pthread_mutex_t fwd_lock;
+	struct lode_rpc *_Atomic fwd_rpc;
+	struct fwd_cache *fwd[LODE_OSS_WORKERS_MAX];
 };
 
 /* Serves requests with ctx = a struct lode_oss. */
@@ -29,7 +39,8 @@ extern const struct lode_server_ops lode_oss_server_ops;
 
 /* Prepares oss to serve st. */
 void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st);
-/* Frees the per-worker I/O contexts. Call after lode_server_stop(). */
+/* Fails the chained requests still forwarded (their replies are dropped), then frees the
+ * per-worker I/O contexts. Call after lode_server_stop(). */
 void lode_oss_fini(struct lode_oss *oss);
 
 #endif

@@ -634,27 +634,110 @@ static int objid_ok(const struct lode_wire_objid *o)
 	return o->reserved == 0 && o->ino != 0;
 }
 
+/* ---- forwarding chains ---- */
+
+static int chain_addr_ok(const struct lode_wire_chain_hop *h)
+{
+	if (h->addr_len == 0 || h->addr_len > LODE_ADDR_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < h->addr_len; i++)
+		if (h->addr[i] <= ' ' || h->addr[i] > '~')
+			return -EINVAL;
+	/* the padding is a reserved field: zero, so that the address is NUL-terminated */
+	for (unsigned i = h->addr_len; i < sizeof(h->addr); i++)
+		if (h->addr[i])
+			return -EPROTO;
+	return 0;
+}
+
+int lode_dec_chain(const void *p, size_t len, const struct lode_wire_chain **chain)
+{
+	const struct lode_wire_chain *c = p;
+	const struct lode_wire_chain_hop *h;
+	int rc;
+
+	if (!p || len < sizeof(*c))
+		return -EPROTO;
+	if (!RESERVED_ZERO(c->reserved0) || !RESERVED_ZERO(c->reserved1))
+		return -EPROTO;
+	if (c->count > LODE_CHAIN_MAX)
+		return -EINVAL;
+	if (len != lode_chain_size(c->count))
+		return -EPROTO;
+	if (c->timeout_ms == 0 || c->timeout_ms > LODE_CHAIN_TIMEOUT_MAX)
+		return -EINVAL;
+	h = lode_chain_hops(c);
+	for (unsigned i = 0; i < c->count; i++) {
+		if (!RESERVED_ZERO(h[i].reserved))
+			return -EPROTO;
+		if (h[i].target_id == 0)
+			return -EINVAL;
+		rc = chain_addr_ok(&h[i]);
+		if (rc)
+			return rc;
+		/* a target twice would take the data twice and answer for one copy twice */
+		if (h[i].target_id == c->self_target)
+			return -ELOOP;
+		for (unsigned k = 0; k < i; k++)
+			if (h[k].target_id == h[i].target_id)
+				return -ELOOP;
+	}
+	*chain = c;
+	return 0;
+}
+
+int lode_dec_obj_chain_rep(const void *body, uint32_t len, unsigned count,
+			   const struct lode_wire_obj_chain_rep **rep)
+{
+	const struct lode_wire_obj_chain_rep *r = body;
+
+	if (!body || len != sizeof(*r) || count > LODE_CHAIN_MAX)
+		return -EPROTO;
+	if (r->count != count + 1 || r->reserved0 || r->reserved1)
+		return -EPROTO;
+	for (unsigned i = 0; i <= LODE_CHAIN_MAX; i++) {
+		if (r->status[i] < 0 || (i > count && r->status[i]))
+			return -EPROTO;
+	}
+	if (r->status[0] == ECANCELED)
+		return -EPROTO;
+	*rep = r;
+	return 0;
+}
+
 int lode_dec_obj_write(const void *body, uint32_t len, uint64_t data_len,
-		       const struct lode_wire_obj_write_req **req, const uint64_t **sums)
+		       const struct lode_wire_obj_write_req **req, const uint64_t **sums,
+		       const struct lode_wire_chain **chain)
 {
 	const struct lode_wire_obj_write_req *r = body;
-	uint64_t nchunks;
+	const struct lode_wire_chain *c = NULL;
+	uint64_t nchunks, fixed;
+	int rc;
 
-	if (len < sizeof(*r))
+	if (!body || len < sizeof(*r))
 		return -EPROTO;
-	if (!objid_ok(&r->obj) || (r->flags & ~LODE_OBJ_F_SYNC))
+	if (!objid_ok(&r->obj) || (r->flags & ~LODE_OBJ_F_ALL_))
 		return -EPROTO;
 	if (data_len == 0 || data_len > LODE_DATA_MAX)
 		return -EPROTO;
 	nchunks = (data_len + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
-	if (r->nchunks != nchunks || len != sizeof(*r) + nchunks * sizeof(uint64_t))
+	fixed = sizeof(*r) + nchunks * sizeof(uint64_t);
+	if (r->nchunks != nchunks || len < fixed)
 		return -EPROTO;
+	if (r->flags & LODE_OBJ_F_CHAIN) {
+		rc = lode_dec_chain((const char *)body + fixed, len - fixed, &c);
+		if (rc)
+			return rc;
+	} else if (len != fixed) {
+		return -EPROTO;
+	}
 	if (r->offset % LODE_CHUNK_SIZE)
 		return -EINVAL;
 	if (r->offset > (uint64_t)INT64_MAX - data_len)
 		return -EFBIG;
 	*req = r;
 	*sums = (const uint64_t *)(r + 1);
+	*chain = c;
 	return 0;
 }
 
@@ -700,6 +783,27 @@ int lode_dec_objid(const void *body, uint32_t len, uint64_t data_len,
 	if (!objid_ok(o))
 		return -EPROTO;
 	*obj = o;
+	return 0;
+}
+
+int lode_dec_obj_fsync(const void *body, uint32_t len, uint64_t data_len,
+		       const struct lode_wire_objid **obj, const struct lode_wire_chain **chain)
+{
+	const struct lode_wire_objid *o = body;
+	const struct lode_wire_chain *c = NULL;
+	int rc;
+
+	if (!body || len < sizeof(*o) || no_data(data_len))
+		return -EPROTO;
+	if (!objid_ok(o))
+		return -EPROTO;
+	if (len > sizeof(*o)) {
+		rc = lode_dec_chain(o + 1, len - sizeof(*o), &c);
+		if (rc)
+			return rc;
+	}
+	*obj = o;
+	*chain = c;
 	return 0;
 }
 

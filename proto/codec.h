@@ -101,9 +101,12 @@ int lode_dec_set_copy(const void *body, uint32_t len, uint64_t data_len,
 		      const struct lode_wire_set_copy_req **req);
 
 /* OBJ_WRITE: checks alignment, nchunks == ceil(data_len / CHUNK), data_len > 0. Returns the
- * checksum array (nchunks entries) that follows the fixed struct. */
+ * checksum array (nchunks entries) that follows the fixed struct, and in *chain the
+ * forwarding chain that follows them with LODE_OBJ_F_CHAIN (checked as lode_dec_chain
+ * does), or NULL without. */
 int lode_dec_obj_write(const void *body, uint32_t len, uint64_t data_len,
-		       const struct lode_wire_obj_write_req **req, const uint64_t **sums);
+		       const struct lode_wire_obj_write_req **req, const uint64_t **sums,
+		       const struct lode_wire_chain **chain);
 int lode_dec_obj_read(const void *body, uint32_t len, uint64_t data_len,
 		      const struct lode_wire_obj_read_req **req);
 int lode_dec_obj_truncate(const void *body, uint32_t len, uint64_t data_len,
@@ -111,6 +114,27 @@ int lode_dec_obj_truncate(const void *body, uint32_t len, uint64_t data_len,
 /* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC */
 int lode_dec_objid(const void *body, uint32_t len, uint64_t data_len,
 		   const struct lode_wire_objid **obj);
+/* OBJ_FSYNC, plain (*chain = NULL) or chained (objid + chain + hops). */
+int lode_dec_obj_fsync(const void *body, uint32_t len, uint64_t data_len,
+		       const struct lode_wire_objid **obj, const struct lode_wire_chain **chain);
+
+/*
+ * A forwarding chain of len bytes: the fixed struct, then exactly count hops. -EPROTO when
+ * the shape is wrong or a reserved field or an address's padding is not zero; -EINVAL for a
+ * count over LODE_CHAIN_MAX, a timeout outside 1..LODE_CHAIN_TIMEOUT_MAX, a target id 0 or
+ * an empty, overlong, non-printable address; -ELOOP when the chain names a target twice or
+ * names the receiver (self_target) again. The hops follow at lode_chain_hops(chain).
+ */
+int lode_dec_chain(const void *p, size_t len, const struct lode_wire_chain **chain);
+static inline const struct lode_wire_chain_hop *lode_chain_hops(const struct lode_wire_chain *c)
+{
+	return (const struct lode_wire_chain_hop *)(const void *)(c + 1);
+}
+/* Bytes of a chain with count hops. */
+static inline size_t lode_chain_size(unsigned count)
+{
+	return sizeof(struct lode_wire_chain) + (size_t)count * sizeof(struct lode_wire_chain_hop);
+}
 int lode_dec_obj_list(const void *body, uint32_t len, uint64_t data_len,
 		      const struct lode_wire_obj_list_req **req);
 
@@ -123,6 +147,11 @@ int lode_readdir_next(const void *data, uint64_t data_len, uint64_t *pos,
 		      const struct lode_wire_dirent **ent, struct lode_name *name);
 int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uint32_t length,
 			  const struct lode_wire_obj_read_rep **rep, const uint64_t **sums);
+/* The reply of a chained request sent with `count` hops: exactly the struct, count + 1
+ * copies answered for, reserved fields and unused statuses zero, and the receiver's own
+ * status not ECANCELED (it always tries its own copy). */
+int lode_dec_obj_chain_rep(const void *body, uint32_t len, unsigned count,
+			   const struct lode_wire_obj_chain_rep **rep);
 /* Walks TARGET_LIST records the same way. */
 int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		     const struct lode_wire_target **t, struct lode_name *addr);

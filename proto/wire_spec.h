@@ -514,7 +514,8 @@ _Static_assert(sizeof(struct lode_wire_objid) == 24, "objid");
  * data = bytes. offset is chunk aligned; data_len is a multiple of LODE_CHUNK_SIZE unless
  * the write ends the object's current data. Each checksum is xxh3-64 of its chunk padded
  * with zeros to LODE_CHUNK_SIZE. The OSS verifies every checksum before storing anything
- * (EBADMSG on mismatch). Reply: lode_wire_obj_rep. */
+ * (EBADMSG on mismatch). Reply: lode_wire_obj_rep. With LODE_OBJ_F_CHAIN a
+ * lode_wire_chain follows the checksums, and the reply is lode_wire_obj_chain_rep. */
 struct lode_wire_obj_write_req {
 	struct lode_wire_objid obj;
 	uint64_t offset;
@@ -523,7 +524,9 @@ struct lode_wire_obj_write_req {
 };
 _Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
 
-#define LODE_OBJ_F_SYNC 0x1u /* make durable before answering */
+#define LODE_OBJ_F_SYNC 0x1u  /* make durable before answering */
+#define LODE_OBJ_F_CHAIN 0x2u /* a forwarding chain follows the checksums */
+#define LODE_OBJ_F_ALL_ 0x3u
 
 /* OBJ_READ: offset chunk aligned, length <= LODE_DATA_MAX. Reply body: lode_wire_obj_read_rep
  * + nchunks u64 checksums; data: the bytes that exist (data_len <= length; shorter at the
@@ -551,12 +554,74 @@ struct lode_wire_obj_truncate_req {
 _Static_assert(sizeof(struct lode_wire_obj_truncate_req) == 32, "obj truncate");
 
 /* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC: body = lode_wire_objid. Reply: obj_rep (REMOVE of an
- * absent object succeeds with size 0; STAT of an absent object is ENOENT). */
+ * absent object succeeds with size 0; STAT of an absent object is ENOENT). A chained
+ * OBJ_FSYNC is lode_wire_objid + lode_wire_chain + hops (told apart by its length), and
+ * answers lode_wire_obj_chain_rep. */
 struct lode_wire_obj_rep {
 	uint64_t object_size;
 	uint64_t bytes_stored; /* allocated on the OSS's disk */
 };
 _Static_assert(sizeof(struct lode_wire_obj_rep) == 16, "obj rep");
+
+/*
+ * Chained replication. A chained OBJ_WRITE or OBJ_FSYNC carries the copies after the
+ * receiver's own: the receiver applies the operation to its object and, at the same time,
+ * sends the same request to hops[0] with hops[1..] as that one's chain, then answers once
+ * both are done, with one status per copy (its own first, then the hops in order). So one
+ * request from the client reaches every copy, each OSS sending the data on once.
+ *
+ * A receiver waits at most timeout_ms for its downstream and gives its own downstream
+ * less (three quarters), so a dead or slow hop turns into a per-copy ETIMEDOUT before the
+ * caller's own deadline. A copy's status is ECANCELED when the request did not reach it
+ * through the chain (a hop before it refused or broke the connection, or answered an error,
+ * which a hop does only before it forwards): the caller may send it again, the same bytes,
+ * so a copy that did get them from a hop that died meanwhile holds them either way. A hop
+ * that timed out may be alive and forward late, after a newer write of the same range: so
+ * every copy after it reports ETIMEDOUT too, and the caller treats it as failed.
+ *
+ * Addresses are those the targets registered; self_target names the target the request is
+ * meant for (0: unchecked), so a stale address cannot write into the wrong target (ESTALE).
+ */
+#define LODE_CHAIN_MAX 7		/* hops one request carries: 8 copies in all */
+#define LODE_CHAIN_TIMEOUT_MAX 600000u /* ms */
+
+struct lode_wire_chain_hop {
+	uint32_t target_id; /* != 0, distinct within a chain */
+	uint16_t addr_len;  /* 1..LODE_ADDR_MAX */
+	uint16_t reserved;
+	char addr[LODE_ADDR_MAX + 1]; /* addr_len printable bytes, then zeros */
+};
+_Static_assert(sizeof(struct lode_wire_chain_hop) == 8 + LODE_ADDR_MAX + 1, "chain hop");
+
+/* Followed by count hops. count 0: the receiver is the chain's tail (it still answers
+ * with a lode_wire_obj_chain_rep, for its own copy). */
+struct lode_wire_chain {
+	uint32_t self_target;
+	uint16_t count; /* 0..LODE_CHAIN_MAX */
+	uint16_t reserved0;
+	uint32_t timeout_ms; /* 1..LODE_CHAIN_TIMEOUT_MAX */
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_chain) == 16, "chain");
+
+/* Reply of a chained request (hdr.status 0 whenever the request was well formed, whatever
+ * happened to the copies). status[i]: wire status of copy i (0: the receiver, then the hops
+ * in order); count = 1 + the request's chain count; entries past count are zero. obj is the
+ * receiver's own result (zero when its own copy failed). */
+struct lode_wire_obj_chain_rep {
+	struct lode_wire_obj_rep obj;
+	uint16_t count;
+	uint16_t reserved0;
+	uint32_t reserved1;
+	int32_t status[LODE_CHAIN_MAX + 1];
+};
+_Static_assert(sizeof(struct lode_wire_obj_chain_rep) == 24 + 4 * (LODE_CHAIN_MAX + 1),
+	       "obj chain rep");
+_Static_assert(sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE) +
+			       sizeof(struct lode_wire_chain) +
+			       LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop) <=
+		       LODE_BODY_MAX,
+	       "a chained write of the largest size fits in a body");
 
 /* OBJ_LIST: objects with id greater than `after` in (ino, generation, stripe) order.
  * Reply body: lode_wire_obj_list_rep; data: count lode_wire_objinfo. */

@@ -1216,17 +1216,23 @@ static uint32_t build_write(uint64_t offset, uint32_t nchunks, uint32_t nsums, u
 static int dec_write(uint32_t len, uint64_t data_len)
 {
 	const struct lode_wire_obj_write_req *req = SENT(struct lode_wire_obj_write_req);
+	const struct lode_wire_chain *chain = SENT(struct lode_wire_chain);
 	const uint64_t *sums = SENT(uint64_t);
-	int rc = lode_dec_obj_write(BODY, len, data_len, &req, &sums);
+	int rc = lode_dec_obj_write(BODY, len, data_len, &req, &sums, &chain);
 
 	if (rc) {
 		assert_ptr_equal(req, SENTINEL);
 		assert_ptr_equal(sums, SENTINEL);
+		assert_ptr_equal(chain, SENTINEL);
 	} else {
 		assert_ptr_equal(req, BODY);
 		assert_ptr_equal(sums, (const char *)BODY + sizeof(*req));
 		for (uint32_t i = 0; i < req->nchunks; i++)
 			assert_int_equal(sums[i], 0x1000 + i);
+		if (req->flags & LODE_OBJ_F_CHAIN)
+			assert_ptr_equal(chain, sums + req->nchunks);
+		else
+			assert_null(chain);
 	}
 	return rc;
 }
@@ -1285,7 +1291,9 @@ static void test_obj_write_rejects_a_bad_object_id_and_unknown_flags(void **stat
 	uint32_t len;
 
 	(void)state;
-	len = build_write(0, 1, 1, 0x2);
+	len = build_write(0, 1, 1, 0x4);
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	len = build_write(0, 1, 1, 0x80000000u);
 	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
 	len = build_write(0, 1, 1, 0);
 	r->obj.ino = 0;
@@ -1294,6 +1302,240 @@ static void test_obj_write_rejects_a_bad_object_id_and_unknown_flags(void **stat
 	r->obj.reserved = 1;
 	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
 	assert_int_equal(dec_write(build_write(0, 1, 1, 0) - 41, 0), -EPROTO); /* short body */
+}
+
+/* ---- forwarding chains ---- */
+
+/* Appends a chain of n hops (targets 11, 12, ...) for receiver `self` at body offset off;
+ * returns the body length. */
+static uint32_t put_chain(uint32_t off, uint32_t self, unsigned n, uint32_t timeout_ms)
+{
+	struct lode_wire_chain c = {.self_target = self, .count = (uint16_t)n,
+				    .timeout_ms = timeout_ms};
+
+	memcpy(body_mem.b + off, &c, sizeof(c));
+	for (unsigned i = 0; i < n; i++) {
+		struct lode_wire_chain_hop h = {.target_id = 11 + i};
+
+		h.addr_len = (uint16_t)snprintf(h.addr, sizeof(h.addr), "tcp://127.0.0.1:%u",
+						40000 + i);
+		memcpy(body_mem.b + off + lode_chain_size(i), &h, sizeof(h));
+	}
+	return off + (uint32_t)lode_chain_size(n);
+}
+
+/* The i-th hop of the chain written at body offset off. */
+static struct lode_wire_chain_hop *hop_at(uint32_t off, unsigned i)
+{
+	return (struct lode_wire_chain_hop *)(void *)(body_mem.b + off + lode_chain_size(i));
+}
+
+static struct lode_wire_chain *chain_at(uint32_t off)
+{
+	return (struct lode_wire_chain *)(void *)(body_mem.b + off);
+}
+
+/* A chained one-chunk write: the chain starts at CW_CHAIN. */
+#define CW_CHAIN (sizeof(struct lode_wire_obj_write_req) + 8)
+static uint32_t build_chained_write(unsigned hops)
+{
+	build_write(0, 1, 1, LODE_OBJ_F_CHAIN);
+	return put_chain(CW_CHAIN, 10, hops, 1000);
+}
+
+static void test_obj_write_accepts_a_chain_of_zero_to_the_most_hops(void **state)
+{
+	const struct lode_wire_obj_write_req *req;
+	const struct lode_wire_chain *c;
+	const uint64_t *sums;
+
+	(void)state;
+	for (unsigned n = 0; n <= LODE_CHAIN_MAX; n++)
+		assert_int_equal(dec_write(build_chained_write(n), CHUNK), 0);
+	assert_int_equal(lode_dec_obj_write(BODY, build_chained_write(2), CHUNK, &req, &sums, &c),
+			 0);
+	assert_int_equal(c->count, 2);
+	assert_int_equal(c->self_target, 10);
+	assert_int_equal(lode_chain_hops(c)[1].target_id, 12);
+	assert_string_equal(lode_chain_hops(c)[1].addr, "tcp://127.0.0.1:40001");
+	/* the largest write with the longest chain fits in a body */
+	build_write(0, 64, 64, LODE_OBJ_F_CHAIN);
+	assert_int_equal(dec_write(put_chain(40 + 64 * 8, 10, LODE_CHAIN_MAX, 1000), LODE_DATA_MAX),
+			 0);
+}
+
+static void test_obj_write_rejects_a_chain_of_the_wrong_shape(void **state)
+{
+	uint32_t len;
+
+	(void)state;
+	/* the flag without a chain, a chain without the flag, a chain cut short or too long */
+	assert_int_equal(dec_write(build_write(0, 1, 1, LODE_OBJ_F_CHAIN), CHUNK), -EPROTO);
+	len = build_chained_write(1);
+	((struct lode_wire_obj_write_req *)BODY)->flags = 0;
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	assert_int_equal(dec_write(build_chained_write(2) - 1, CHUNK), -EPROTO);
+	assert_int_equal(dec_write(build_chained_write(2) - 136, CHUNK), -EPROTO);
+	assert_int_equal(dec_write(build_chained_write(2) + 8, CHUNK), -EPROTO);
+	assert_int_equal(dec_write((uint32_t)CW_CHAIN + 8, CHUNK), -EPROTO);
+	/* a count over the limit is a bad value, whatever follows */
+	build_chained_write(LODE_CHAIN_MAX);
+	chain_at(CW_CHAIN)->count = LODE_CHAIN_MAX + 1;
+	assert_int_equal(dec_write((uint32_t)(CW_CHAIN + lode_chain_size(LODE_CHAIN_MAX + 1)),
+				   CHUNK),
+			 -EINVAL);
+	build_chained_write(0);
+	chain_at(CW_CHAIN)->count = 0xffff;
+	assert_int_equal(dec_write((uint32_t)CW_CHAIN + 16, CHUNK), -EINVAL);
+}
+
+static void test_obj_write_rejects_non_zero_reserved_fields_of_a_chain(void **state)
+{
+	uint32_t len;
+
+	(void)state;
+	len = build_chained_write(2);
+	chain_at(CW_CHAIN)->reserved0 = 1;
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	len = build_chained_write(2);
+	chain_at(CW_CHAIN)->reserved1 = 1;
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->reserved = 1;
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	/* an address's padding: bytes after addr_len must be zero */
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 0)->addr[LODE_ADDR_MAX] = 'x';
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 0)->addr_len -= 1; /* the last character becomes padding */
+	assert_int_equal(dec_write(len, CHUNK), -EPROTO);
+}
+
+static void test_obj_write_rejects_bad_hops_timeouts_and_loops(void **state)
+{
+	uint32_t len;
+
+	(void)state;
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->target_id = 0;
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->addr_len = 0;
+	memset(hop_at(CW_CHAIN, 1)->addr, 0, LODE_ADDR_MAX + 1);
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->addr_len = LODE_ADDR_MAX + 1;
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->addr[3] = '\0'; /* a NUL inside the address */
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	hop_at(CW_CHAIN, 1)->addr[3] = ' ';
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	chain_at(CW_CHAIN)->timeout_ms = 0;
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	len = build_chained_write(2);
+	chain_at(CW_CHAIN)->timeout_ms = LODE_CHAIN_TIMEOUT_MAX + 1;
+	assert_int_equal(dec_write(len, CHUNK), -EINVAL);
+	chain_at(CW_CHAIN)->timeout_ms = LODE_CHAIN_TIMEOUT_MAX;
+	assert_int_equal(dec_write(len, CHUNK), 0);
+	/* a target twice, or the receiver again: the data would loop */
+	len = build_chained_write(3);
+	hop_at(CW_CHAIN, 2)->target_id = 11;
+	assert_int_equal(dec_write(len, CHUNK), -ELOOP);
+	len = build_chained_write(3);
+	hop_at(CW_CHAIN, 1)->target_id = 10;
+	assert_int_equal(dec_write(len, CHUNK), -ELOOP);
+	/* an unchecked receiver (self 0) with distinct hops is fine */
+	len = build_chained_write(3);
+	chain_at(CW_CHAIN)->self_target = 0;
+	assert_int_equal(dec_write(len, CHUNK), 0);
+}
+
+static int dec_fsync(uint32_t len, uint64_t data_len)
+{
+	const struct lode_wire_objid *id = SENT(struct lode_wire_objid);
+	const struct lode_wire_chain *c = SENT(struct lode_wire_chain);
+	int rc = lode_dec_obj_fsync(BODY, len, data_len, &id, &c);
+
+	if (rc) {
+		assert_ptr_equal(id, SENTINEL);
+		assert_ptr_equal(c, SENTINEL);
+	} else {
+		assert_ptr_equal(id, BODY);
+		if (len > sizeof(*id))
+			assert_ptr_equal(c, (const char *)BODY + sizeof(*id));
+		else
+			assert_null(c);
+	}
+	return rc;
+}
+
+static void test_obj_fsync_accepts_a_plain_or_chained_body_and_rejects_bad_chains(void **state)
+{
+	const uint32_t at = sizeof(struct lode_wire_objid);
+	uint32_t len;
+
+	(void)state;
+	len = build(&good_obj, sizeof(good_obj), NULL, 0, NULL, 0);
+	assert_int_equal(dec_fsync(len, 0), 0);
+	assert_int_equal(dec_fsync(len, 1), -EPROTO);
+	assert_int_equal(dec_fsync(put_chain(at, 10, 0, 5), 0), 0);
+	assert_int_equal(dec_fsync(put_chain(at, 10, LODE_CHAIN_MAX, 5), 0), 0);
+	/* bytes after the id that are no chain */
+	assert_int_equal(dec_fsync(at + 8, 0), -EPROTO);
+	assert_int_equal(dec_fsync(put_chain(at, 10, 2, 5) - 3, 0), -EPROTO);
+	len = put_chain(at, 10, 2, 5);
+	hop_at(at, 0)->target_id = 12;
+	assert_int_equal(dec_fsync(len, 0), -ELOOP);
+	len = put_chain(at, 10, 2, 5);
+	chain_at(at)->timeout_ms = 0;
+	assert_int_equal(dec_fsync(len, 0), -EINVAL);
+	len = put_chain(at, 10, 1, 5);
+	((struct lode_wire_objid *)BODY)->ino = 0;
+	assert_int_equal(dec_fsync(len, 0), -EPROTO);
+	assert_int_equal(dec_fsync(at - 1, 0), -EPROTO);
+}
+
+static int dec_chain_rep(const struct lode_wire_obj_chain_rep *r, uint32_t len, unsigned count)
+{
+	const struct lode_wire_obj_chain_rep *out = SENT(struct lode_wire_obj_chain_rep);
+	int rc;
+
+	memset(body_mem.b, 0, sizeof(body_mem.b));
+	memcpy(body_mem.b, r, sizeof(*r));
+	rc = lode_dec_obj_chain_rep(BODY, len, count, &out);
+	assert_ptr_equal(out, rc ? SENTINEL : BODY);
+	return rc;
+}
+
+static void test_obj_chain_rep_accepts_one_status_per_copy_and_nothing_else(void **state)
+{
+	struct lode_wire_obj_chain_rep r = {.count = 3, .status = {0, ETIMEDOUT, ECANCELED}};
+	const uint32_t len = sizeof(r);
+
+	(void)state;
+	assert_int_equal(dec_chain_rep(&r, len, 2), 0);
+	assert_int_equal(dec_chain_rep(&r, len, 1), -EPROTO);	/* answers for 3, asked 2 */
+	assert_int_equal(dec_chain_rep(&r, len - 4, 2), -EPROTO);
+	assert_int_equal(dec_chain_rep(&r, 0, 2), -EPROTO);
+	assert_int_equal(dec_chain_rep(&r, len, LODE_CHAIN_MAX + 1), -EPROTO);
+	r.status[3] = EIO; /* a status past count */
+	assert_int_equal(dec_chain_rep(&r, len, 2), -EPROTO);
+	r.status[3] = 0;
+	r.status[1] = -5;
+	assert_int_equal(dec_chain_rep(&r, len, 2), -EPROTO);
+	r.status[1] = 0;
+	r.reserved1 = 1;
+	assert_int_equal(dec_chain_rep(&r, len, 2), -EPROTO);
+	r.reserved1 = 0;
+	/* the receiver always tries its own copy: it cannot have been "never reached" */
+	r.status[0] = ECANCELED;
+	assert_int_equal(dec_chain_rep(&r, len, 2), -EPROTO);
+	r.status[0] = EIO;
+	assert_int_equal(dec_chain_rep(&r, len, 2), 0);
 }
 
 static int dec_read(const struct lode_wire_obj_read_req *r, int32_t delta, uint64_t data_len)
@@ -1786,7 +2028,31 @@ static uint32_t random_body(unsigned char *out, size_t cap)
 {
 	uint32_t len;
 
-	switch (rnd() % 4) {
+	switch (rnd() % 5) {
+	case 4: { /* a chained write (one chunk) or fsync, mutated */
+		struct lode_wire_obj_write_req w = {.obj = {.ino = 1 + rnd() % 9},
+						    .flags = LODE_OBJ_F_CHAIN, .nchunks = 1};
+		struct lode_wire_chain c = {.self_target = 1, .count = (uint16_t)(rnd() % 4),
+					    .timeout_ms = 100};
+		uint32_t at = rnd() % 2 ? sizeof(w) + 8 : sizeof(w.obj);
+		int flips = (int)(rnd() % 4);
+
+		len = at + (uint32_t)lode_chain_size(c.count);
+		if (len > cap)
+			return 0;
+		memset(out, 0, len);
+		memcpy(out, &w, at == sizeof(w.obj) ? sizeof(w.obj) : sizeof(w));
+		memcpy(out + at, &c, sizeof(c));
+		for (unsigned i = 0; i < c.count; i++) {
+			struct lode_wire_chain_hop h = {.target_id = 2 + i, .addr_len = 9};
+
+			memcpy(h.addr, "tcp://h:1", 9);
+			memcpy(out + at + lode_chain_size(i), &h, sizeof(h));
+		}
+		for (int i = 0; i < flips; i++)
+			out[rnd() % len] = (unsigned char)rnd();
+		return len;
+	}
 	case 0: { /* noise */
 		len = (uint32_t)(rnd() % 400);
 		for (uint32_t i = 0; i < len; i++)
@@ -1867,6 +2133,7 @@ static void test_decoders_never_crash_on_random_bodies(void **state)
 		 * sees any read past what was received */
 		unsigned char *body = len ? malloc(len) : NULL;
 		uint64_t dl = random_data_len();
+		const struct lode_wire_chain *ch;
 		struct lode_name n1, n2;
 		const void *p, *q;
 		uint32_t nobj;
@@ -1937,12 +2204,21 @@ static void test_decoders_never_crash_on_random_bodies(void **state)
 				      (const struct lode_wire_orphan_req **)&p, &nobj),
 		      "orphan");
 		CHECK(lode_dec_obj_write(body, len, dl, (const struct lode_wire_obj_write_req **)&p,
-					 (const uint64_t **)&q),
+					 (const uint64_t **)&q, &ch),
 		      "obj_write");
 		if (!rc)
 			assert_true((const unsigned char *)q +
 					8 * ((const struct lode_wire_obj_write_req *)p)->nchunks <=
 				    body + len);
+		if (!rc && ch)
+			assert_true((const unsigned char *)ch + lode_chain_size(ch->count) ==
+				    body + len);
+		CHECK(lode_dec_obj_fsync(body, len, dl, (const struct lode_wire_objid **)&p, &ch),
+		      "obj_fsync");
+		CHECK(lode_dec_chain(body, len, &ch), "chain");
+		CHECK(lode_dec_obj_chain_rep(body, len, (unsigned)(rnd() % 10),
+					     (const struct lode_wire_obj_chain_rep **)&p),
+		      "obj_chain_rep");
 		CHECK(lode_dec_obj_read(body, len, dl, (const struct lode_wire_obj_read_req **)&p),
 		      "obj_read");
 		CHECK(lode_dec_obj_truncate(body, len, dl,
@@ -2105,6 +2381,12 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_obj_write_rejects_an_unaligned_offset),
 	    cmocka_unit_test(test_obj_write_rejects_an_offset_that_overflows),
 	    cmocka_unit_test(test_obj_write_rejects_a_bad_object_id_and_unknown_flags),
+	    cmocka_unit_test(test_obj_write_accepts_a_chain_of_zero_to_the_most_hops),
+	    cmocka_unit_test(test_obj_write_rejects_a_chain_of_the_wrong_shape),
+	    cmocka_unit_test(test_obj_write_rejects_non_zero_reserved_fields_of_a_chain),
+	    cmocka_unit_test(test_obj_write_rejects_bad_hops_timeouts_and_loops),
+	    cmocka_unit_test(test_obj_fsync_accepts_a_plain_or_chained_body_and_rejects_bad_chains),
+	    cmocka_unit_test(test_obj_chain_rep_accepts_one_status_per_copy_and_nothing_else),
 	    cmocka_unit_test(test_obj_read_checks_offset_length_and_shape),
 	    cmocka_unit_test(test_obj_truncate_objid_and_list_check_their_fields),
 	    cmocka_unit_test(test_readdir_next_walks_well_formed_records),
