@@ -120,6 +120,17 @@ int file_reports_flush(struct lode_file *f)
 			     0, NULL);
 		if (r == -ENOENT || r == -ESTALE)
 			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
+		if (r == -EBUSY) {
+			/* the stripe's last good copy: it stays good (it has everything that was
+			 * acknowledged), and what failed on it cannot be acknowledged */
+			pthread_mutex_lock(&f->lock);
+			f->report_pending &= ~(1ull << idx);
+			f->report_bad_data &= ~(1ull << idx);
+			pthread_mutex_unlock(&f->lock);
+			if (!rc)
+				rc = -EIO;
+			continue;
+		}
 		if (r) {
 			if (!rc)
 				rc = -EIO; /* the failed copy is not on record: cannot acknowledge */

@@ -7,6 +7,7 @@
  * across a write to the same key.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1477,6 +1478,24 @@ int lode_ns_layout_get(struct lode_txn *t, uint64_t ino, struct lode_wire_layout
 	return 0;
 }
 
+/*
+ * Whether copy i is the last one of its stripe not marked degraded. Writers skip degraded
+ * copies, so that one holds every acknowledged byte of the stripe, and a write that failed
+ * on it was acknowledged nowhere: marking it too would let readers take any copy, a stale
+ * one included.
+ */
+static bool last_good_copy(const struct lode_disk_layout *l, uint64_t degraded, uint32_t stripe,
+			   unsigned i)
+{
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		unsigned k = stripe * l->mirror_count + m;
+
+		if (k != i && !(degraded & (1ull << k)))
+			return false;
+	}
+	return true;
+}
+
 int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
 			uint32_t target_id)
 {
@@ -1500,6 +1519,8 @@ int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, u
 			continue;
 		if (in.degraded & (1ull << i))
 			return 0;
+		if (last_good_copy(l, in.degraded, stripe, i))
+			return -EBUSY;
 		in.degraded |= 1ull << i;
 		return put_inode(t, ino, &in);
 	}

@@ -140,7 +140,8 @@ int64_t lode_ns_now(void);
 int lode_ns_layout_get(struct lode_txn *t, uint64_t ino, struct lode_wire_layout_rep *out);
 /* Marks the copy of (ino, stripe) held by target_id degraded. Returns 0 (also when it
  * already was), -ENOENT when the file or that copy is gone, -ESTALE for another
- * generation. */
+ * generation, -EBUSY (and marks nothing) when it is the stripe's last copy not degraded:
+ * that one holds every acknowledged byte. */
 int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
 			uint32_t target_id);
 /* Repair: layout.targets[index] (which must still be old_target, else -ESTALE) becomes

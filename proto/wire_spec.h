@@ -462,7 +462,9 @@ _Static_assert(sizeof(struct lode_wire_orphan_list_rep) == 8, "orphan list rep")
 
 /* REPORT_COPY: body = req. The MDS marks the copy of (ino, stripe) on target_id degraded.
  * ENOENT if the file or that copy no longer exists (a repair may have replaced it), ESTALE
- * for another generation. Reply: empty. */
+ * for another generation, EBUSY (nothing marked) if it is the stripe's last copy not
+ * degraded: writers skip degraded copies, so that one holds every acknowledged byte.
+ * Reply: empty. */
 struct lode_wire_report_req {
 	uint64_t ino;
 	uint64_t generation;

@@ -1375,6 +1375,28 @@ static void test_a_reported_copy_is_degraded_and_only_that_copy(void **state)
 	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
 }
 
+static void test_the_last_good_copy_of_a_stripe_is_never_marked_degraded(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_layout_rep r;
+	struct lode_txn t;
+	uint64_t ino;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	r = layout_of(f, ino);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[3])), 0);
+	/* the stripe's other copy now holds everything acknowledged: it stays good */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[2])),
+			 -EBUSY);
+	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
+	/* another stripe's copies are their own business */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 0, r.layout.targets[0])), 0);
+	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3 | 1ull << 0);
+}
+
 static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(void **state)
 {
 	struct fx *f = *state;
@@ -1418,6 +1440,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_fresh_store_has_root_directory_0755_owned_by_root),
 		T(test_a_reported_copy_is_degraded_and_only_that_copy),
+		T(test_the_last_good_copy_of_a_stripe_is_never_marked_degraded),
 		T(test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target),
 		T(test_store_keeps_everything_across_close_and_reopen),
 		T(test_store_refuses_a_newer_format_version),
