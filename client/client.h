@@ -38,6 +38,8 @@ struct lode_client {
 	uint64_t client_id;
 	uint32_t uid, gid; /* defaults; lode_set_creds() overrides per thread */
 
+	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication (io.c) */
+
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
 	unsigned ntargets;			       /* protected by lock */

@@ -12,9 +12,16 @@
  * Reads fail over: a piece whose target errs, times out or returns data that does not
  * match its checksums is retried on the next mirror; only when every copy failed does the
  * read fail, with -EIO for corruption. Corrupt data is never copied to the caller.
+ *
+ * Writes and fsyncs reach the copies of a mirrored stripe in one of two ways (see
+ * lode_set_replication): fan-out sends one request per copy; chain sends one request to
+ * the first live copy with the others as its forwarding chain, and the OSS pass it on.
+ * Both record a copy that failed the same way, before the write is acknowledged.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,9 +385,255 @@ ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 	return rc ? rc : (ssize_t)len;
 }
 
+/* ---- replication mode ---- */
+
+/* What LODE_REPLICATION_DEFAULT means when the environment does not say: the mode that
+ * measured faster for the client's bandwidth (docs/benchmarks.md). */
+#define REPLICATION_BUILTIN LODE_REPLICATION_FANOUT
+
+static int env_mode;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void env_read(void)
+{
+	const char *v = getenv("LODE_REPLICATION");
+	int m = v ? lode_replication_from_name(v) : 0;
+
+	env_mode = m > 0 ? m : 0; /* an unknown value is ignored, like an unset one */
+}
+
+int lode_replication_from_name(const char *name)
+{
+	if (!strcmp(name, "fanout"))
+		return LODE_REPLICATION_FANOUT;
+	if (!strcmp(name, "chain"))
+		return LODE_REPLICATION_CHAIN;
+	if (!strcmp(name, "default"))
+		return LODE_REPLICATION_DEFAULT;
+	return -EINVAL;
+}
+
+const char *lode_replication_name(int mode)
+{
+	switch (mode) {
+	case LODE_REPLICATION_DEFAULT:
+		return "default";
+	case LODE_REPLICATION_FANOUT:
+		return "fanout";
+	case LODE_REPLICATION_CHAIN:
+		return "chain";
+	default:
+		return "?";
+	}
+}
+
+int lode_set_replication(struct lode_client *c, int mode)
+{
+	if (mode != LODE_REPLICATION_DEFAULT && mode != LODE_REPLICATION_FANOUT &&
+	    mode != LODE_REPLICATION_CHAIN)
+		return -EINVAL;
+	atomic_store(&c->replication, mode);
+	return 0;
+}
+
+int lode_replication(struct lode_client *c)
+{
+	int m = atomic_load(&c->replication);
+
+	if (m)
+		return m;
+	pthread_once(&env_once, env_read);
+	return env_mode ? env_mode : REPLICATION_BUILTIN;
+}
+
+/* ---- chained requests ---- */
+
+/*
+ * One chained OBJ_WRITE or OBJ_FSYNC of one stripe: sent to the first copy of idx[] with
+ * the others as its chain (proto/wire_spec.h), answered with every copy's status. A copy
+ * the request did not reach (ECANCELED; or every copy, when the head refused or broke the
+ * connection) gets it again in a next round, as a shorter chain headed by the first of
+ * them: each round drops at least its head, so there are at most n rounds. A head that
+ * timed out may still forward the request late, so then every copy of the round counts as
+ * failed instead. Rounds after the first are sent from the rpc thread, which must not
+ * wait: every connection and address is resolved up front.
+ */
+struct chain {
+	struct lode_call call;
+	struct lode_file *f;
+	uint8_t op;
+	unsigned n;				/* copies in this round */
+	unsigned idx[LODE_CHAIN_MAX + 1];	/* their layout indexes, head first */
+	struct lode_rpc_conn *conn[LODE_CHAIN_MAX + 1];
+	struct lode_wire_chain_hop hop[LODE_CHAIN_MAX + 1]; /* their ids and addresses */
+	const struct iovec *data;		/* OBJ_WRITE: the bytes, valid until finish */
+	size_t fixed_len;			/* body bytes before the chain */
+	uint64_t body[LODE_BODY_MAX / 8];	/* the request: fixed part, then the chain */
+	struct lode_wire_obj_chain_rep rep;
+	/* results, rpc thread only once submitted */
+	unsigned good; /* copies that took it */
+	int err;       /* a failure that fails the operation itself */
+	int copy_err;  /* the last failure of one copy (recorded as degraded) */
+	void (*finish)(struct chain *ch);
+	void *arg;
+};
+
+/* A failure that says the copy is unusable, not that the request was wrong. */
+static bool copy_failure(int rc);
+
+/* The chain hop of target id: its address as the target list has it. */
+static int target_hop(struct lode_client *c, uint32_t id, struct lode_wire_chain_hop *h)
+{
+	int rc = -ENXIO;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		size_t len = strlen(c->targets[i].addr);
+
+		if (c->targets[i].id != id)
+			continue;
+		if (len && len <= LODE_ADDR_MAX) {
+			memset(h, 0, sizeof(*h));
+			h->target_id = id;
+			h->addr_len = (uint16_t)len;
+			memcpy(h->addr, c->targets[i].addr, len);
+			rc = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* Adds copy idx to the chain (caller thread: it may ask the MDS for the target list).
+ * Returns 0, or -errno when the copy cannot be reached at all. */
+static int chain_add(struct chain *ch, unsigned idx)
+{
+	uint32_t tid = ch->f->layout.targets[idx];
+	int rc;
+
+	rc = target_conn(ch->f->c, tid, &ch->conn[ch->n]);
+	if (!rc)
+		rc = target_hop(ch->f->c, tid, &ch->hop[ch->n]);
+	if (rc)
+		return rc;
+	ch->idx[ch->n++] = idx;
+	return 0;
+}
+
+static void chain_copy_failed(struct chain *ch, unsigned k, int rc)
+{
+	ch->copy_err = rc;
+	file_report(ch->f, ch->idx[k], LODE_REPORT_WRITE_FAILED);
+	if (unreachable(rc))
+		target_suspect(ch->f->c, ch->f->layout.targets[ch->idx[k]]);
+}
+
+/* Keeps the copies whose bit is set in keep, in order, for the next round. */
+static void chain_keep(struct chain *ch, unsigned keep)
+{
+	unsigned j = 0;
+
+	for (unsigned k = 0; k < ch->n; k++) {
+		if (!(keep & (1u << k)))
+			continue;
+		ch->idx[j] = ch->idx[k];
+		ch->conn[j] = ch->conn[k];
+		ch->hop[j] = ch->hop[k];
+		j++;
+	}
+	ch->n = j;
+}
+
+static void chain_done(struct lode_call *call);
+
+static void chain_submit(struct chain *ch)
+{
+	unsigned t = ch->f->c->timeout_ms;
+	struct lode_wire_chain hdr = {
+		.self_target = ch->hop[0].target_id,
+		.count = (uint16_t)(ch->n - 1),
+		/* the head must give up on its downstream before we give up on the head */
+		.timeout_ms = t < 4 ? 1 : t - t / 4,
+	};
+	char *b = (char *)ch->body + ch->fixed_len;
+
+	if (hdr.timeout_ms > LODE_CHAIN_TIMEOUT_MAX)
+		hdr.timeout_ms = LODE_CHAIN_TIMEOUT_MAX;
+	memcpy(b, &hdr, sizeof(hdr));
+	memcpy(b + sizeof(hdr), &ch->hop[1], (ch->n - 1) * sizeof(ch->hop[0]));
+	memset(&ch->call, 0, sizeof(ch->call));
+	ch->call.opcode = ch->op;
+	ch->call.body = ch->body;
+	ch->call.body_len = (uint32_t)(ch->fixed_len + lode_chain_size(ch->n - 1));
+	if (ch->data) {
+		ch->call.data = ch->data;
+		ch->call.data_iovcnt = 1;
+	}
+	ch->call.reply_body = &ch->rep;
+	ch->call.reply_body_max = sizeof(ch->rep);
+	ch->call.done = chain_done;
+	lode_rpc_submit(ch->conn[0], &ch->call);
+}
+
+/* The whole request failed at the head: which copies are known failed, which to retry. */
+static unsigned chain_head_failed(struct chain *ch, int rc)
+{
+	if (rc == -ETIMEDOUT) {
+		/* the head may still be working on it, and forward it late */
+		for (unsigned k = 0; k < ch->n; k++)
+			chain_copy_failed(ch, k, rc);
+		return 0;
+	}
+	if (unreachable(rc)) {
+		/* nothing reached the others through it (or the same bytes did) */
+		chain_copy_failed(ch, 0, rc);
+		return ((1u << ch->n) - 1) & ~1u;
+	}
+	/* refused as a request (a malformed chain, a stale address, no memory): an error of
+	 * the operation, as the same answer from one copy in fan-out */
+	if (!ch->err)
+		ch->err = rc == -EBADMSG ? -EIO : rc;
+	return 0;
+}
+
+static void chain_done(struct lode_call *call)
+{
+	struct chain *ch = lode_container_of(call, struct chain, call);
+	const struct lode_wire_obj_chain_rep *rep;
+	unsigned retry = 0;
+	int rc = call->status;
+
+	if (!rc)
+		rc = lode_dec_obj_chain_rep(&ch->rep, call->reply_body_len, ch->n - 1, &rep);
+	if (rc) {
+		retry = chain_head_failed(ch, rc);
+	} else {
+		for (unsigned k = 0; k < ch->n; k++) {
+			int st = lode_status_to_errno(rep->status[k]);
+
+			if (!st)
+				ch->good++;
+			else if (st == -ECANCELED)
+				retry |= 1u << k;
+			else if (copy_failure(st))
+				chain_copy_failed(ch, k, st);
+			else if (!ch->err)
+				ch->err = st == -EBADMSG ? -EIO : st;
+		}
+	}
+	if (retry && !ch->err) {
+		chain_keep(ch, retry);
+		chain_submit(ch);
+		return;
+	}
+	ch->finish(ch);
+}
+
 /* ---- writes ---- */
 
 struct write_piece {
+	struct chain *chain; /* owned: chain replication, instead of calls[] */
 	struct lode_call calls[LODE_LAYOUT_TARGETS_MAX];
 	struct lode_wire_obj_rep reps[LODE_LAYOUT_TARGETS_MAX];
 	unsigned idx[LODE_LAYOUT_TARGETS_MAX]; /* layout index of each call's copy */
@@ -407,6 +660,17 @@ static bool copy_failure(int rc)
 	return unreachable(rc) || rc == -EIO;
 }
 
+static void write_piece_end(struct write_piece *p)
+{
+	if (!p->err && !p->good)
+		p->err = p->copy_err ? p->copy_err : -EIO; /* no copy has it */
+	window_leave(p->w, p->err);
+	free(p->chain);
+	free(p->bounce);
+	free(p->req);
+	free(p);
+}
+
 static void write_call_done(struct lode_call *call)
 {
 	struct write_piece *p = call->arg;
@@ -424,12 +688,17 @@ static void write_call_done(struct lode_call *call)
 	}
 	if (++p->done < p->ncalls)
 		return;
-	if (!p->err && !p->good)
-		p->err = p->copy_err ? p->copy_err : -EIO; /* no copy has it */
-	window_leave(p->w, p->err);
-	free(p->bounce);
-	free(p->req);
-	free(p);
+	write_piece_end(p);
+}
+
+static void write_chain_finish(struct chain *ch)
+{
+	struct write_piece *p = ch->arg;
+
+	p->good = ch->good;
+	p->err = ch->err;
+	p->copy_err = ch->copy_err;
+	write_piece_end(p);
 }
 
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
@@ -467,6 +736,51 @@ static int object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start
 	read_piece_start(p, 0);
 	rc = window_drain(&w);
 	window_destroy(&w);
+	return rc;
+}
+
+/* Sends a prepared piece (its live copies in idx[]) as one chained request. */
+static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
+{
+	struct lode_file *f = p->f;
+	size_t fixed = sizeof(*p->req) + nchunks * sizeof(uint64_t);
+	struct chain *ch;
+	int rc;
+
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	p->chain = ch;
+	ch->f = f;
+	ch->op = LODE_OP_OBJ_WRITE;
+	ch->data = &p->iov;
+	ch->finish = write_chain_finish;
+	ch->arg = p;
+	for (unsigned m = 0; m < p->ncalls; m++) {
+		if (chain_add(ch, p->idx[m]))
+			file_report(f, p->idx[m], LODE_REPORT_WRITE_FAILED);
+	}
+	if (!ch->n) {
+		rc = -EIO; /* every copy of this stripe is gone */
+		goto err_free;
+	}
+	p->req->flags |= LODE_OBJ_F_CHAIN;
+	memcpy(ch->body, p->req, fixed);
+	ch->fixed_len = fixed;
+	rc = window_enter(p->w, f->c->max_inflight);
+	if (rc)
+		goto err_free;
+	/* p may be freed by the completion: nothing reads it after this */
+	chain_submit(ch);
+	return 0;
+
+err_free:
+	free(p->chain);
+	free(p->bounce);
+	free(p->req);
+	free(p);
 	return rc;
 }
 
@@ -560,6 +874,9 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 		rc = -EIO; /* every copy of this stripe is gone: nothing can hold the data */
 		goto err_free;
 	}
+	if (p->ncalls > 1 && p->ncalls <= LODE_CHAIN_MAX + 1 &&
+	    lode_replication(f->c) == LODE_REPLICATION_CHAIN)
+		return write_piece_chain(p, nchunks);
 	rc = window_enter(w, f->c->max_inflight);
 	if (rc)
 		goto err_free;
@@ -655,7 +972,7 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 	return rc ? rc : (ssize_t)len;
 }
 
-/* ---- truncate and fsync: one request per object copy, all at once ---- */
+/* ---- truncate and fsync: one request per object copy (or one chain per stripe) ---- */
 
 struct obj_op {
 	struct lode_call call;
@@ -683,20 +1000,67 @@ static void obj_op_done(struct lode_call *call)
 	free(o);
 }
 
+static void fsync_chain_finish(struct chain *ch)
+{
+	/* copies that failed are reported; objects_each checks that each stripe kept one */
+	window_leave(ch->arg, ch->err);
+	free(ch);
+}
+
+/* One chained OBJ_FSYNC for the live copies of stripe s. */
+static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64_t degraded)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	struct lode_wire_objid id = {.ino = f->ino, .generation = l->generation, .stripe = s};
+	struct chain *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return -ENOMEM;
+	ch->f = f;
+	ch->op = LODE_OP_OBJ_FSYNC;
+	ch->finish = fsync_chain_finish;
+	ch->arg = w;
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		unsigned idx = s * l->mirror_count + m;
+
+		if (degraded & (1ull << idx))
+			continue;
+		if (chain_add(ch, idx))
+			file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+	}
+	if (!ch->n) {
+		free(ch); /* no copy left: the stripe check fails it */
+		return 0;
+	}
+	memcpy(ch->body, &id, sizeof(id));
+	ch->fixed_len = sizeof(id);
+	window_enter(w, UINT32_MAX);
+	chain_submit(ch);
+	return 0;
+}
+
 static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t degraded;
 	struct window w;
+	bool chained;
 	int rc = 0;
 
 	pthread_mutex_lock(&f->lock);
 	degraded = f->degraded | f->report_pending;
 	pthread_mutex_unlock(&f->lock);
+	chained = op == LODE_OP_OBJ_FSYNC && l->mirror_count > 1 &&
+		  l->mirror_count <= LODE_CHAIN_MAX + 1 &&
+		  lode_replication(f->c) == LODE_REPLICATION_CHAIN;
 	window_init(&w);
 	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
 		if (!(stripes & (1ull << (s % 64))))
 			continue;
+		if (chained) {
+			rc = fsync_chain(f, &w, s, degraded);
+			continue;
+		}
 		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
 			unsigned idx = s * l->mirror_count + m;
 			struct lode_rpc_conn *conn;

@@ -35,6 +35,7 @@ struct lf_opts {
 	unsigned timeout_s;   /* how long a call waits for an unreachable server */
 	unsigned max_threads;
 	unsigned read_ahead_kb; /* kernel readahead of this mount; 0: leave it */
+	int replication;	/* LODE_REPLICATION_*: how writes reach the copies */
 	char *mount_abs;	/* the mount point as /proc/self/mountinfo shows it */
 	int root_squash;
 	int ro;

@@ -38,6 +38,8 @@ static void usage(FILE *out)
 	    "     timeout=S        seconds a call waits for an unreachable server (default 30)\n"
 	    "     max_threads=N    request threads at most (default 64)\n"
 	    "     read_ahead_kb=N  kernel readahead of the mount (default 16384; 0: kernel's)\n"
+	    "     replication=M    fanout or chain: how writes reach a file's copies (default:\n"
+	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
@@ -129,13 +131,18 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->read_ahead_kb = parse_uint(opt, v, 0, 1u << 20);
 		else if (!strcmp(opt, "max_threads") && v)
 			o->max_threads = parse_uint(opt, v, 1, 1024);
-		else if (!strcmp(opt, "root_squash") && !v)
+		else if (!strcmp(opt, "replication") && v) {
+			o->replication = lode_replication_from_name(v);
+			if (o->replication < 0)
+				bad("replication: expected fanout or chain, got '%s'", v);
+		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
 			o->root_squash = 0;
 		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
-			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "root_squash") ||
+			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
+			 !strcmp(opt, "root_squash") ||
 			 !strcmp(opt, "no_root_squash"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
@@ -317,7 +324,11 @@ static int connect_cluster(struct lode_fuse *lf)
 	    .use_process_creds = 1, /* replaced per request by lode_set_creds() */
 	};
 
-	return lode_connect(lf->o.mds, &co, &lf->c);
+	int rc = lode_connect(lf->o.mds, &co, &lf->c);
+
+	if (!rc)
+		lode_set_replication(lf->c, lf->o.replication); /* checked when parsed */
+	return rc;
 }
 
 /* Commits and closes what writers are still open when the loop ends (SIGTERM with files

@@ -63,6 +63,28 @@ int lode_buffer_register(void *buf, size_t len);
 /* Forgets the buffer registered at buf. Returns 0 or -ENOENT. */
 int lode_buffer_unregister(void *buf);
 
+/*
+ * How writes reach the copies of a mirrored file:
+ * - LODE_REPLICATION_FANOUT: the client sends each piece to every copy itself;
+ * - LODE_REPLICATION_CHAIN: the client sends it once, to the first live copy, whose OSS
+ *   passes it on to the next copy, and so on; the answer says how every copy fared.
+ * Either way a write (and fsync) succeeds only once every live copy has it, and a copy that
+ * failed is recorded as degraded at the MDS first. LODE_REPLICATION_DEFAULT follows the
+ * environment variable LODE_REPLICATION ("fanout" or "chain") when set, else the built-in
+ * default (the one that measured faster; see docs/benchmarks.md).
+ */
+#define LODE_REPLICATION_DEFAULT 0
+#define LODE_REPLICATION_FANOUT 1
+#define LODE_REPLICATION_CHAIN 2
+/* Sets it for writes started from now on. Returns 0 or -EINVAL for an unknown mode. */
+int lode_set_replication(struct lode_client *c, int mode);
+/* The mode writes use now (never LODE_REPLICATION_DEFAULT). */
+int lode_replication(struct lode_client *c);
+/* "fanout", "chain" or "default" to its mode; -EINVAL for anything else. */
+int lode_replication_from_name(const char *name);
+/* The name of a mode ("fanout", "chain"; "default" for 0), or "?" */
+const char *lode_replication_name(int mode);
+
 struct lode_stat {
 	uint64_t ino;
 	uint64_t size;

@@ -2,10 +2,12 @@
 /*
  * lode_io: liblode's own data path, without FUSE, for tools/bench/run.sh.
  *
- *   lode_io --mds ADDR write [--mirrors M] [--stripe-count N] [--req B] --size B PATH...
+ *   lode_io --mds ADDR write [--mirrors M] [--stripe-count N] [--req B]
+ *           [--replication fanout|chain] --size B PATH...
  *       one writer thread per PATH; each creates its file with an explicit layout
  *       (lode_create_with_layout; 1 MiB stripes, over every target up unless told),
- *       writes SIZE bytes in REQ-sized lode_pwrite calls, fsyncs and closes it.
+ *       writes SIZE bytes in REQ-sized lode_pwrite calls, fsyncs and closes it. How the
+ *       copies are written is liblode's default ($LODE_REPLICATION) unless told.
  *   lode_io --mds ADDR read [--threads N] [--req B] [--len B] PATH...
  *       one PATH: N threads read distinct, contiguous ranges of it (of its first LEN bytes
  *       if given);
@@ -131,7 +133,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: lode_io --mds ADDR write [--mirrors M] [--stripe-count N] [--req B] "
-		"--size B PATH...\n"
+		"[--replication fanout|chain] --size B PATH...\n"
 		"       lode_io --mds ADDR read [--threads N] [--req B] [--len B] PATH...\n");
 	exit(2);
 }
@@ -147,7 +149,7 @@ int main(int argc, char **argv)
 	const char *mds = getenv("LODE_MDS");
 	uint64_t total = 0;
 	char **paths;
-	int npaths, nthreads, writing, i, rc;
+	int npaths, nthreads, writing, i, rc, replication = LODE_REPLICATION_DEFAULT;
 	double t0, t1;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
@@ -175,6 +177,8 @@ int main(int argc, char **argv)
 			rc = bench_parse_size(o, v, 1, 1ull << 40, &size);
 		else if (!strcmp(o, "--mirrors") && writing)
 			rc = bench_parse_size(o, v, 1, 8, &mirrors);
+		else if (!strcmp(o, "--replication") && writing)
+			rc = (replication = lode_replication_from_name(v)) < 0 ? -1 : 0;
 		else if (!strcmp(o, "--stripe-count") && writing)
 			rc = bench_parse_size(o, v, 1, LODE_MAX_TARGETS_PER_LAYOUT, &stripes);
 		else if (!strcmp(o, "--threads") && !writing)
@@ -197,6 +201,7 @@ int main(int argc, char **argv)
 	rc = lode_connect(mds, NULL, &c);
 	if (rc)
 		bench_die("lode_io: connect %s: %s", mds, strerror(-rc));
+	lode_set_replication(c, replication);
 	if (writing) {
 		nthreads = npaths;
 	} else if (npaths == 1) {
