@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
-      libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr)
+      libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
+      # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
+      qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
