@@ -180,7 +180,7 @@ make_cpio() { (cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -
 # The kernel is fetched, never installed: only vmlinuz and a few modules are used.
 mkdir -p "$cache/debs" || skip "cannot create $cache"
 exec 9>"$cache/lock"
-flock -w 900 9 || fail "$cache/lock is held by another run for 15 minutes"
+flock -w 300 9 || fail "$cache/lock was held by another run for 5 minutes"
 # Asking apt-cache costs seconds, so a kernel downloaded in the last week is used as is.
 kpkg=${LODE_VM_KERNEL_PKG:-}
 deb=
