@@ -3,10 +3,12 @@
 # machine. See "Benchmark" in README.md for what each figure means.
 #
 #   tools/bench/run.sh [--quick] [--size-gib N] [--runs N] [--out FILE] [--dir PATH]
-#                      [--work DIR] [--meta-files N] [--size-mib N]
+#                      [--work DIR] [--meta-files N] [--size-mib N] [--replication]
 #
 # Defaults: 3 runs of a 4 GiB file, 10,000 files for metadata; --quick: 1 run, 1 GiB,
 # 2,000 files. The table shows each figure's median; --out writes them as TSV.
+# --replication: only the 2-copy liblode write, with fan-out and with chained replication
+# (alternating which goes first), and chain's ratio to fan-out; no mount, no baselines.
 # Needs root (mounts, drop_caches) and a build in build/ (LODE_BUILD=dir to use another);
 # builds nothing. Without --dir it starts a local cluster (MDS + 3 OSS) under a temporary
 # directory in --work (default /var/tmp: it must be on the disk, for the cold figures) and a
@@ -25,9 +27,10 @@ dir=""
 workbase=/var/tmp
 meta_files=10000
 small_files=1000
+repl_only=0
 
 usage() {
-	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 }
 bad() {
@@ -46,17 +49,20 @@ while (($#)); do
 	--dir) [[ -d ${2:-} ]] || bad "--dir needs an existing directory"; dir=$(cd "$2" && pwd); shift 2 ;;
 	--work) [[ -d ${2:-} ]] || bad "--work needs an existing directory"; workbase=$2; shift 2 ;;
 	--meta-files) num "$1" "${2:-}"; meta_files=$2; shift 2 ;;
+	--replication) repl_only=1; shift ;;
 	-h | --help) usage ;;
 	*) bad "unknown argument '$1' (--help)" ;;
 	esac
 done
 ((size_mib >= 64 && size_mib <= 1024 * 1024)) || bad "size must be 64 MiB .. 1 TiB"
 ((runs <= 50)) || bad "--runs at most 50"
-[[ $(id -u) == 0 ]] || bad "needs root (mounts, /proc/sys/vm/drop_caches)"
+((!repl_only)) || [[ -z $dir ]] || bad "--replication measures liblode: not with --dir"
+((repl_only)) || [[ $(id -u) == 0 ]] || bad "needs root (mounts, /proc/sys/vm/drop_caches)"
 
 bench=$build/tools/bench
-need=("$bench/fs_io" "$bench/tcp_pair" "$bench/nullfs")
-[[ -n $dir ]] || need+=("$bench/lode_io" "$build/tools/lodectl" "$build/client/fuse/lode-fuse")
+need=("$bench/lode_io" "$build/tools/lodectl")
+((repl_only)) || need+=("$bench/fs_io" "$bench/tcp_pair" "$bench/nullfs")
+[[ -n $dir || $repl_only == 1 ]] || need+=("$build/client/fuse/lode-fuse")
 for f in "${need[@]}"; do
 	[[ -x $f ]] || bad "$f missing: build first (meson setup build && ninja -C build), or set LODE_BUILD"
 done
@@ -67,7 +73,7 @@ done
 size=$((size_mib << 20))
 # memory: the tmpfs copy and the model loader's buffer each hold the whole file
 mem_mib=$(awk '/^MemAvailable/ { print int($2 / 1024) }' /proc/meminfo)
-((mem_mib > size_mib * 5 / 2 + 1024)) || bad "$size_mib MiB files need $((size_mib * 5 / 2 + 1024)) MiB of free memory, $mem_mib available"
+((repl_only || mem_mib > size_mib * 5 / 2 + 1024)) || bad "$size_mib MiB files need $((size_mib * 5 / 2 + 1024)) MiB of free memory, $mem_mib available"
 # disk: at most about 4 copies of the file live at once (mirrored files, the disk baseline)
 disk_mib=$(df -Pm "$workbase" | awk 'NR == 2 { print $4 }')
 ((disk_mib > size_mib * 6)) || bad "$size_mib MiB files need $((size_mib * 6)) MiB free in $workbase, $disk_mib available"
@@ -130,9 +136,10 @@ record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:--}" >>"$samples"; }
 
 # rate NAME [--cpu] CMD...: runs CMD (which prints bytes= seconds=), records GB/s
 rate() {
-	local name=$1 cpu=0 c0 c1 line bytes secs
+	local name=$1 cpu=0 client_cpu=0 c0 c1 line bytes secs
 	shift
 	[[ $1 == --cpu ]] && { cpu=1; shift; }
+	[[ $1 == --client-cpu ]] && { client_cpu=1; shift; }
 	c0=$(cpu_busy)
 	line=$(timeout --foreground -k 10 1200 "$@" 2>"$work/cmd.log") || {
 		echo "run.sh: '$name' failed: $*" >&2
@@ -145,6 +152,10 @@ rate() {
 	local cpg=-
 	((cpu)) && cpg=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v b="$bytes" 'BEGIN{ printf "%.2f", c / hz / (b / 2^30) }')
 	record "$name" GB/s "$(awk -v b="$bytes" -v s="$secs" 'BEGIN{ printf "%.3f", b / s / 1e9 }')" "$cpg"
+	# lode_io also says what the client process alone spent (--client-cpu: record it)
+	if ((client_cpu)) && [[ $line == *client_cpu=* ]]; then
+		record "$name, client process only" "CPU s/GiB" "$(awk -v c="${line##*client_cpu=}" -v b="$bytes" 'BEGIN{ printf "%.2f", c / (b / 2^30) }')"
+	fi
 	log "$name: $line"
 }
 
@@ -211,8 +222,32 @@ sizes_below() { # the growth sizes: 1, 2, 4, ... GiB below the main size
 	while ((g < size_mib)); do echo $g; g=$((g * 2)); done
 }
 
+# fan-out against chained replication: the 2-copy liblode write, each mode in turn (the
+# order alternates by run, so that neither always meets the disk's leftovers of the other)
+replication_pair() { # RUN
+	local order=(fanout chain) r
+	(($1 % 2)) || order=(chain fanout)
+	for r in "${order[@]}"; do
+		rate "liblode write, mirrors 2, 1 writer, $r" --cpu --client-cpu "$bench/lode_io" write --mirrors 2 --replication $r --size "$size" /m2/$r
+		lrm /m2/$r
+	done
+}
+
 # ---------------------------------------------------------------- setup
 log "work dir $work, file size $size_mib MiB, $runs run(s)"
+if ((repl_only)); then
+	mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+	export LODE_MDS=$mds
+	"$build/tools/lodectl" mkdir /m2 >/dev/null
+	for ((run = 1; run <= runs; run++)); do
+		log "---- run $run/$runs"
+		replication_pair $run
+	done
+	label=lode-fuse ow="OSS warm"
+	notes+=("mirrors 2: 1 MiB stripes over the 3 OSS, $size_mib MiB written in 16 MiB lode_pwrite calls, then fsync; the OSS orphan-reclaim the file between runs.")
+fi
+
+if ((!repl_only)); then # the whole workload, up to the report
 mkdir -p "$mnt" "$nullmnt" "$tmpfs" "$work/disk"
 mount -t tmpfs -o size=$((size_mib + 512))m lode-bench-tmpfs "$tmpfs"
 "$bench/nullfs" --size "$size" "$nullmnt" 2>"$work/nullfs.log" &
@@ -275,6 +310,7 @@ for ((run = 1; run <= runs; run++)); do
 			lrm $(parts /m$m 4 w)
 		done
 		lrm /m1/big
+		replication_pair "$run"
 		drop_all
 		rate "liblode read, cold" --cpu "$bench/lode_io" read /m2/big
 		rate "liblode read, OSS warm" --cpu "$bench/lode_io" read /m2/big
@@ -353,10 +389,11 @@ for ((run = 1; run <= runs; run++)); do
 	keyed "baseline: tmpfs 64 KiB files," files/s "$bench/fs_io" small --count "$small_files" --size 64K "$tmpfs/small"
 	rm -rf "$w" "$tmpfs/meta" "$tmpfs/small"
 done
+fi # !repl_only
 
 # peak memory, before anything is stopped (VmHWM: the high-water mark of the resident set)
 hwm() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
-if [[ -z $dir ]]; then
+if [[ -z $dir ]] && ((!repl_only)); then
 	rss_fuse=$(hwm "$fuse_pid")
 	rss_oss=""
 	for p in "$work"/cluster/oss*/pid; do rss_oss+="${rss_oss:+, }$(hwm "$(cat "$p")")"; done
@@ -378,6 +415,8 @@ baseline_of() {
 		echo "baseline: null FUSE read, ${f%% readers*} readers, O_DIRECT"
 		;;
 	"baseline: "*) ;;
+	"liblode write, mirrors 2, 1 writer, chain") echo "liblode write, mirrors 2, 1 writer, fanout" ;;
+	"liblode write, mirrors 2, 1 writer, chain, client process only") echo "liblode write, mirrors 2, 1 writer, fanout, client process only" ;;
 	*"write, "*) echo "baseline: local disk write + fsync" ;;
 	"model load "*", $label"*) echo "${f%%, "$label"*}, baseline: tmpfs" ;;
 	"$label meta, "*) echo "baseline: tmpfs meta, ${f#"$label meta, "}" ;;
@@ -419,7 +458,7 @@ while IFS=$'\t' read -r f u m c v; do med[$f]=$m; done <"$tsv.tmp"
 		b=$(baseline_of "$f")
 		r=-
 		if [[ -n $b && -n ${med[$b]:-} ]]; then
-			if [[ $u == "s to load" ]]; then
+			if [[ $u == "s to load" || $u == "CPU s/GiB" ]]; then # lower is better
 				r=$(awk -v a="${med[$b]}" -v x="$m" 'BEGIN{ printf "%.3g", a / x }')
 			else
 				r=$(awk -v a="$m" -v x="${med[$b]}" 'BEGIN{ printf "%.3g", a / x }')
@@ -429,13 +468,17 @@ while IFS=$'\t' read -r f u m c v; do med[$f]=$m; done <"$tsv.tmp"
 		fi
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$u" "$m" "$c" "$v" "$b" "$r"
 	done <"$tsv.tmp"
-	printf 'peer: MooseFS\t-\tnot measured\t-\t-\t-\t-\n'
-	printf 'peer: GlusterFS\t-\tnot measured\t-\t-\t-\t-\n'
+	if ((!repl_only)); then
+		printf 'peer: MooseFS\t-\tnot measured\t-\t-\t-\t-\n'
+		printf 'peer: GlusterFS\t-\tnot measured\t-\t-\t-\t-\n'
+	fi
 } >"$tsv"
 
 echo
+what=${dir:-local cluster, 3 OSS on loopback + lode-fuse}
+((repl_only)) && what="replication only: local cluster, 3 OSS on loopback"
 printf 'Lode benchmark: %s, %d MiB file, %d run(s) (median shown), %s, %d cores, kernel %s\n' \
-	"${dir:-local cluster, 3 OSS on loopback + lode-fuse}" "$size_mib" "$runs" \
+	"$what" "$size_mib" "$runs" \
 	"$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(uname -r)"
 printf '%-62s %10s %-9s %7s  %s\n' figure median unit "CPU s/GiB" "ratio to baseline"
 tail -n +2 "$tsv" | while IFS=$'\t' read -r f u m c v b r; do
@@ -446,12 +489,12 @@ tail -n +2 "$tsv" | while IFS=$'\t' read -r f u m c v b r; do
 	if [[ $b == - ]]; then rb=""; else rb="$r x  ($b)"; fi
 	printf '%-62s %10s %-9s %7s  %s\n' "$f" "$m" "$u" "$c" "$rb"
 done
-if [[ -z $dir ]]; then
+if [[ -z $dir ]] && ((!repl_only)); then
 	printf '\npeak RSS (VmHWM): lode-fuse %s MiB; lode-oss %s MiB\n' "$rss_fuse" "$rss_oss"
 fi
-echo "MooseFS, GlusterFS: not measured (they need their own servers; run this with --dir on their mounts)"
+((repl_only)) || echo "MooseFS, GlusterFS: not measured (they need their own servers; run this with --dir on their mounts)"
 for n in "${notes[@]}"; do echo "note: $n"; done
 echo "CPU s/GiB: whole-machine busy CPU time (/proc/stat) during the figure, per GiB moved."
-echo "Ratios: x of the baseline's speed (above 1: faster than the baseline)."
+echo "Ratios: x of the baseline's speed (above 1: faster than the baseline); CPU s/GiB rows: the baseline's cost over this one (above 1: cheaper)."
 [[ -n $out ]] && cp "$tsv" "$out" && echo "figures written to $out"
 exit 0
