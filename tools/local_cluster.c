@@ -341,9 +341,12 @@ static int local_kill(const char *dir, const char *name, int sig)
 
 int local_main(int argc, char **argv)
 {
-	if (argc < 3) {
+	/* a DIR that looks like an option is a mistake ("local up --help"), not a directory */
+	if (argc < 3 || argv[2][0] == '-') {
 		fprintf(stderr, "lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
-				"down DIR | kill DIR NAME [-9]\n");
+				"down DIR | kill DIR NAME [-9]\n"
+				"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
+				"transport and host)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "up")) {
