@@ -522,6 +522,8 @@ static void cm_event(struct lode_tconn *c, const struct rdma_cm_event *ev, bool 
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		break;
 	default:
+		LODE_DEBUG("rdma: %s: %s (status %d)", c->client ? "connect" : "peer",
+			   rdma_event_str(ev->event), ev->status);
 		rt_close(c, cm_event_err(ev->event));
 		break;
 	}
@@ -1201,6 +1203,7 @@ static int rt_attach(struct lode_loop *loop, intptr_t cookie, int expect_reply,
 	*out = c;
 	return 0;
 fail:
+	LODE_WARN("rdma: cannot accept a connection: %s", strerror(-err));
 	rdma_reject(id, NULL, 0);
 	tconn_abort(c);
 	return err;

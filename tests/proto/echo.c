@@ -111,6 +111,11 @@ static const struct lode_server_ops echo_ops = {.on_request = on_request};
 
 int echo_server_start(struct echo_server *e, unsigned threads)
 {
+	return echo_server_start_at(e, threads, "tcp://127.0.0.1:0");
+}
+
+int echo_server_start_at(struct echo_server *e, unsigned threads, const char *addr)
+{
 	struct lode_server_opts o = {.threads = threads, .ops = &echo_ops, .ctx = e};
 	int rc;
 
@@ -120,7 +125,7 @@ int echo_server_start(struct echo_server *e, unsigned threads)
 	rc = -pthread_create(&e->replier, NULL, replier_main, e);
 	if (rc)
 		goto err_sync;
-	o.listen[0] = "tcp://127.0.0.1:0";
+	o.listen[0] = addr;
 	rc = lode_server_start(&e->srv, &o);
 	if (rc)
 		goto err_replier;

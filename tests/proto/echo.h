@@ -33,6 +33,8 @@ struct echo_server {
 
 /* Starts on tcp://127.0.0.1:0 with `threads` workers. Returns 0 or -errno. */
 int echo_server_start(struct echo_server *e, unsigned threads);
+/* The same on addr (e.g. "rdma://10.77.0.1:0"). */
+int echo_server_start_at(struct echo_server *e, unsigned threads, const char *addr);
 /* Waits up to ms for at least n held requests; returns how many are held. */
 unsigned echo_server_wait_held(struct echo_server *e, unsigned n, unsigned ms);
 /* Answers every held request with -ECANCELED (dropped if its connection is gone). Only
