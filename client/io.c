@@ -387,9 +387,12 @@ ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 
 /* ---- replication mode ---- */
 
-/* What LODE_REPLICATION_DEFAULT means when the environment does not say: the mode that
- * measured faster for the client's bandwidth (docs/benchmarks.md). */
-#define REPLICATION_BUILTIN LODE_REPLICATION_FANOUT
+/* What LODE_REPLICATION_DEFAULT means when the environment does not say. Chain: on the
+ * 2-core bench machine both modes write 2 copies equally fast (the servers' CPU limits
+ * both), but the client spends a third less CPU per GiB, and it sends each byte once
+ * instead of once per copy, which is what limits a client's writes on a real network
+ * (docs/benchmarks.md). */
+#define REPLICATION_BUILTIN LODE_REPLICATION_CHAIN
 
 static int env_mode;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
