@@ -288,7 +288,9 @@ int cluster_unmount(const char *mnt, int pid)
 	}
 	if (pid <= 0)
 		return 0;
-	for (int i = 0; i < 200; i++) {
+	/* the last releases flush write-behind data and fsync every copy: on a loaded machine
+	 * with one shared disk that can take a while, so the bound is generous */
+	for (int i = 0; i < 600; i++) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 
 		if (r == pid)
@@ -299,7 +301,7 @@ int cluster_unmount(const char *mnt, int pid)
 		sleep_ms(100);
 	}
 	fprintf(stderr,
-		"cluster_unmount: lode-fuse (pid %d) still runs 20 s after unmounting "
+		"cluster_unmount: lode-fuse (pid %d) still runs 60 s after unmounting "
 		"%s: killing it\n",
 		pid, mnt);
 	kill(pid, SIGKILL);
