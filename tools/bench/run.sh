@@ -4,11 +4,16 @@
 #
 #   tools/bench/run.sh [--quick] [--size-gib N] [--runs N] [--out FILE] [--dir PATH]
 #                      [--work DIR] [--meta-files N] [--size-mib N] [--replication]
+#                      [--growth-gib N] [--writes-only] [--label NAME]
 #
 # Defaults: 3 runs of a 4 GiB file, 10,000 files for metadata; --quick: 1 run, 1 GiB,
 # 2,000 files. The table shows each figure's median; --out writes them as TSV.
 # --replication: only the 2-copy liblode write, with fan-out and with chained replication
 # (alternating which goes first), and chain's ratio to fan-out; no mount, no baselines.
+# --growth-gib N: only the growth sweep, files of 1, 2, 4, ... N GiB (liblode write with 1
+# copy and OSS-warm read; with --dir: write+fsync and read with the client cache dropped).
+# --writes-only: only the disk-write baseline and the write figures (e.g. a peer at another
+# replication). --label NAME: the name of the mount's figures with --dir (default its type).
 # Needs root (mounts, drop_caches) and a build in build/ (LODE_BUILD=dir to use another);
 # builds nothing. Without --dir it starts a local cluster (MDS + 3 OSS) under a temporary
 # directory in --work (default /var/tmp: it must be on the disk, for the cold figures) and a
@@ -28,9 +33,12 @@ workbase=/var/tmp
 meta_files=10000
 small_files=1000
 repl_only=0
+growth_mib=0
+writes_only=0
+label_opt=""
 
 usage() {
-	sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 }
 bad() {
@@ -50,6 +58,9 @@ while (($#)); do
 	--work) [[ -d ${2:-} ]] || bad "--work needs an existing directory"; workbase=$2; shift 2 ;;
 	--meta-files) num "$1" "${2:-}"; meta_files=$2; shift 2 ;;
 	--replication) repl_only=1; shift ;;
+	--growth-gib) num "$1" "${2:-}"; growth_mib=$(($2 * 1024)); shift 2 ;;
+	--writes-only) writes_only=1; shift ;;
+	--label) [[ -n ${2:-} ]] || bad "--label needs a name"; label_opt=$2; shift 2 ;;
 	-h | --help) usage ;;
 	*) bad "unknown argument '$1' (--help)" ;;
 	esac
@@ -57,12 +68,15 @@ done
 ((size_mib >= 64 && size_mib <= 1024 * 1024)) || bad "size must be 64 MiB .. 1 TiB"
 ((runs <= 50)) || bad "--runs at most 50"
 ((!repl_only)) || [[ -z $dir ]] || bad "--replication measures liblode: not with --dir"
+((repl_only + (growth_mib > 0) + writes_only <= 1)) || bad "--replication, --growth-gib and --writes-only exclude each other"
 ((repl_only)) || [[ $(id -u) == 0 ]] || bad "needs root (mounts, /proc/sys/vm/drop_caches)"
+# the growth sweep and --writes-only need neither the tmpfs copy nor the null FUSE mount
+alone=$((repl_only || growth_mib > 0))
 
 bench=$build/tools/bench
 need=("$bench/lode_io" "$build/tools/lodectl")
 ((repl_only)) || need+=("$bench/fs_io" "$bench/tcp_pair" "$bench/nullfs")
-[[ -n $dir || $repl_only == 1 ]] || need+=("$build/client/fuse/lode-fuse")
+[[ -n $dir || $alone == 1 ]] || need+=("$build/client/fuse/lode-fuse")
 for f in "${need[@]}"; do
 	[[ -x $f ]] || bad "$f missing: build first (meson setup build && ninja -C build), or set LODE_BUILD"
 done
@@ -73,10 +87,14 @@ done
 size=$((size_mib << 20))
 # memory: the tmpfs copy and the model loader's buffer each hold the whole file
 mem_mib=$(awk '/^MemAvailable/ { print int($2 / 1024) }' /proc/meminfo)
-((repl_only || mem_mib > size_mib * 5 / 2 + 1024)) || bad "$size_mib MiB files need $((size_mib * 5 / 2 + 1024)) MiB of free memory, $mem_mib available"
+((alone || writes_only || mem_mib > size_mib * 5 / 2 + 1024)) || bad "$size_mib MiB files need $((size_mib * 5 / 2 + 1024)) MiB of free memory, $mem_mib available"
 # disk: at most about 4 copies of the file live at once (mirrored files, the disk baseline)
 disk_mib=$(df -Pm "$workbase" | awk 'NR == 2 { print $4 }')
-((disk_mib > size_mib * 6)) || bad "$size_mib MiB files need $((size_mib * 6)) MiB free in $workbase, $disk_mib available"
+if ((growth_mib)); then # one file of 1 copy at a time
+	((disk_mib > growth_mib * 2)) || bad "--growth-gib $((growth_mib / 1024)) needs $((growth_mib * 2)) MiB free in $workbase, $disk_mib available"
+else
+	((disk_mib > size_mib * 6)) || bad "$size_mib MiB files need $((size_mib * 6)) MiB free in $workbase, $disk_mib available"
+fi
 # the 4-writer figures and the reader sweeps move less: size/4, at least 1 GiB (or size)
 sweep_mib=$((size_mib / 4 > 1024 ? size_mib / 4 : (size_mib < 1024 ? size_mib : 1024)))
 sweep=$((sweep_mib << 20))
@@ -217,9 +235,9 @@ parts() { # DIR N PREFIX -> N paths
 	for ((i = 0; i < $2; i++)); do echo "$1/$3$i"; done
 }
 
-sizes_below() { # the growth sizes: 1, 2, 4, ... GiB below the main size
+sizes_below() { # the growth sizes: 1, 2, 4, ... GiB below $1 MiB
 	local g=1024
-	while ((g < size_mib)); do echo $g; g=$((g * 2)); done
+	while ((g < $1)); do echo $g; g=$((g * 2)); done
 }
 
 # fan-out against chained replication: the 2-copy liblode write, each mode in turn (the
@@ -234,7 +252,11 @@ replication_pair() { # RUN
 }
 
 # ---------------------------------------------------------------- setup
-log "work dir $work, file size $size_mib MiB, $runs run(s)"
+if ((growth_mib)); then
+	log "work dir $work, growth sweep up to $growth_mib MiB, $runs run(s)"
+else
+	log "work dir $work, file size $size_mib MiB, $runs run(s)"
+fi
 if ((repl_only)); then
 	mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
 	export LODE_MDS=$mds
@@ -247,7 +269,35 @@ if ((repl_only)); then
 	notes+=("mirrors 2: 1 MiB stripes over the 3 OSS, $size_mib MiB written in 16 MiB lode_pwrite calls, then fsync; the OSS orphan-reclaim the file between runs.")
 fi
 
-if ((!repl_only)); then # the whole workload, up to the report
+if ((growth_mib)); then
+	if [[ -z $dir ]]; then
+		mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+		export LODE_MDS=$mds
+		"$build/tools/lodectl" mkdir /m1 >/dev/null
+	else
+		posix=$dir/lode-bench.$$
+		mkdir "$posix"
+		label=${label_opt:-$(findmnt -no FSTYPE -T "$dir" 2>/dev/null || echo dir)}
+	fi
+	for ((run = 1; run <= runs; run++)); do
+		log "---- run $run/$runs"
+		for g in $(sizes_below $((growth_mib + 1))); do
+			if [[ -z $dir ]]; then
+				rate "growth: liblode write, $g MiB file" --cpu "$bench/lode_io" write --mirrors 1 --size $((g << 20)) /m1/g$g
+				rate "growth: liblode read, OSS warm, $g MiB file" --cpu "$bench/lode_io" read /m1/g$g
+				lrm /m1/g$g
+			else
+				rate "growth: $label write, $g MiB file" --cpu "$bench/fs_io" write --fsync --size $((g << 20)) "$posix/g$g"
+				rate "growth: $label read, cache dropped, $g MiB file" --cpu "$bench/fs_io" read --drop "$posix/g$g"
+				rm -f "$posix/g$g"
+			fi
+		done
+	done
+	label=lode-fuse ow="OSS warm"
+	[[ -z $dir ]] && notes+=("growth: liblode, 1 copy (1 MiB stripes over the 3 OSS), 16 MiB requests; the read follows the write, so the OSS page cache holds what of the file this machine's memory allows ($(awk '/^MemTotal/ { printf "%.1f", $2 / 2^20 }' /proc/meminfo) GiB in all).")
+fi
+
+if ((!alone)); then # the whole workload, up to the report
 mkdir -p "$mnt" "$nullmnt" "$tmpfs" "$work/disk"
 mount -t tmpfs -o size=$((size_mib + 512))m lode-bench-tmpfs "$tmpfs"
 "$bench/nullfs" --size "$size" "$nullmnt" 2>"$work/nullfs.log" &
@@ -273,8 +323,7 @@ if [[ -z $dir ]]; then
 else
 	posix=$dir/lode-bench.$$
 	mkdir "$posix"
-	label=$(findmnt -no FSTYPE -T "$dir" 2>/dev/null || true)
-	label=${label:-dir}
+	label=${label_opt:-$(findmnt -no FSTYPE -T "$dir" 2>/dev/null || echo dir)}
 	ow="client cache dropped"
 fi
 
@@ -286,6 +335,7 @@ for ((run = 1; run <= runs; run++)); do
 
 	# --- baselines: disk, loopback TCP, tmpfs, null FUSE
 	rate "baseline: local disk write + fsync" "$bench/fs_io" write --fsync --size "$size" "$work/disk/big"
+	if ((!writes_only)); then
 	drop_all
 	rate "baseline: local disk read, cold" "$bench/fs_io" read "$work/disk/big"
 	rate "baseline: TCP loopback pair" --cpu "$bench/tcp_pair" --size "$size"
@@ -299,6 +349,8 @@ for ((run = 1; run <= runs; run++)); do
 		rate "baseline: null FUSE read, $n readers, O_DIRECT" "$bench/fs_io" read --direct --threads $n "$nullmnt/data"
 	done
 	rm -f "$tmpfs/big"
+	fi
+	rm -f "$work/disk/big"
 
 	# --- liblode: writes per mirror count, cold / OSS-warm reads, readers
 	if [[ -z $dir ]]; then
@@ -311,6 +363,9 @@ for ((run = 1; run <= runs; run++)); do
 		done
 		lrm /m1/big
 		replication_pair "$run"
+		if ((writes_only)); then
+			lrm /m2/big
+		else
 		drop_all
 		rate "liblode read, cold" --cpu "$bench/lode_io" read /m2/big
 		rate "liblode read, OSS warm" --cpu "$bench/lode_io" read /m2/big
@@ -323,7 +378,7 @@ for ((run = 1; run <= runs; run++)); do
 			# shellcheck disable=SC2046
 			rate "liblode read, $n readers, distinct files, $sweep_mib MiB" "$bench/lode_io" read --threads $n $(parts /m2 8 f)
 		done
-		for g in $(sizes_below); do
+		for g in $(sizes_below $size_mib); do
 			rate "growth: liblode write, $g MiB file" "$bench/lode_io" write --mirrors 1 --size $((g << 20)) /m1/g$g
 			rate "growth: liblode read, OSS warm, $g MiB file" "$bench/lode_io" read /m1/g$g
 			lrm /m1/g$g
@@ -331,6 +386,7 @@ for ((run = 1; run <= runs; run++)); do
 		record "growth: liblode write, $size_mib MiB file" "=" "liblode write, mirrors 1, 1 writer"
 		record "growth: liblode read, OSS warm, $size_mib MiB file" "=" "liblode read, OSS warm"
 		lrm /m2/big
+		fi
 	fi
 
 	# --- POSIX workload on the mount (or --dir)
@@ -338,6 +394,10 @@ for ((run = 1; run <= runs; run++)); do
 	# shellcheck disable=SC2046
 	rate "$label write, 4 writers, $sweep_mib MiB in all" "$bench/fs_io" write --fsync --size $((sweep / 4)) $(parts "$w" 4 w)
 	rm -f "$w"/w?
+	if ((writes_only)); then
+		rm -rf "$w"
+		continue
+	fi
 	drop_all
 	rate "$label read, cold" --cpu "$bench/fs_io" read "$w/big"
 	rate "$label read, $ow, page cache" --cpu "$bench/fs_io" read --drop "$w/big"
@@ -361,7 +421,7 @@ for ((run = 1; run <= runs; run++)); do
 	# shellcheck disable=SC2046
 	rm -f "$w/big" $(parts "$files" 8 f)
 	if [[ -n $dir ]]; then
-		for g in $(sizes_below); do
+		for g in $(sizes_below $size_mib); do
 			rate "growth: $label write, $g MiB file" "$bench/fs_io" write --fsync --size $((g << 20)) "$w/g$g"
 			rate "growth: $label read, cache dropped, $g MiB file" "$bench/fs_io" read --drop "$w/g$g"
 			rm -f "$w/g$g"
@@ -389,13 +449,13 @@ for ((run = 1; run <= runs; run++)); do
 	keyed "baseline: tmpfs 64 KiB files," files/s "$bench/fs_io" small --count "$small_files" --size 64K "$tmpfs/small"
 	rm -rf "$w" "$tmpfs/meta" "$tmpfs/small"
 done
-fi # !repl_only
+fi # !alone
 
 # peak memory, before anything is stopped (VmHWM: the high-water mark of the resident set)
 hwm() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
+rss_fuse="" rss_oss=""
 if [[ -z $dir ]] && ((!repl_only)); then
-	rss_fuse=$(hwm "$fuse_pid")
-	rss_oss=""
+	[[ -n $fuse_pid ]] && rss_fuse=$(hwm "$fuse_pid")
 	for p in "$work"/cluster/oss*/pid; do rss_oss+="${rss_oss:+, }$(hwm "$(cat "$p")")"; done
 fi
 [[ -n $dir ]] && rmdir "$posix" 2>/dev/null || true
@@ -417,6 +477,7 @@ baseline_of() {
 	"baseline: "*) ;;
 	"liblode write, mirrors 2, 1 writer, chain") echo "liblode write, mirrors 2, 1 writer, fanout" ;;
 	"liblode write, mirrors 2, 1 writer, chain, client process only") echo "liblode write, mirrors 2, 1 writer, fanout, client process only" ;;
+	*", client process only") ;;
 	*"write, "*) echo "baseline: local disk write + fsync" ;;
 	"model load "*", $label"*) echo "${f%%, "$label"*}, baseline: tmpfs" ;;
 	"$label meta, "*) echo "baseline: tmpfs meta, ${f#"$label meta, "}" ;;
@@ -468,17 +529,16 @@ while IFS=$'\t' read -r f u m c v; do med[$f]=$m; done <"$tsv.tmp"
 		fi
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$u" "$m" "$c" "$v" "$b" "$r"
 	done <"$tsv.tmp"
-	if ((!repl_only)); then
-		printf 'peer: MooseFS\t-\tnot measured\t-\t-\t-\t-\n'
-		printf 'peer: GlusterFS\t-\tnot measured\t-\t-\t-\t-\n'
-	fi
 } >"$tsv"
 
 echo
 what=${dir:-local cluster, 3 OSS on loopback + lode-fuse}
 ((repl_only)) && what="replication only: local cluster, 3 OSS on loopback"
+((growth_mib)) && what="growth sweep up to $((growth_mib / 1024)) GiB: ${dir:-local cluster, 3 OSS on loopback, liblode}"
+((writes_only)) && what="writes only: $what"
+[[ -n $dir ]] && what="$what ($label)"
 printf 'Lode benchmark: %s, %d MiB file, %d run(s) (median shown), %s, %d cores, kernel %s\n' \
-	"$what" "$size_mib" "$runs" \
+	"$what" "$((growth_mib ? growth_mib : size_mib))" "$runs" \
 	"$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(uname -r)"
 printf '%-62s %10s %-9s %7s  %s\n' figure median unit "CPU s/GiB" "ratio to baseline"
 tail -n +2 "$tsv" | while IFS=$'\t' read -r f u m c v b r; do
@@ -489,10 +549,10 @@ tail -n +2 "$tsv" | while IFS=$'\t' read -r f u m c v b r; do
 	if [[ $b == - ]]; then rb=""; else rb="$r x  ($b)"; fi
 	printf '%-62s %10s %-9s %7s  %s\n' "$f" "$m" "$u" "$c" "$rb"
 done
-if [[ -z $dir ]] && ((!repl_only)); then
-	printf '\npeak RSS (VmHWM): lode-fuse %s MiB; lode-oss %s MiB\n' "$rss_fuse" "$rss_oss"
+if [[ -n $rss_oss ]]; then
+	printf '\npeak RSS (VmHWM): %slode-oss %s MiB\n' "${rss_fuse:+lode-fuse $rss_fuse MiB; }" "$rss_oss"
 fi
-((repl_only)) || echo "MooseFS, GlusterFS: not measured (they need their own servers; run this with --dir on their mounts)"
+((repl_only)) || [[ -n $dir ]] || echo "MooseFS, GlusterFS: measured by running this with --dir on their mounts (tools/bench/peers/); tools/bench/compare.sh puts the --out tables side by side"
 for n in "${notes[@]}"; do echo "note: $n"; done
 echo "CPU s/GiB: whole-machine busy CPU time (/proc/stat) during the figure, per GiB moved."
 echo "Ratios: x of the baseline's speed (above 1: faster than the baseline); CPU s/GiB rows: the baseline's cost over this one (above 1: cheaper)."
