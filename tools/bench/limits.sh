@@ -14,10 +14,11 @@
 #    its mount: sequential write, cold read, OSS-warm read (liblode; the mount with and
 #    without O_DIRECT), creates and small files. For each: the rate, the whole machine's
 #    CPU per GiB (or per operation) split into user, system and irq+softirq, each server
-#    process's and the client's share, and what the disk did (bytes read and written per
-#    byte moved, mean request size, cache flushes per operation).
-# --perf: also samples the liblode OSS-warm read with perf (whole machine) and prints where
-# its cycles go by process and by shared object and symbol.
+#    process's and the client's share (and its busiest thread), and what the disk did
+#    (bytes read and written per byte moved, mean request size and read latency, how busy
+#    it was and how many requests it had in flight; writes per operation).
+# --perf: also samples the liblode OSS-warm read and the 2-copy write with perf (whole
+# machine) and prints where the cycles go by process, by shared object and by symbol.
 #
 # Needs root and a build (LODE_BUILD, default build/). Everything it starts is stopped on
 # exit. Figures are single runs: run it on a quiet machine.
@@ -69,8 +70,8 @@ trap 'exit 143' TERM
 drop_all() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # user+nice, system, irq+softirq, busy (all but idle and iowait, as run.sh counts), steal
 cpu_split() { awk '/^cpu /{ print $2 + $3, $4, $7 + $8, $2 + $3 + $4 + $7 + $8 + $9, $9; exit }' /proc/stat; }
-# sectors read, reads, sectors written, writes, flushes
-disk_stat() { awk '{ print $3, $1, $7, $5, ($15 == "" ? 0 : $15) }' "/sys/block/$disk/stat"; }
+# sectors read, reads, sectors written, writes, flushes, ms reading, ms busy, ms x requests
+disk_stat() { awk '{ print $3, $1, $7, $5, ($15 == "" ? 0 : $15), $4, $10, $11 }' "/sys/block/$disk/stat"; }
 pcpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # "task-stat-path jiffies" for every thread of PID
 threads() { awk '{ f = FILENAME; sub(/.*\) /, ""); print f, $12 + $13 }' /proc/"$1"/task/*/stat 2>/dev/null || true; }
@@ -131,9 +132,10 @@ measure() {
 		printf "\n"
 		rs = (E[1] - D[1]) * 512; ws = (E[3] - D[3]) * 512
 		if (unit == "bytes")
-			printf "  disk: read %.2f B and wrote %.2f B per B moved; mean read %.0f KiB, mean write %.0f KiB; %d flushes\n",
+			printf "  disk: read %.2f B and wrote %.2f B per B moved; mean read %.0f KiB (%.1f ms), mean write %.0f KiB; busy %.0f%% of the time, %.1f requests in flight on average\n",
 				rs / n, ws / n, (E[2] > D[2]) ? rs / (E[2] - D[2]) / 1024 : 0,
-				(E[4] > D[4]) ? ws / (E[4] - D[4]) / 1024 : 0, E[5] - D[5]
+				(E[2] > D[2]) ? (E[6] - D[6]) / (E[2] - D[2]) : 0,
+				(E[4] > D[4]) ? ws / (E[4] - D[4]) / 1024 : 0, (E[7] - D[7]) / (T[1] * 10), (E[8] - D[8]) / (T[1] * 1000)
 		else
 			printf "  disk per op: %.2f writes, %.1f KiB written, %.2f flushes\n",
 				(E[4] - D[4]) / n, ws / n / 1024, (E[5] - D[5]) / n
