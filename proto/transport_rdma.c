@@ -313,6 +313,26 @@ static void release_regs(struct lode_tconn *c, struct lode_reg **regs, unsigned 
 	*n = 0;
 }
 
+/* Frees a connection's verbs objects and itself: once nothing is armed on the loop (or for
+ * one that never reached it). */
+static void tconn_free(struct lode_tconn *c)
+{
+	if (c->qp_made)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->cch)
+		ibv_destroy_comp_channel(c->cch);
+	if (c->pool_mr)
+		ibv_dereg_mr(c->pool_mr);
+	free(c->pool);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ech)
+		rdma_destroy_event_channel(c->ech);
+	free(c);
+}
+
 static void finish(void *arg)
 {
 	struct lode_tconn *c = arg;
@@ -346,18 +366,7 @@ static void finish(void *arg)
 	if (c->cur_reg)
 		lode_regcache_put(&c->dev->rc, c->cur_reg);
 	c->cbs->on_close(c, c->close_err);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->cch)
-		ibv_destroy_comp_channel(c->cch);
-	if (c->pool_mr)
-		ibv_dereg_mr(c->pool_mr);
-	free(c->pool);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ech)
-		rdma_destroy_event_channel(c->ech);
-	free(c);
+	tconn_free(c);
 }
 
 static void maybe_finish(struct lode_tconn *c)
@@ -1114,25 +1123,6 @@ static struct lode_tconn *tconn_new(struct lode_loop *loop, const struct lode_tc
 	return c;
 }
 
-/* Frees a connection that never reached the loop (no poll armed). */
-static void tconn_abort(struct lode_tconn *c)
-{
-	if (c->qp_made)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->cch)
-		ibv_destroy_comp_channel(c->cch);
-	if (c->pool_mr)
-		ibv_dereg_mr(c->pool_mr);
-	free(c->pool);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ech)
-		rdma_destroy_event_channel(c->ech);
-	free(c);
-}
-
 static int rt_connect(struct lode_loop *loop, const struct lode_addr *addr,
 			 const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out)
 {
@@ -1160,7 +1150,7 @@ static int rt_connect(struct lode_loop *loop, const struct lode_addr *addr,
 	*out = c;
 	return 0;
 fail:
-	tconn_abort(c);
+	tconn_free(c);
 	return err;
 }
 
@@ -1205,7 +1195,7 @@ static int rt_attach(struct lode_loop *loop, intptr_t cookie, int expect_reply,
 fail:
 	LODE_WARN("rdma: cannot accept a connection: %s", strerror(-err));
 	rdma_reject(id, NULL, 0);
-	tconn_abort(c);
+	tconn_free(c);
 	return err;
 }
 
