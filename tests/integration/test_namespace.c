@@ -270,6 +270,75 @@ static void test_xattrs_set_get_list_and_remove(void **state)
 	assert_int_equal(lode_removexattr(c, "/x", "user.a"), -ENODATA);
 }
 
+static void layout_of(const char *path, unsigned *stripes, unsigned *mirrors)
+{
+	struct lode_layout l;
+	uint64_t degraded;
+
+	assert_int_equal(lode_layout_info(c, path, &l, &degraded), 0);
+	*stripes = l.stripe_count;
+	*mirrors = l.mirror_count;
+}
+
+static void test_a_directorys_default_layout_applies_to_what_is_created_in_it(void **state)
+{
+	const char *name = "user.lode.layout";
+	struct lode_client_opts o = {.size = sizeof(o), .uid = 1000, .gid = 1000};
+	struct lode_client *u;
+	unsigned stripes, mirrors;
+	char buf[128];
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/scratch", 0777), 0);
+	/* one copy, two stripes of 4 MiB, for everything created in /scratch from now on */
+	assert_int_equal(lode_setxattr(c, "/scratch", name,
+				       "stripe_size=4194304,stripe_count=2,mirror_count=1",
+				       strlen("stripe_size=4194304,stripe_count=2,mirror_count=1"), 0),
+			 0);
+	n = lode_getxattr(c, "/scratch", name, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_memory_equal(buf, "stripe_size=4194304,stripe_count=2,mirror_count=1", (size_t)n);
+	touch("/scratch/ckpt");
+	layout_of("/scratch/ckpt", &stripes, &mirrors);
+	assert_int_equal(stripes, 2);
+	assert_int_equal(mirrors, 1);
+	/* subdirectories inherit it */
+	assert_int_equal(lode_mkdir(c, "/scratch/sub", 0777), 0);
+	touch("/scratch/sub/f");
+	layout_of("/scratch/sub/f", &stripes, &mirrors);
+	assert_int_equal(mirrors, 1);
+	/* a file's own layout reads the same way, but is fixed */
+	n = lode_getxattr(c, "/scratch/ckpt", name, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(lode_setxattr(c, "/scratch/ckpt", name, "mirror_count=2",
+				       strlen("mirror_count=2"), 0),
+			 -EPERM);
+	/* bad values are refused and change nothing */
+	assert_int_equal(lode_setxattr(c, "/scratch", name, "mirror_count=two",
+				       strlen("mirror_count=two"), 0), -EINVAL);
+	assert_int_equal(lode_setxattr(c, "/scratch", name, "stripe_size=1000",
+				       strlen("stripe_size=1000"), 0), -EINVAL);
+	assert_int_equal(lode_setxattr(c, "/scratch", name, "stripe_count=64,mirror_count=2",
+				       strlen("stripe_count=64,mirror_count=2"), 0),
+			 -EINVAL);
+	assert_int_equal(lode_setxattr(c, "/scratch", name, "colour=blue",
+				       strlen("colour=blue"), 0), -EINVAL);
+	/* only the owner sets it, even on a directory anyone may write */
+	assert_int_equal(lode_connect(tc.mds, &o, &u), 0);
+	assert_int_equal(lode_setxattr(u, "/scratch", name, "mirror_count=2",
+				       strlen("mirror_count=2"), 0), -EPERM);
+	lode_disconnect(u);
+	touch("/scratch/still-one-copy");
+	layout_of("/scratch/still-one-copy", &stripes, &mirrors);
+	assert_int_equal(mirrors, 1);
+	/* removing it brings back the automatic choice: two copies once two OSS are up */
+	assert_int_equal(lode_removexattr(c, "/scratch", name), 0);
+	touch("/scratch/auto");
+	layout_of("/scratch/auto", &stripes, &mirrors);
+	assert_int_equal(mirrors, 2);
+}
+
 static void test_statfs_and_targets_report_the_cluster(void **state)
 {
 	struct lode_target_info t[8];
@@ -333,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
 		cmocka_unit_test(test_readdir_pages_through_a_large_directory_once_each),
 		cmocka_unit_test(test_xattrs_set_get_list_and_remove),
+		cmocka_unit_test(test_a_directorys_default_layout_applies_to_what_is_created_in_it),
 		cmocka_unit_test(test_statfs_and_targets_report_the_cluster),
 		cmocka_unit_test(test_a_second_writer_is_refused_while_the_first_holds_the_lease),
 		cmocka_unit_test(test_close_to_open_a_reader_sees_what_a_writer_closed),
