@@ -234,6 +234,14 @@ int lode_loop_run(struct lode_loop *loop)
 	return rc;
 }
 
+void lode_loop_cancel(struct lode_loop *loop, struct lode_io *io)
+{
+	struct io_uring_sqe *sqe = lode_loop_sqe(loop, NULL);
+
+	io_uring_prep_cancel(sqe, io, 0);
+	io_uring_sqe_set_data(sqe, NULL);
+}
+
 void lode_loop_pread(struct lode_loop *loop, struct lode_io *io, int fd, void *buf, size_t len,
 		     off_t off)
 {

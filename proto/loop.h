@@ -50,6 +50,10 @@ struct lode_loop *lode_loop_current(void);
  * fills in the operation (io_uring_prep_*); the loop submits it on its next turn. */
 struct io_uring_sqe *lode_loop_sqe(struct lode_loop *loop, struct lode_io *io);
 
+/* Cancels the operation io has in flight; its callback then runs with -ECANCELED (or its
+ * own result, if it completed first). */
+void lode_loop_cancel(struct lode_loop *loop, struct lode_io *io);
+
 /* Convenience wrappers around lode_loop_sqe() for disk I/O (len < 4 GiB: one SQE). */
 void lode_loop_pread(struct lode_loop *loop, struct lode_io *io, int fd, void *buf, size_t len,
 		     off_t off);

@@ -58,8 +58,6 @@ struct rdma_dev {
 static pthread_mutex_t g_devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_dev *g_devs;
 
-enum cstate { C_RESOLVE_ADDR, C_RESOLVE_ROUTE, C_CONNECTING, C_UP };
-
 /* A request of ours waiting for its reply (client side). Slot i uses send buffer i. */
 struct outreq {
 	bool used;
@@ -98,7 +96,7 @@ struct lode_tconn {
 	struct lode_loop *loop;
 	const struct lode_tconn_cbs *cbs;
 	bool client;
-	enum cstate state;
+	bool up; /* established (a server's from its accept: replies follow requests) */
 
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
@@ -377,14 +375,6 @@ static void maybe_finish(struct lode_tconn *c)
 	lode_loop_post(c->loop, finish, c);
 }
 
-static void cancel_one(struct lode_tconn *c, struct lode_io *io)
-{
-	struct io_uring_sqe *sqe = lode_loop_sqe(c->loop, NULL);
-
-	io_uring_prep_cancel(sqe, io, 0);
-	io_uring_sqe_set_data(sqe, NULL);
-}
-
 static void rt_close(struct lode_tconn *c, int err)
 {
 	if (c->closing)
@@ -397,9 +387,9 @@ static void rt_close(struct lode_tconn *c, int err)
 		c->qp_made = false;
 	}
 	if (c->cm_polling)
-		cancel_one(c, &c->cm_io);
+		lode_loop_cancel(c->loop, &c->cm_io);
 	if (c->cq_polling)
-		cancel_one(c, &c->cq_io);
+		lode_loop_cancel(c->loop, &c->cq_io);
 	maybe_finish(c);
 }
 
@@ -500,8 +490,6 @@ static void cm_event(struct lode_tconn *c, const struct rdma_cm_event *ev, bool 
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(c->id, RESOLVE_MS))
 			rt_close(c, -errno);
-		else
-			c->state = C_RESOLVE_ROUTE;
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = qp_setup(c);
@@ -510,19 +498,17 @@ static void cm_event(struct lode_tconn *c, const struct rdma_cm_event *ev, bool 
 			if (rdma_connect(c->id, &p))
 				err = -errno;
 		}
-		if (err) {
+		if (err)
 			rt_close(c, err);
-		} else {
-			c->state = C_CONNECTING;
+		else
 			cq_poll_arm(c);
-		}
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (c->client && !hello) {
 			rt_close(c, -EPROTO);
 			break;
 		}
-		c->state = C_UP;
+		c->up = true;
 		sq_kick(c);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -799,7 +785,7 @@ static bool send_reply(struct lode_tconn *c, struct lode_send *s)
 
 static void sq_kick(struct lode_tconn *c)
 {
-	while (c->sq_head && !c->closing && c->state == C_UP) {
+	while (c->sq_head && !c->closing && c->up) {
 		struct lode_send *s = c->sq_head;
 
 		if (!(c->client ? send_request(c, s) : send_reply(c, s)))
@@ -1145,7 +1131,6 @@ static int rt_connect(struct lode_loop *loop, const struct lode_addr *addr,
 		err = -errno;
 		goto fail;
 	}
-	c->state = C_RESOLVE_ADDR;
 	cm_poll_arm(c);
 	*out = c;
 	return 0;
@@ -1187,7 +1172,7 @@ static int rt_attach(struct lode_loop *loop, intptr_t cookie, int expect_reply,
 		err = -errno;
 		goto fail;
 	}
-	c->state = C_UP; /* replies wait for requests, which come after ESTABLISHED */
+	c->up = true; /* replies wait for requests, which come after ESTABLISHED */
 	cm_poll_arm(c);
 	cq_poll_arm(c);
 	*out = c;
@@ -1299,12 +1284,8 @@ static void rt_listener_addr(const struct lode_listener *l, struct lode_addr *ou
 
 static void rt_listener_close(struct lode_listener *l)
 {
-	struct io_uring_sqe *sqe;
-
 	l->closing = true;
-	sqe = lode_loop_sqe(l->loop, NULL);
-	io_uring_prep_cancel(sqe, &l->io, 0);
-	io_uring_sqe_set_data(sqe, NULL);
+	lode_loop_cancel(l->loop, &l->io);
 }
 
 static void rt_listener_abort(struct lode_listener *l)

@@ -162,14 +162,6 @@ static void maybe_finish(struct lode_tconn *c)
 	lode_loop_post(c->loop, finish, c);
 }
 
-static void cancel_one(struct lode_tconn *c, struct lode_io *io)
-{
-	struct io_uring_sqe *sqe = lode_loop_sqe(c->loop, NULL);
-
-	io_uring_prep_cancel(sqe, io, 0);
-	io_uring_sqe_set_data(sqe, NULL);
-}
-
 static void tcp_close(struct lode_tconn *c, int err)
 {
 	if (c->closing)
@@ -178,13 +170,13 @@ static void tcp_close(struct lode_tconn *c, int err)
 	c->close_err = err;
 	shutdown(c->fd, SHUT_RDWR);
 	if (c->recv_inflight)
-		cancel_one(c, &c->recv_io);
+		lode_loop_cancel(c->loop, &c->recv_io);
 	if (c->send_inflight) {
-		cancel_one(c, &c->send_io);
-		cancel_one(c, &c->splice_io);
+		lode_loop_cancel(c->loop, &c->send_io);
+		lode_loop_cancel(c->loop, &c->splice_io);
 	}
 	if (c->connecting)
-		cancel_one(c, &c->conn_io);
+		lode_loop_cancel(c->loop, &c->conn_io);
 	maybe_finish(c);
 }
 
@@ -660,13 +652,9 @@ static void tcp_listener_addr(const struct lode_listener *l, struct lode_addr *o
 /* Loop thread: the pending accept completes with -ECANCELED and frees the listener. */
 static void tcp_listener_close(struct lode_listener *l)
 {
-	struct io_uring_sqe *sqe;
-
 	l->closing = true;
 	shutdown(l->fd, SHUT_RDWR);
-	sqe = lode_loop_sqe(l->loop, NULL);
-	io_uring_prep_cancel(sqe, &l->io, 0);
-	io_uring_sqe_set_data(sqe, NULL);
+	lode_loop_cancel(l->loop, &l->io);
 }
 
 /* For a loop that never ran: its queued accept SQE dies with the ring. */
