@@ -1310,18 +1310,15 @@ static int layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino
 	return put_inode(t, ino, &in);
 }
 
-static int layout_xattr_get(struct lode_txn *t, uint64_t ino, void *buf, size_t size,
+static int layout_xattr_get(const struct lode_disk_inode *in, void *buf, size_t size,
 			    size_t *len)
 {
-	struct lode_disk_inode in;
 	char text[128];
-	int n, rc = get_inode(t, ino, &in);
+	int n;
 
-	if (rc)
-		return rc;
-	if (!S_ISDIR(in.mode) && !S_ISREG(in.mode))
+	if (!S_ISDIR(in->mode) && !S_ISREG(in->mode))
 		return -ENODATA;
-	n = layout_xattr_format(&in, text, sizeof(text));
+	n = layout_xattr_format(in, text, sizeof(text));
 	if (size && size < (size_t)n)
 		return -ERANGE;
 	if (size)
@@ -1372,7 +1369,7 @@ int lode_ns_getxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const
 	if (rc)
 		return rc;
 	if (is_layout_xattr(name, name_len))
-		return layout_xattr_get(t, ino, buf, size, len);
+		return layout_xattr_get(&in, buf, size, len);
 	rc = lode_kv_get(t, LODE_DB_XATTRS, key, klen, NULL, 0, &vlen);
 	if (rc)
 		return rc == -ENOENT ? -ENODATA : rc;
