@@ -216,12 +216,16 @@ static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_con
 
 		if (s->id != id)
 			continue;
-		unsigned n = strncmp(s->addr, "rdma://", 7) ? 1 : TARGET_CONNS_MAX;
-		struct lode_rpc_conn **conn = &s->conn[s->next_conn++ % n];
+		unsigned n = c->nrpc, k;
+
+		if (!strncmp(s->addr, "rdma://", 7) && n < 2)
+			n = 2;
+		k = s->next_conn++ % n;
+		struct lode_rpc_conn **conn = &s->conn[k];
 
 		rc = 0;
 		if (!*conn)
-			rc = lode_rpc_conn_open(c->rpc, s->addr, conn);
+			rc = lode_rpc_conn_open(c->rpc[k % c->nrpc], s->addr, conn);
 		if (!rc)
 			*out = *conn;
 		break;
@@ -275,6 +279,34 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 
 /* ---- connect ---- */
 
+/* How many I/O threads: the option, else LODE_IO_THREADS, else one per CPU; 1 to
+ * IO_THREADS_MAX. Each receives and verifies the data of its connections. */
+static unsigned io_threads(const struct lode_client_opts *o)
+{
+	const char *env = getenv("LODE_IO_THREADS");
+	long n = o->io_threads;
+
+	if (!n && env && *env) {
+		char *end;
+
+		n = strtol(env, &end, 10);
+		if (*end || n < 1)
+			n = 0; /* not a count: the default */
+	}
+	if (!n)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	return n > IO_THREADS_MAX ? IO_THREADS_MAX : (unsigned)n;
+}
+
+static void rpcs_destroy(struct lode_client *c)
+{
+	for (unsigned i = 0; i < c->nrpc; i++)
+		lode_rpc_destroy(c->rpc[i]);
+	c->nrpc = 0;
+}
+
 int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 		 struct lode_client **out)
 {
@@ -302,10 +334,12 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
 		c->client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();
 	hello.client_id = c->client_id;
-	rc = lode_rpc_create(&c->rpc, c->timeout_ms);
-	if (rc)
-		goto err_free;
-	rc = lode_rpc_conn_open(c->rpc, mds_addr, &c->mds);
+	for (unsigned want = io_threads(&o); c->nrpc < want; c->nrpc++) {
+		rc = lode_rpc_create(&c->rpc[c->nrpc], c->timeout_ms);
+		if (rc)
+			goto err_rpc;
+	}
+	rc = lode_rpc_conn_open(c->rpc[0], mds_addr, &c->mds);
 	if (rc)
 		goto err_rpc;
 	rc = lode_rpc_simple(c->mds, LODE_OP_HELLO, &hello, sizeof(hello), &rep, sizeof(rep));
@@ -319,8 +353,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	return 0;
 
 err_rpc:
-	lode_rpc_destroy(c->rpc);
-err_free:
+	rpcs_destroy(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return rc;
@@ -330,7 +363,7 @@ void lode_disconnect(struct lode_client *c)
 {
 	if (!c)
 		return;
-	lode_rpc_destroy(c->rpc);
+	rpcs_destroy(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

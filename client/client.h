@@ -15,7 +15,8 @@
 
 #define IO_MAX (1u << 20) /* bytes per data request */
 
-#define TARGET_CONNS_MAX 2
+#define IO_THREADS_MAX 4
+#define TARGET_CONNS_MAX IO_THREADS_MAX
 
 struct target_slot {
 	uint32_t id;
@@ -23,15 +24,17 @@ struct target_slot {
 	uint64_t bytes_free;	/* as the MDS last said */
 	uint64_t suspect_until_ms; /* a call to it failed: treat as down until then */
 	char addr[LODE_ADDR_MAX + 1];
-	/* Over RDMA several queue pairs per OSS, used in turn: each has its own completion
-	 * queue and credits, and the device works on them in parallel. One TCP connection
-	 * already carries all the pipelining a socket can. */
+	/* One connection per I/O thread, used in turn, so that receiving and verifying the
+	 * data of one OSS spreads over every thread (over RDMA at least two queue pairs: each
+	 * has its own completion queue and credits, and the device works on them in
+	 * parallel). conn[k] belongs to rpc[k % nrpc]. */
 	struct lode_rpc_conn *conn[TARGET_CONNS_MAX];
 	unsigned next_conn;
 };
 
 struct lode_client {
-	struct lode_rpc *rpc;
+	struct lode_rpc *rpc[IO_THREADS_MAX]; /* rpc[0] also carries the MDS connection */
+	unsigned nrpc;
 	struct lode_rpc_conn *mds;
 	unsigned timeout_ms;
 	unsigned max_inflight;
@@ -85,7 +88,7 @@ int targets_refresh(struct lode_client *c);
  * threads only (it waits for the MDS). */
 void targets_maybe_refresh(struct lode_client *c);
 /* Whether a target is worth trying first: up at the MDS and no recent failure here. Never
- * blocks (the rpc thread calls it). */
+ * blocks (the I/O threads call it). */
 bool target_is_up(struct lode_client *c, uint32_t id);
 /* A call to the target failed as if it were down: avoid it for a moment. */
 void target_suspect(struct lode_client *c, uint32_t id);

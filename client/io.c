@@ -5,9 +5,11 @@
  * A file range is cut into pieces, each inside one stripe unit and at most IO_MAX bytes,
  * and each piece becomes one OBJ_READ or OBJ_WRITE (per mirror) to the target that holds
  * it. Up to max_inflight pieces are in flight at once, across all the file's targets;
- * completions run on the rpc thread, which verifies checksums and copies (only when a
- * piece does not line up with chunk boundaries: aligned pieces land in the caller's buffer
- * directly) and then lets the next piece go.
+ * completions run on the I/O thread of the connection (liblode has several, each with a
+ * connection to every OSS, used in turn), which verifies checksums and copies (only when
+ * a piece does not line up with chunk boundaries: aligned pieces land in the caller's
+ * buffer directly) and then lets the next piece go. The copies of one write piece may
+ * complete on different threads at once.
  *
  * Reads fail over: a piece whose target errs, times out or returns data that does not
  * match its checksums is retried on the next mirror; only when every copy failed does the
@@ -306,8 +308,8 @@ static void read_piece_start(struct read_piece *p, unsigned first)
 static int objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
 {
 	const struct lode_wire_layout *l = &f->layout;
-	struct window w;
 	uint64_t pos = 0;
+	struct window w;
 	int rc = 0;
 
 	window_init(&w);
@@ -458,7 +460,7 @@ int lode_replication(struct lode_client *c)
  * connection) gets it again in a next round, as a shorter chain headed by the first of
  * them: each round drops at least its head, so there are at most n rounds. A head that
  * timed out may still forward the request late, so then every copy of the round counts as
- * failed instead. Rounds after the first are sent from the rpc thread, which must not
+ * failed instead. Rounds after the first are sent from an I/O thread, which must not
  * wait: every connection and address is resolved up front.
  */
 struct chain {
@@ -473,7 +475,7 @@ struct chain {
 	size_t fixed_len;			/* body bytes before the chain */
 	uint64_t body[LODE_BODY_MAX / 8];	/* the request: fixed part, then the chain */
 	struct lode_wire_obj_chain_rep rep;
-	/* results, rpc thread only once submitted */
+	/* results: written by one completion at a time (a resubmission follows the last) */
 	unsigned good; /* copies that took it */
 	int err;       /* a failure that fails the operation itself */
 	int copy_err;  /* the last failure of one copy (recorded as degraded) */
@@ -643,10 +645,12 @@ struct write_piece {
 	struct lode_file *f;
 	struct window *w;
 	unsigned ncalls;
-	unsigned done;	/* calls completed: rpc thread only */
-	unsigned good;	/* copies that stored the piece: rpc thread only */
-	int err;	/* rpc thread only: a failure that fails the write itself */
-	int copy_err;	/* rpc thread only: the last failure of one copy */
+	/* calls completed: they complete on several I/O threads at once, so each call keeps
+	 * its own status and the last one to complete sums them up */
+	_Atomic unsigned done;
+	unsigned good;	/* copies that stored the piece (set when all are done) */
+	int err;	/* a failure that fails the write itself (set when all are done) */
+	int copy_err;	/* the last failure of one copy (set when all are done) */
 	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
 	struct iovec iov;
 	char *bounce; /* owned: the merged chunk data for a read-modify-write */
@@ -679,18 +683,24 @@ static void write_call_done(struct lode_call *call)
 	struct write_piece *p = call->arg;
 	unsigned i = (unsigned)(call - p->calls);
 
-	if (!call->status) {
-		p->good++;
-	} else if (copy_failure(call->status)) {
-		p->copy_err = call->status;
+	if (copy_failure(call->status)) {
 		file_report(p->f, p->idx[i], LODE_REPORT_WRITE_FAILED);
 		if (unreachable(call->status))
 			target_suspect(p->f->c, p->f->layout.targets[p->idx[i]]);
-	} else if (!p->err) {
-		p->err = call->status == -EBADMSG ? -EIO : call->status;
 	}
-	if (++p->done < p->ncalls)
+	/* acq_rel: the last call sees every other call's status */
+	if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 < p->ncalls)
 		return;
+	for (unsigned k = 0; k < p->ncalls; k++) {
+		int st = p->calls[k].status;
+
+		if (!st)
+			p->good++;
+		else if (copy_failure(st))
+			p->copy_err = st;
+		else if (!p->err)
+			p->err = st == -EBADMSG ? -EIO : st;
+	}
 	write_piece_end(p);
 }
 

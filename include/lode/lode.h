@@ -41,6 +41,9 @@ struct lode_client_opts {
 	unsigned max_inflight; /* data requests in flight per file operation; default 64 */
 	uint32_t uid, gid;     /* credentials for permission checks; default: the process's */
 	int use_process_creds; /* 1: uid/gid above are ignored */
+	/* threads that receive and verify object data, each with its own connection to every
+	 * OSS; default: LODE_IO_THREADS from the environment, else one per CPU (at most 4) */
+	unsigned io_threads;
 };
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT" or
