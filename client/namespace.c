@@ -400,13 +400,24 @@ int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size)
 	return rc ? rc : rc2;
 }
 
-int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
-		    int max, int *eof)
+static void dirent_from_wire(struct lode_dirent *d, const struct lode_wire_dirent *e,
+			     const struct lode_name *n)
+{
+	d->ino = e->ino;
+	d->cookie = e->cookie;
+	d->mode = e->mode;
+	memcpy(d->name, n->ptr, n->len);
+	d->name[n->len] = 0;
+}
+
+/* One READDIR page into out (plain entries) or outp (with attributes). */
+static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
+			struct lode_dirent *out, struct lode_direntplus *outp, int max, int *eof)
 {
 	struct lode_wire_readdir_req req = {.ino = ino, .cookie = cookie, .cred = client_cred(c)};
+	size_t fixed = outp ? sizeof(struct lode_wire_direntplus) : sizeof(struct lode_wire_dirent);
 	const struct lode_wire_readdir_rep *rep;
 	struct lode_wire_readdir_rep repbuf;
-	const struct lode_wire_dirent *e;
 	struct lode_name n;
 	uint64_t dlen = 0, pos = 0;
 	size_t cap;
@@ -418,24 +429,36 @@ int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct
 	if (max > LODE_READDIR_MAX)
 		max = LODE_READDIR_MAX;
 	req.max_entries = (uint32_t)max;
-	cap = (size_t)max * (sizeof(struct lode_wire_dirent) + LODE_NAME_MAX + 8);
+	req.flags = outp ? LODE_READDIR_ATTRS : 0;
+	cap = (size_t)max * (fixed + LODE_NAME_MAX + 8);
 	data = malloc(cap);
 	if (!data)
 		return -ENOMEM;
 	rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf, sizeof(repbuf),
 		      data, cap, &dlen);
 	if (!rc)
-		rc = lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
+		rc = outp ? lode_dec_readdirplus_rep(&repbuf, sizeof(repbuf), data, dlen, &rep)
+			  : lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
 	if (rc)
 		goto out;
-	while ((rc = lode_readdir_next(data, dlen, &pos, &e, &n)) == 1 && count < max) {
-		struct lode_dirent *d = &out[count++];
+	while (count < max) {
+		if (outp) {
+			const struct lode_wire_direntplus *e;
 
-		d->ino = e->ino;
-		d->cookie = e->cookie;
-		d->mode = e->mode;
-		memcpy(d->name, n.ptr, n.len);
-		d->name[n.len] = 0;
+			rc = lode_readdirplus_next(data, dlen, &pos, &e, &n);
+			if (rc != 1)
+				break;
+			dirent_from_wire(&outp[count].d, &e->d, &n);
+			attr_to_stat(&e->attr, &outp[count].st);
+		} else {
+			const struct lode_wire_dirent *e;
+
+			rc = lode_readdir_next(data, dlen, &pos, &e, &n);
+			if (rc != 1)
+				break;
+			dirent_from_wire(&out[count], e, &n);
+		}
+		count++;
 	}
 	if (rc < 0)
 		goto out;
@@ -444,6 +467,18 @@ int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct
 out:
 	free(data);
 	return rc;
+}
+
+int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
+		    int max, int *eof)
+{
+	return readdir_page(c, ino, cookie, out, NULL, max, eof);
+}
+
+int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
+			struct lode_direntplus *out, int max, int *eof)
+{
+	return readdir_page(c, ino, cookie, NULL, out, max, eof);
 }
 
 /* ---- by path ---- */

@@ -420,7 +420,8 @@ static void do_readdir(struct lode_mds *m, struct lode_req *req,
 		lode_req_reply_err(req, -EINVAL);
 		return;
 	}
-	cap = (size_t)r->max_entries * LODE_NS_DIRENT_REC_MAX;
+	cap = (size_t)r->max_entries * ((r->flags & LODE_READDIR_ATTRS) ? LODE_NS_DIRENTPLUS_REC_MAX
+									 : LODE_NS_DIRENT_REC_MAX);
 	buf = malloc(cap);
 	if (!buf) {
 		lode_req_reply_err(req, -ENOMEM);
@@ -428,8 +429,9 @@ static void do_readdir(struct lode_mds *m, struct lode_req *req,
 	}
 	rc = lode_store_read_begin(m->st, &t);
 	if (!rc) {
-		rc = lode_ns_readdir(&t, &r->cred, r->ino, r->cookie, r->max_entries, buf, cap,
-				     &used, &rep.count, &eof);
+		rc = ((r->flags & LODE_READDIR_ATTRS) ? lode_ns_readdirplus : lode_ns_readdir)(
+		    &t, &r->cred, r->ino, r->cookie, r->max_entries, buf, cap, &used, &rep.count,
+		    &eof);
 		lode_store_abort(&t);
 	}
 	if (rc) {

@@ -1066,6 +1066,8 @@ int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const ch
 /* ---- readdir ---- */
 
 struct readdir_ctx {
+	struct lode_txn *t;
+	bool attrs; /* direntplus records */
 	unsigned char *buf;
 	size_t cap;
 	size_t used;
@@ -1078,8 +1080,9 @@ static int readdir_one(void *arg, const void *k, size_t klen, const void *v, siz
 {
 	struct readdir_ctx *r = arg;
 	struct lode_disk_dirent d;
-	struct lode_wire_dirent w = { 0 };
-	size_t name_len, rec;
+	struct lode_wire_direntplus w = { 0 };
+	size_t name_len, rec, fixed = r->attrs ? sizeof(w) : sizeof(w.d);
+	const void *src = r->attrs ? (const void *)&w : (const void *)&w.d;
 
 	(void)k;
 	if (klen != 16 || vlen < sizeof(d) || vlen > sizeof(d) + LODE_NAME_MAX)
@@ -1090,27 +1093,37 @@ static int readdir_one(void *arg, const void *k, size_t klen, const void *v, siz
 	}
 	memcpy(&d, v, sizeof(d));
 	name_len = vlen - sizeof(d);
-	rec = LODE_NS_DIRENT_REC(name_len);
+	rec = r->attrs ? LODE_NS_DIRENTPLUS_REC(name_len) : LODE_NS_DIRENT_REC(name_len);
 	if (r->used + rec > r->cap) {
 		r->more = 1;
 		return 1;
 	}
-	w.ino = d.ino;
-	w.cookie = d.cookie;
-	w.mode = d.mode;
-	w.name_len = (uint16_t)name_len;
-	memcpy(r->buf + r->used, &w, sizeof(w));
-	memcpy(r->buf + r->used + sizeof(w), (const char *)v + sizeof(d), name_len);
-	memset(r->buf + r->used + sizeof(w) + name_len, 0, rec - sizeof(w) - name_len);
+	w.d.ino = d.ino;
+	w.d.cookie = d.cookie;
+	w.d.mode = d.mode;
+	w.d.name_len = (uint16_t)name_len;
+	if (r->attrs) {
+		/* same snapshot as the entry: its inode must exist */
+		int rc = lode_ns_getattr(r->t, d.ino, &w.attr);
+
+		if (rc)
+			return rc == -ENOENT ? -EIO : rc;
+		if ((w.attr.mode & S_IFMT) != d.mode)
+			return -EIO;
+	}
+	memcpy(r->buf + r->used, src, fixed);
+	memcpy(r->buf + r->used + fixed, (const char *)v + sizeof(d), name_len);
+	memset(r->buf + r->used + fixed + name_len, 0, rec - fixed - name_len);
 	r->used += rec;
 	r->count++;
 	return 0;
 }
 
-int lode_ns_readdir(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
-		    uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count, int *eof)
+static int readdir_page(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
+			uint32_t max, bool attrs, void *buf, size_t cap, size_t *used,
+			uint32_t *count, int *eof)
 {
-	struct readdir_ctx r = { .buf = buf, .cap = cap, .max = max };
+	struct readdir_ctx r = { .t = t, .attrs = attrs, .buf = buf, .cap = cap, .max = max };
 	struct lode_disk_inode dir;
 	unsigned char prefix[8], start[16];
 	int rc;
@@ -1135,6 +1148,19 @@ int lode_ns_readdir(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64
 	*count = r.count;
 	*eof = !r.more;
 	return 0;
+}
+
+int lode_ns_readdir(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
+		    uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count, int *eof)
+{
+	return readdir_page(t, c, ino, cookie, max, false, buf, cap, used, count, eof);
+}
+
+int lode_ns_readdirplus(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
+			uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count,
+			int *eof)
+{
+	return readdir_page(t, c, ino, cookie, max, true, buf, cap, used, count, eof);
 }
 
 int lode_ns_statfs(struct lode_txn *t, struct lode_placement *pl, uint64_t now_ms,

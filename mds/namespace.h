@@ -32,6 +32,10 @@
 #define LODE_NS_DIRENT_REC(name_len) \
 	((sizeof(struct lode_wire_dirent) + (size_t)(name_len) + 7) & ~(size_t)7)
 #define LODE_NS_DIRENT_REC_MAX LODE_NS_DIRENT_REC(LODE_NAME_MAX)
+/* With attributes: struct lode_wire_direntplus, the name, zero padding to 8 bytes. */
+#define LODE_NS_DIRENTPLUS_REC(name_len) \
+	((sizeof(struct lode_wire_direntplus) + (size_t)(name_len) + 7) & ~(size_t)7)
+#define LODE_NS_DIRENTPLUS_REC_MAX LODE_NS_DIRENTPLUS_REC(LODE_NAME_MAX)
 /* One TARGET_LIST record: struct lode_wire_target, the address, zero padding to 8. */
 #define LODE_NS_TARGET_REC(addr_len) \
 	((sizeof(struct lode_wire_target) + (size_t)(addr_len) + 7) & ~(size_t)7)
@@ -104,6 +108,12 @@ int lode_ns_readlink(struct lode_txn *t, uint64_t ino, char *buf, size_t cap, si
  */
 int lode_ns_readdir(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
 		    uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count, int *eof);
+/* The same with each entry's attributes, as LODE_NS_DIRENTPLUS_REC records (cap >= max *
+ * LODE_NS_DIRENTPLUS_REC_MAX suffices). An entry whose inode is missing is -EIO (a damaged
+ * namespace: fsck). */
+int lode_ns_readdirplus(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t cookie,
+			uint32_t max, void *buf, size_t cap, size_t *used, uint32_t *count,
+			int *eof);
 
 int lode_ns_statfs(struct lode_txn *t, struct lode_placement *pl, uint64_t now_ms,
 		   struct lode_wire_statfs_rep *out);

@@ -8,8 +8,10 @@
  * has been checked against what was received.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -480,7 +482,7 @@ int lode_dec_readdir(const void *body, uint32_t len, uint64_t data_len,
 
 	if (len != sizeof(*r) || no_data(data_len))
 		return -EPROTO;
-	if (!RESERVED_ZERO(r->reserved))
+	if (r->flags & ~LODE_READDIR_ATTRS)
 		return -EPROTO;
 	if (r->max_entries == 0 || r->max_entries > LODE_READDIR_MAX)
 		return -EINVAL;
@@ -824,10 +826,11 @@ int lode_dec_obj_list(const void *body, uint32_t len, uint64_t data_len,
 
 /* ---- replies ---- */
 
-int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint64_t data_len,
-			 const struct lode_wire_readdir_rep **rep)
+static int readdir_rep_check(const void *body, uint32_t len, const void *data,
+			     uint64_t data_len, bool plus, const struct lode_wire_readdir_rep **rep)
 {
 	const struct lode_wire_readdir_rep *r = body;
+	const struct lode_wire_direntplus *ep;
 	const struct lode_wire_dirent *e;
 	struct lode_name n;
 	uint64_t pos = 0;
@@ -836,12 +839,25 @@ int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint6
 
 	if (len != sizeof(*r) || r->eof > 1 || r->count > LODE_READDIR_MAX)
 		return -EPROTO;
-	while ((rc = lode_readdir_next(data, data_len, &pos, &e, &n)) == 1)
+	while ((rc = plus ? lode_readdirplus_next(data, data_len, &pos, &ep, &n)
+			  : lode_readdir_next(data, data_len, &pos, &e, &n)) == 1)
 		count++;
 	if (rc < 0 || count != r->count)
 		return -EPROTO;
 	*rep = r;
 	return 0;
+}
+
+int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint64_t data_len,
+			 const struct lode_wire_readdir_rep **rep)
+{
+	return readdir_rep_check(body, len, data, data_len, false, rep);
+}
+
+int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data,
+			     uint64_t data_len, const struct lode_wire_readdir_rep **rep)
+{
+	return readdir_rep_check(body, len, data, data_len, true, rep);
 }
 
 static uint64_t pad8(uint64_t n)
@@ -889,6 +905,27 @@ int lode_readdir_next(const void *data, uint64_t data_len, uint64_t *pos,
 	if (lode_name_check(n.ptr, n.len) || ((const struct lode_wire_dirent *)rec)->reserved)
 		return -EPROTO;
 	*ent = rec;
+	*name = n;
+	return 1;
+}
+
+int lode_readdirplus_next(const void *data, uint64_t data_len, uint64_t *pos,
+			  const struct lode_wire_direntplus **ent, struct lode_name *name)
+{
+	const struct lode_wire_direntplus *e;
+	const void *rec;
+	struct lode_name n;
+	int rc;
+
+	rc = record_next(data, data_len, pos, sizeof(**ent),
+			 offsetof(struct lode_wire_direntplus, d.name_len), &rec, &n);
+	if (rc <= 0)
+		return rc;
+	e = rec;
+	if (lode_name_check(n.ptr, n.len) || e->d.reserved || e->attr.ino != e->d.ino ||
+	    (e->attr.mode & S_IFMT) != e->d.mode)
+		return -EPROTO;
+	*ent = e;
 	*name = n;
 	return 1;
 }

@@ -145,6 +145,12 @@ int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint6
  * ent and name for the next entry, 0 at the end, -EPROTO if malformed. */
 int lode_readdir_next(const void *data, uint64_t data_len, uint64_t *pos,
 		      const struct lode_wire_dirent **ent, struct lode_name *name);
+/* The same for a page asked with LODE_READDIR_ATTRS (records of lode_wire_direntplus). A
+ * record whose attributes do not match its entry (inode, file type) is -EPROTO. */
+int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data,
+			     uint64_t data_len, const struct lode_wire_readdir_rep **rep);
+int lode_readdirplus_next(const void *data, uint64_t data_len, uint64_t *pos,
+			  const struct lode_wire_direntplus **ent, struct lode_name *name);
 int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uint32_t length,
 			  const struct lode_wire_obj_read_rep **rep, const uint64_t **sums);
 /* The reply of a chained request sent with `count` hops: exactly the struct, count + 1

@@ -328,13 +328,16 @@ _Static_assert(sizeof(struct lode_wire_symlink_req) == 24, "symlink req");
 /* READDIR: returns entries with cookie > req.cookie in cookie order. Cookies are per
  * directory, assigned at link time and never reused, so a listing is stable across
  * concurrent changes: an entry present for the whole listing is returned exactly once.
- * Reply body: lode_wire_readdir_rep; data: count records of lode_wire_dirent + name. */
+ * Reply body: lode_wire_readdir_rep; data: count records of lode_wire_dirent + name, or
+ * with LODE_READDIR_ATTRS of lode_wire_direntplus + name (each entry's attributes, read in
+ * the same snapshot as the listing: `ls -l` costs one call per page, not one per entry). */
+#define LODE_READDIR_ATTRS 0x1u
 struct lode_wire_readdir_req {
 	uint64_t ino;
 	uint64_t cookie; /* 0 to start */
 	struct lode_wire_cred cred;
 	uint32_t max_entries; /* 1..LODE_READDIR_MAX */
-	uint32_t reserved;
+	uint32_t flags;	      /* LODE_READDIR_ATTRS or 0 */
 };
 _Static_assert(sizeof(struct lode_wire_readdir_req) == 32, "readdir req");
 
@@ -352,6 +355,12 @@ struct lode_wire_dirent {
 	uint16_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_dirent) == 24, "dirent");
+
+struct lode_wire_direntplus {
+	struct lode_wire_attr attr; /* attr.ino == d.ino */
+	struct lode_wire_dirent d;
+};
+_Static_assert(sizeof(struct lode_wire_direntplus) == 104, "direntplus");
 
 /* STATFS: empty body. */
 struct lode_wire_statfs_rep {

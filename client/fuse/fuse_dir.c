@@ -51,6 +51,7 @@ static void dot(struct fuse_entry_param *e, uint64_t ino)
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct lode_fuse *lf = lf_req(req);
+	struct lode_direntplus *pents = NULL;
 	struct lode_dirent *ents = NULL;
 	struct fuse_entry_param e;
 	uint64_t cookie = off > OFF_AFTER_DOTDOT ? (uint64_t)off : 0;
@@ -77,43 +78,39 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	max = (int)(size / (plus ? 160 : 32)) + 1;
 	if (max > 1024)
 		max = 1024;
-	ents = malloc((size_t)max * sizeof(*ents));
-	if (!ents) {
+	if (plus)
+		pents = malloc((size_t)max * sizeof(*pents));
+	else
+		ents = malloc((size_t)max * sizeof(*ents));
+	if (!pents && !ents) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	while (!full && !eof) {
-		int n = lode_ll_readdir(lf->c, ino, cookie, ents, max, &eof);
+		/* with attributes, from the same MDS snapshot as the names */
+		int n = plus ? lode_ll_readdirplus(lf->c, ino, cookie, pents, max, &eof)
+			     : lode_ll_readdir(lf->c, ino, cookie, ents, max, &eof);
 
 		if (n < 0) {
 			rc = n;
 			break;
 		}
 		for (int i = 0; i < n && !full; i++) {
-			struct lode_stat st;
+			const struct lode_dirent *d = plus ? &pents[i].d : &ents[i];
 
 			if (plus) {
-				rc = lode_ll_getattr(lf->c, ents[i].ino, &st);
-				if (rc == -ENOENT) { /* removed since the listing: skip it */
-					cookie = ents[i].cookie;
-					rc = 0;
-					continue;
-				}
-				if (rc)
-					break;
-				lf_fix_size(lf, &st);
-				lf_fill_entry(lf, &st, &e);
+				lf_fix_size(lf, &pents[i].st);
+				lf_fill_entry(lf, &pents[i].st, &e);
 			} else {
 				memset(&e, 0, sizeof(e));
-				e.attr.st_ino = ents[i].ino;
-				e.attr.st_mode = ents[i].mode & S_IFMT;
+				e.attr.st_ino = d->ino;
+				e.attr.st_mode = d->mode & S_IFMT;
 			}
-			full = !add(req, buf, size, &used, plus, ents[i].name, &e,
-				    (off_t)ents[i].cookie);
+			full = !add(req, buf, size, &used, plus, d->name, &e, (off_t)d->cookie);
 			if (!full)
-				cookie = ents[i].cookie;
+				cookie = d->cookie;
 		}
-		if (rc || n == 0)
+		if (n == 0)
 			break;
 	}
 out:
@@ -125,6 +122,7 @@ out:
 		lf_ok(lf);
 		fuse_reply_buf(req, buf, used);
 	}
+	free(pents);
 	free(ents);
 	free(buf);
 }

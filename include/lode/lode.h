@@ -271,6 +271,14 @@ struct lode_dirent {
  * and sets *eof when the directory has no more. Real entries only, no "." or "..". */
 int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
 		    int max, int *eof);
+/* The same with each entry's attributes, read by the MDS in the same snapshot as the
+ * listing (one call per page, where a getattr per entry would be one call each). */
+struct lode_direntplus {
+	struct lode_dirent d;
+	struct lode_stat st;
+};
+int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
+			struct lode_direntplus *out, int max, int *eof);
 
 int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name, const void *value,
 		     size_t size, unsigned flags);

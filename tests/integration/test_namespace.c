@@ -245,6 +245,70 @@ static void test_readdir_pages_through_a_large_directory_once_each(void **state)
 	assert_int_equal(lode_readdir(c, "/hard", collect, &ns), -ENOTDIR);
 }
 
+/* What `ls -l` gets through lode-fuse: names and attributes in one call per page, each
+ * entry's attributes those a getattr of it gives. */
+static void test_readdirplus_gives_each_entry_the_attributes_getattr_gives(void **state)
+{
+	struct lode_direntplus ents[2];
+	struct lode_stat dir, st;
+	struct lode_file *f;
+	uint64_t cookie = 0;
+	int eof = 0, total = 0, seen = 0;
+	char buf[3000];
+
+	(void)state;
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(lode_mkdir(c, "/plus", 0755), 0);
+	assert_int_equal(lode_mkdir(c, "/plus/sub", 0700), 0);
+	assert_int_equal(lode_symlink(c, "sub", "/plus/link"), 0);
+	assert_int_equal(lode_open(c, "/plus/data", O_WRONLY | O_CREAT, 0640, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(lode_close(f), 0);
+	touch("/plus/empty");
+	assert_int_equal(lode_stat(c, "/plus", &dir), 0);
+	/* two per page: the cookies carry the listing across pages */
+	while (!eof) {
+		int n = lode_ll_readdirplus(c, dir.ino, cookie, ents, 2, &eof);
+
+		assert_true(n >= 0 && n <= 2);
+		for (int i = 0; i < n; i++) {
+			const struct lode_direntplus *e = &ents[i];
+
+			assert_int_equal(lode_ll_getattr(c, e->d.ino, &st), 0);
+			assert_int_equal(e->st.ino, e->d.ino);
+			assert_int_equal(e->st.mode, st.mode);
+			assert_int_equal(e->d.mode, st.mode & S_IFMT);
+			assert_int_equal(e->st.size, st.size);
+			assert_int_equal(e->st.nlink, st.nlink);
+			assert_int_equal(e->st.uid, st.uid);
+			assert_int_equal(e->st.mtime_ns, st.mtime_ns);
+			if (!strcmp(e->d.name, "data")) {
+				assert_int_equal(e->st.size, sizeof(buf));
+				assert_int_equal(e->st.mode, S_IFREG | 0640);
+				seen |= 1;
+			} else if (!strcmp(e->d.name, "sub")) {
+				assert_int_equal(e->st.mode, S_IFDIR | 0700);
+				seen |= 2;
+			} else if (!strcmp(e->d.name, "link")) {
+				assert_true(S_ISLNK(e->st.mode));
+				assert_int_equal(e->st.size, 3);
+				seen |= 4;
+			} else if (!strcmp(e->d.name, "empty")) {
+				assert_int_equal(e->st.size, 0);
+				seen |= 8;
+			}
+			cookie = e->d.cookie;
+			total++;
+		}
+		if (n == 0)
+			break;
+	}
+	assert_int_equal(total, 4);
+	assert_int_equal(seen, 15);
+	assert_int_equal(lode_stat(c, "/plus/data", &st), 0);
+	assert_int_equal(lode_ll_readdirplus(c, st.ino, 0, ents, 2, &eof), -ENOTDIR);
+}
+
 static void test_xattrs_set_get_list_and_remove(void **state)
 {
 	char buf[64];
@@ -401,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_setattr_changes_mode_owner_and_times),
 		cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
 		cmocka_unit_test(test_readdir_pages_through_a_large_directory_once_each),
+		cmocka_unit_test(test_readdirplus_gives_each_entry_the_attributes_getattr_gives),
 		cmocka_unit_test(test_xattrs_set_get_list_and_remove),
 		cmocka_unit_test(test_a_directorys_default_layout_applies_to_what_is_created_in_it),
 		cmocka_unit_test(test_statfs_and_targets_report_the_cluster),

@@ -771,7 +771,7 @@ static void test_commit_checks_reserved_commit_and_size(void **state)
 	assert_int_equal(req->handle, 4);
 }
 
-static void test_readdir_checks_max_entries_reserved_and_data(void **state)
+static void test_readdir_checks_max_entries_flags_and_data(void **state)
 {
 	struct lode_wire_readdir_req r = {.ino = 1, .cookie = 0, .max_entries = 1};
 	const struct lode_wire_readdir_req *req = SENT(struct lode_wire_readdir_req);
@@ -789,11 +789,15 @@ static void test_readdir_checks_max_entries_reserved_and_data(void **state)
 	len = build(&r, sizeof(r), NULL, 0, NULL, 0);
 	assert_int_equal(lode_dec_readdir(BODY, len, 0, &req), -EINVAL);
 	r.max_entries = LODE_READDIR_MAX;
-	r.reserved = 1;
+	r.flags = 2; /* an unknown flag */
 	len = build(&r, sizeof(r), NULL, 0, NULL, 0);
 	assert_int_equal(lode_dec_readdir(BODY, len, 0, &req), -EPROTO);
 	assert_ptr_equal(req, SENTINEL);
-	r.reserved = 0;
+	r.flags = LODE_READDIR_ATTRS;
+	len = build(&r, sizeof(r), NULL, 0, NULL, 0);
+	assert_int_equal(lode_dec_readdir(BODY, len, 0, &req), 0);
+	assert_int_equal(req->flags, LODE_READDIR_ATTRS);
+	r.flags = 0;
 	len = build(&r, sizeof(r), NULL, 0, NULL, 0);
 	assert_int_equal(lode_dec_readdir(BODY, len, 0, &req), 0);
 	assert_int_equal(req->max_entries, LODE_READDIR_MAX);
@@ -1809,6 +1813,62 @@ static void test_readdir_rep_counts_the_records_it_announces(void **state)
 	assert_int_equal(lode_dec_readdir_rep(BODY, sizeof(r), NULL, 0, &rep), 0);
 }
 
+static void put_direntplus(size_t *len, uint64_t ino, const char *name, size_t nlen)
+{
+	struct lode_wire_direntplus d = {
+	    .attr = {.ino = ino, .size = ino * 100, .mode = 0100644, .nlink = 1},
+	    .d = {.ino = ino, .cookie = ino * 10, .mode = 0100000, .name_len = (uint16_t)nlen}};
+
+	memcpy(page_mem.b + *len, &d, sizeof(d));
+	memcpy(page_mem.b + *len + sizeof(d), name, nlen);
+	memset(page_mem.b + *len + sizeof(d) + nlen, 0, pad8(sizeof(d) + nlen) - sizeof(d) - nlen);
+	*len += pad8(sizeof(d) + nlen);
+}
+
+static void test_readdirplus_records_carry_matching_attributes(void **state)
+{
+	struct lode_wire_readdir_rep r = {.count = 2, .eof = 1};
+	const struct lode_wire_readdir_rep *rep = SENT(struct lode_wire_readdir_rep);
+	const struct lode_wire_direntplus *e;
+	struct lode_wire_direntplus *first = (void *)page_mem.b;
+	struct lode_name n;
+	size_t len = 0;
+	uint64_t pos = 0;
+
+	(void)state;
+	memset(page_mem.b, 0xee, sizeof(page_mem.b));
+	put_direntplus(&len, 1, "a", 1);	 /* 104 + 1 -> 112 */
+	put_direntplus(&len, 2, long_name, 255); /* 104 + 255 -> 360 */
+	assert_int_equal(len, 112 + 360);
+	build(&r, sizeof(r), NULL, 0, NULL, 0);
+	assert_int_equal(lode_dec_readdirplus_rep(BODY, sizeof(r), page_mem.b, len, &rep), 0);
+	assert_int_equal(lode_readdirplus_next(page_mem.b, len, &pos, &e, &n), 1);
+	assert_int_equal(e->attr.size, 100);
+	assert_int_equal(e->d.cookie, 10);
+	assert_memory_equal(n.ptr, "a", 1);
+	assert_int_equal(lode_readdirplus_next(page_mem.b, len, &pos, &e, &n), 1);
+	assert_int_equal(n.len, 255);
+	assert_int_equal(lode_readdirplus_next(page_mem.b, len, &pos, &e, &n), 0);
+	/* a plain page is not a plus page: the sizes do not line up */
+	assert_int_equal(lode_dec_readdir_rep(BODY, sizeof(r), page_mem.b, len, &rep), -EPROTO);
+	/* cut anywhere inside a record */
+	for (size_t cut = 1; cut < 112; cut++) {
+		pos = 0;
+		assert_int_equal(lode_readdirplus_next(page_mem.b, cut, &pos, &e, &n), -EPROTO);
+	}
+	/* attributes of another inode, or of another file type */
+	first->attr.ino = 7;
+	pos = 0;
+	assert_int_equal(lode_readdirplus_next(page_mem.b, len, &pos, &e, &n), -EPROTO);
+	first->attr.ino = 1;
+	first->attr.mode = 040755;
+	pos = 0;
+	assert_int_equal(lode_readdirplus_next(page_mem.b, len, &pos, &e, &n), -EPROTO);
+	rep = SENT(struct lode_wire_readdir_rep);
+	assert_int_equal(lode_dec_readdirplus_rep(BODY, sizeof(r), page_mem.b, len, &rep), -EPROTO);
+	assert_ptr_equal(rep, SENTINEL);
+}
+
 static size_t two_targets(void)
 {
 	struct lode_wire_target t = {.target_id = 1, .state = LODE_TARGET_UP, .addr_len = 19};
@@ -2251,6 +2311,17 @@ static void test_decoders_never_crash_on_random_bodies(void **state)
 		     i++)
 			expect_name_inside(&n1, body, len);
 		expect_errno_or_zero(rc < 0 ? rc : 0, "readdir_next", it);
+		CHECK(lode_dec_readdirplus_rep(body, len >= 8 ? 8 : len, body, len,
+					       (const struct lode_wire_readdir_rep **)&p),
+		      "readdirplus_rep");
+		pos = 0;
+		for (int i = 0;
+		     i < 64 && (rc = lode_readdirplus_next(
+				    body, len, &pos, (const struct lode_wire_direntplus **)&p,
+				    &n1)) == 1;
+		     i++)
+			expect_name_inside(&n1, body, len);
+		expect_errno_or_zero(rc < 0 ? rc : 0, "readdirplus_next", it);
 		pos = 0;
 		for (int i = 0;
 		     i < 64 &&
@@ -2358,7 +2429,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_setattr_checks_valid_bits_mode_and_size),
 	    cmocka_unit_test(test_open_checks_flags_and_reserved),
 	    cmocka_unit_test(test_commit_checks_reserved_commit_and_size),
-	    cmocka_unit_test(test_readdir_checks_max_entries_reserved_and_data),
+	    cmocka_unit_test(test_readdir_checks_max_entries_flags_and_data),
 	    cmocka_unit_test(test_statfs_and_target_list_take_an_empty_body_and_no_data),
 	    cmocka_unit_test(test_target_heartbeat_checks_length_reserved_and_data),
 	    cmocka_unit_test(test_target_register_checks_its_address),
@@ -2394,6 +2465,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_readdir_next_rejects_a_name_length_past_the_end),
 	    cmocka_unit_test(test_readdir_next_rejects_a_record_with_a_bad_name),
 	    cmocka_unit_test(test_readdir_rep_counts_the_records_it_announces),
+	    cmocka_unit_test(test_readdirplus_records_carry_matching_attributes),
 	    cmocka_unit_test(test_target_next_walks_well_formed_records),
 	    cmocka_unit_test(test_target_next_rejects_truncated_and_malformed_records),
 	    cmocka_unit_test(test_obj_read_rep_accepts_data_up_to_the_length_requested),
