@@ -316,7 +316,7 @@ if [[ -z $dir ]]; then
 	posix=$mnt/m2
 	label=lode-fuse
 	ow="OSS warm"
-	notes+=("lode-fuse writes use the mount's default layout (2 copies, 3 stripes): a directory's default layout cannot be set (no xattr or lodectl command), so there is no mirror-1 figure through the mount.")
+	notes+=("lode-fuse writes use the mount's default layout (2 copies, 3 stripes), except \"1 copy\": a directory whose layout xattr (user.lode.layout) says mirror_count=1.")
 	notes+=("the 4-writer figures and the reader sweeps move $sweep_mib MiB (the first $sweep_mib MiB of the file; 8 files of 1/8 of it, written with 1 copy, as is the model file: a read reads one copy either way)")
 	notes+=("liblode has no client cache: its 'warm' read is the OSS-warm one.")
 	notes+=("'OSS warm, page cache' drops only the mount's cached pages of the file (posix_fadvise DONTNEED); the OSS page cache keeps the objects.")
@@ -391,6 +391,12 @@ for ((run = 1; run <= runs; run++)); do
 
 	# --- POSIX workload on the mount (or --dir)
 	rate "$label write, 1 writer" --cpu "$bench/fs_io" write --fsync --size "$size" "$w/big"
+	if [[ -z $dir ]]; then # 1 copy: the directory's default layout, set through the mount
+		mkdir -p "$w/one"
+		python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.lode.layout", b"mirror_count=1")' "$w/one"
+		rate "$label write, 1 writer, 1 copy" --cpu "$bench/fs_io" write --fsync --size "$size" "$w/one/big"
+		rm -rf "$w/one"
+	fi
 	# shellcheck disable=SC2046
 	rate "$label write, 4 writers, $sweep_mib MiB in all" "$bench/fs_io" write --fsync --size $((sweep / 4)) $(parts "$w" 4 w)
 	rm -f "$w"/w?
