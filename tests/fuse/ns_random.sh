@@ -11,6 +11,10 @@ start_cluster 3
 mount_lode "$WORK/mnt" allow_other
 mount_tmpfs "$WORK/ref"
 as_user=(setpriv --reuid=1000 --regid=1000 --clear-groups)
+# the script from $WORK, which uid 1000 can reach wherever the source tree lies (a clone in a
+# 0700 directory would make the unprivileged seeds fail to even start it)
+cp "$LODE_TEST_SRCDIR/ns_random.py" "$WORK/ns_random.py"
+chmod 0644 "$WORK/ns_random.py"
 user_py=
 for py in "$PYTHON" /usr/bin/python3; do
 	if "${as_user[@]}" "$py" -c '' 2>/dev/null; then user_py=$py; break; fi
@@ -28,7 +32,7 @@ for seed in $(seq 1 "${NS_SEEDS:-20}") $user_seeds; do
 	for fs in ref mnt; do
 		mkdir "$WORK/$fs/s$seed"
 		chmod 0777 "$WORK/$fs/s$seed"
-		timeout 120 "${run[@]}" "$LODE_TEST_SRCDIR/ns_random.py" "$WORK/$fs/s$seed" "$seed" \
+		timeout 120 "${run[@]}" "$WORK/ns_random.py" "$WORK/$fs/s$seed" "$seed" \
 			"${NS_OPS:-300}" >"$WORK/s$seed-$fs.txt" 2>&1 ||
 			{ echo "seed $seed on $fs: exited $?"; tail -n 3 "$WORK/s$seed-$fs.txt"; status=1; }
 	done
