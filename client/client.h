@@ -5,6 +5,7 @@
 #define LODE_CLIENT_CLIENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -42,6 +43,9 @@ struct lode_client {
 	uint32_t uid, gid; /* defaults; lode_set_creds() overrides per thread */
 
 	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication (io.c) */
+	/* Bumped when any write or truncate of this client starts and when it ends: read-ahead
+	 * data fetched before a bump is never served after it (io.c). */
+	_Atomic uint64_t write_gen;
 
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
@@ -70,6 +74,13 @@ struct lode_file {
 	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
 	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */
 	uint64_t report_bad_data;  /* protected by lock: of those, the ones with bad data */
+
+	/* Sequential read-ahead of read-only handles (io.c): allocated on the first
+	 * sequential reads, dropped for good once reads of this handle overlap in time. */
+	struct readahead *ra;	    /* protected by lock (the pointer) */
+	_Atomic unsigned readers;   /* lode_pread calls in progress */
+	_Atomic bool ra_off;	    /* concurrent readers seen: the caller pipelines itself */
+	_Atomic uint64_t ra_served; /* bytes served from read-ahead */
 };
 
 /* Current credentials for a request from this thread. */
@@ -104,6 +115,10 @@ void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
 /* Object I/O (io.c). */
 uint64_t object_size_for(const struct lode_wire_layout *l, uint64_t file_size, unsigned stripe);
 int objects_truncate(struct lode_file *f, uint64_t new_size);
+/* Waits for the handle's read-ahead and frees it (lode_close). */
+void readahead_free(struct lode_file *f);
+/* A write or truncate of this client starts or ends (see write_gen). */
+void client_write_gen_bump(struct lode_client *c);
 int objects_fsync(struct lode_file *f, uint64_t stripes);
 
 /* Files (file.c). */

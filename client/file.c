@@ -341,6 +341,7 @@ int lode_close(struct lode_file *f)
 
 	if (!f)
 		return 0;
+	readahead_free(f);
 	rc = commit(f, LODE_OP_CLOSE);
 	file_free(f);
 	return rc;

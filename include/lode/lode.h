@@ -177,6 +177,11 @@ int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mo
 /* Reads up to len bytes at off; returns the bytes read (short only at end of file) or
  * -errno. Data is verified against its checksums end to end; a mismatch is -EIO. */
 ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
+/* Bytes of this handle's reads served from its read-ahead. A read-only handle read
+ * sequentially, one read at a time, in reads of at most 1 MiB, reads the next 8 MiB ahead;
+ * any write or truncate by this client discards what was read ahead, and a read elsewhere
+ * or two reads at once stop it. */
+uint64_t lode_readahead_bytes(const struct lode_file *f);
 /* Writes len bytes at off; returns len or -errno. */
 ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes everything written durable on every object server and commits the size and

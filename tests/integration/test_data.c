@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -292,6 +293,61 @@ static void test_four_clients_at_once_each_read_back_their_own_256mib(void **sta
 	}
 }
 
+/* Reads [off, off + n) in one call and checks it against `seed`, except [hole_off, hole_off
+ * + hole_len), which must hold `hole_seed`. */
+static void read_check(struct lode_file *f, char *buf, uint64_t off, size_t n, uint64_t seed,
+		       uint64_t hole_off, uint64_t hole_len, uint64_t hole_seed)
+{
+	assert_int_equal(lode_pread(f, buf, n, off), (ssize_t)n);
+	for (uint64_t o = off; o < off + n;) {
+		bool in = o >= hole_off && o < hole_off + hole_len;
+		uint64_t end = in ? hole_off + hole_len : (o < hole_off ? hole_off : UINT64_MAX);
+		size_t len = (size_t)((end < off + n ? end : off + n) - o);
+		int64_t bad = pattern_check(buf + (o - off), len, in ? hole_seed : seed, o);
+
+		if (bad >= 0)
+			fail_msg("byte %llu differs", (unsigned long long)(o + (uint64_t)bad));
+		o += len;
+	}
+}
+
+/* A sequential reader of 1 MiB at a time is served from read-ahead, and still sees what
+ * another handle of the same client wrote in the middle of the range read ahead. */
+static void test_sequential_reads_are_read_ahead_and_see_this_clients_writes(void **state)
+{
+	struct lode_client *c = connect_or_fail();
+	struct lode_file *r, *w;
+	char *buf = malloc(MiB);
+	uint64_t served;
+
+	(void)state;
+	assert_non_null(buf);
+	write_pattern(c, "/ra", 24 * MiB, 41, NULL);
+	assert_int_equal(lode_open(c, "/ra", O_RDONLY, 0, &r), 0);
+	for (uint64_t off = 0; off < 8 * MiB; off += MiB)
+		read_check(r, buf, off, MiB, 41, 0, 0, 0);
+	served = lode_readahead_bytes(r);
+	assert_true(served >= 4 * MiB); /* reads 4 to 7 at least came from read-ahead */
+	/* [9, 10) MiB is read ahead by now; overwrite it through another handle */
+	assert_int_equal(lode_open(c, "/ra", O_WRONLY, 0, &w), 0);
+	pattern_fill(buf, MiB, 42, 9 * MiB);
+	assert_int_equal(lode_pwrite(w, buf, MiB, 9 * MiB), (ssize_t)MiB);
+	assert_int_equal(lode_close(w), 0);
+	for (uint64_t off = 8 * MiB; off < 24 * MiB; off += MiB)
+		read_check(r, buf, off, MiB, 41, 9 * MiB, MiB, 42);
+	assert_true(lode_readahead_bytes(r) > served); /* and it went on reading ahead */
+	/* reads elsewhere, of odd sizes and offsets, read what is there */
+	for (int i = 0; i < 64; i++) {
+		uint64_t off = ((uint64_t)i * 7919 * 4099) % (23 * MiB);
+		size_t n = 1 + (size_t)(((uint64_t)i * 104729) % MiB);
+
+		read_check(r, buf, off, n, 41, 9 * MiB, MiB, 42);
+	}
+	assert_int_equal(lode_close(r), 0);
+	lode_disconnect(c);
+	free(buf);
+}
+
 static void test_lodectl_put_and_get_round_trip_a_file(void **state)
 {
 	char local[300], back[300], args[1024];
@@ -329,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_unaligned_and_sparse_writes_read_back_like_a_local_file),
 		cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
 		cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
+		cmocka_unit_test(test_sequential_reads_are_read_ahead_and_see_this_clients_writes),
 		cmocka_unit_test(test_lodectl_put_and_get_round_trip_a_file),
 	};
 
