@@ -914,6 +914,51 @@ static void test_readdir_fails_with_enotdir_and_eacces(void **state)
 	lode_store_abort(&t);
 }
 
+/* readdirplus reads each entry's inode in the listing's snapshot: an entry whose inode is
+ * gone (a damaged namespace, for fsck) fails the page with EIO rather than inventing
+ * attributes; the plain listing still works. */
+static void test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode(void **state)
+{
+	struct fx *f = *state;
+	static unsigned char buf[4 * LODE_NS_DIRENTPLUS_REC_MAX];
+	struct lode_wire_direntplus e;
+	unsigned char key[8];
+	uint64_t d, ino;
+	size_t used;
+	uint32_t count;
+	int eof;
+
+	assert_int_equal(do_mkdir(f, ROOT, "plus", &d), 0);
+	assert_int_equal(do_create(f, d, "a", &ino), 0);
+	struct lode_txn t = R(f);
+	assert_int_equal(lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
+					     &count, &eof),
+			 0);
+	lode_store_abort(&t);
+	assert_int_equal(count, 1);
+	assert_int_equal(used, LODE_NS_DIRENTPLUS_REC(1));
+	memcpy(&e, buf, sizeof(e));
+	assert_int_equal(e.d.ino, ino);
+	assert_int_equal(e.attr.ino, ino);
+	assert_int_equal(e.attr.mode & S_IFMT, S_IFREG);
+	assert_int_equal(e.d.name_len, 1);
+	assert_memory_equal(buf + sizeof(e), "a", 1);
+
+	t = W(f);
+	lode_be64_put(key, ino);
+	assert_int_equal(lode_kv_del(&t, LODE_DB_INODES, key, sizeof(key)), 0);
+	assert_int_equal(lode_store_commit(&t), 0);
+	t = R(f);
+	assert_int_equal(lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
+					     &count, &eof),
+			 -EIO);
+	assert_int_equal(lode_ns_readdir(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
+					 &count, &eof),
+			 0);
+	assert_int_equal(count, 1);
+	lode_store_abort(&t);
+}
+
 /* ---- setattr ---- */
 
 static void test_setattr_chmod_by_a_non_owner_fails_with_eperm(void **state)
@@ -1476,6 +1521,7 @@ int main(void)
 		T(test_symlink_stores_its_target_for_readlink),
 		T(test_readdir_pages_by_cookie_and_reports_eof),
 		T(test_readdir_returns_stable_entries_exactly_once_across_changes),
+		T(test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode),
 		T(test_readdir_fails_with_enotdir_and_eacces),
 		T(test_setattr_chmod_by_a_non_owner_fails_with_eperm),
 		T(test_setattr_chown_is_root_only_but_owner_may_chgrp_to_own_group),
