@@ -255,14 +255,20 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 			return rc == -EINVAL ? -EISDIR : rc;
 		return lode_ll_create(c, parent, name, flags, mode, NULL, out);
 	}
-	rc = lode_stat(c, path, &st);
-	if (rc)
-		return rc;
-	if (S_ISDIR(st.mode))
-		return (flags & O_ACCMODE) == O_RDONLY ? -EISDIR : -EISDIR;
-	if (!S_ISREG(st.mode))
-		return -EINVAL;
-	return lode_ll_open(c, st.ino, flags, out);
+	/* the name may be deleted or renamed over between the lookup and the open (-ESTALE):
+	 * then look it up once more */
+	for (int tries = 0;; tries++) {
+		rc = lode_stat(c, path, &st);
+		if (rc)
+			return rc;
+		if (S_ISDIR(st.mode))
+			return -EISDIR;
+		if (!S_ISREG(st.mode))
+			return -EINVAL;
+		rc = lode_ll_open(c, st.ino, flags, out);
+		if (rc != -ESTALE || tries == 1)
+			return rc;
+	}
 }
 
 int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mode,

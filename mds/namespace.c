@@ -550,6 +550,12 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 	if (flags & ~LODE_OPEN_ALL_)
 		return -EINVAL;
 	rc = get_inode(t, ino, &in);
+	/* an inode that no name leads to any more (deleted, or kept unlinked for the orphan
+	 * grace): the caller's name for it is stale. A client that looked the name up a moment
+	 * ago, before another client deleted or renamed over it, must look it up again and
+	 * not read the old file: close-to-open, as NFS gives it. */
+	if (rc == -ENOENT || (!rc && in.nlink == 0))
+		return -ESTALE;
 	if (rc)
 		return rc;
 	if (S_ISLNK(in.mode))

@@ -76,7 +76,8 @@ struct lode_ns_create {
 int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a,
 		   struct lode_wire_attr *attr, struct lode_wire_layout *layout, int *created);
 /* OPEN: checks permission for flags (READ: r, WRITE/TRUNC: w), EISDIR for writing a
- * directory, ELOOP for a symlink; TRUNC sets size 0 and mtime/ctime (needs a write txn). */
+ * directory, ELOOP for a symlink, ESTALE for an inode that is gone or has no name left;
+ * TRUNC sets size 0 and mtime/ctime (needs a write txn). */
 int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t flags,
 		 struct lode_wire_attr *attr, struct lode_wire_layout *layout);
 /* COMMIT/CLOSE of a writer: size (authoritative), mtime (0: now), ctime now. */

@@ -239,6 +239,8 @@ struct lode_wire_create_req {
 _Static_assert(sizeof(struct lode_wire_create_req) == 32 + sizeof(struct lode_wire_layout),
 	       "create req");
 
+/* OPEN: by inode number. ESTALE when the inode is gone or no name leads to it any more
+ * (unlinked, or renamed over, by any client): the caller looks its name up again. */
 struct lode_wire_open_req {
 	uint64_t ino;
 	struct lode_wire_cred cred;

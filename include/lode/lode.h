@@ -229,6 +229,8 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max);
 int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name,
 		   struct lode_stat *st);
 int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
+/* -ESTALE when the inode is gone or no name leads to it any more (another client deleted
+ * it or renamed a file over it): look the name up again. */
 int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out);
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
 		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out);

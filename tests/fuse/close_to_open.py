@@ -111,6 +111,19 @@ def main():
         b = rnd.randbytes(len(a))
         put(q[0], b, "inplace")
         expect(q[1], b, f"small-{j} rewritten same size on mount 1")
+    # The atomic save of a checkpoint: write a temporary file, rename it over the old one.
+    # Mount 2 has just looked the name up (its kernel keeps the entry for entry_timeout),
+    # and the old file lives on unlinked for the orphan grace: its next open must still
+    # reach the new file, not the old inode.
+    for j in range(5):
+        expect(p[1], data, f"rename round {j}: before the rename")
+        data = rnd.randbytes(len(data))
+        tmp = p[0] + ".tmp"
+        put(tmp, data, "trunc")
+        os.rename(tmp, p[0])
+        expect(p[1], data, f"rename round {j}: renamed over on mount 1, opened on mount 2")
+    # the same for a name deleted on mount 1 while mount 2 still holds its entry
+    expect(p[1], data, "before the unlink")
     os.unlink(p[0])
     try:
         get(p[1])

@@ -630,6 +630,21 @@ static void test_rename_replaces_a_file_and_orphans_the_old_one(void **state)
 	assert_int_equal(do_lookup(f, ROOT, "tmp", NULL), -ENOENT);
 	assert_int_equal(orphans_of(f, 1, ids, 4), 2); /* target 1 holds two of its copies */
 	assert_int_equal(ids[0].ino, dst);
+
+	/* a client that looked "model" up before the rename and opens what it found gets
+	 * ESTALE, not the old bytes; the old inode's attributes stay, for its open handles */
+	struct lode_wire_layout l;
+	struct lode_txn t = R(f);
+
+	assert_int_equal(lode_ns_open(&t, &root_cred, dst, LODE_OPEN_READ, &a, &l), -ESTALE);
+	assert_int_equal(lode_ns_open(&t, &root_cred, dst, LODE_OPEN_WRITE, &a, &l), -ESTALE);
+	assert_int_equal(lode_ns_open(&t, &root_cred, src, LODE_OPEN_READ, &a, &l), 0);
+	assert_int_equal(lode_ns_getattr(&t, dst, &a), 0);
+	assert_int_equal(a.nlink, 0);
+	/* and an inode number that was never given out */
+	assert_int_equal(lode_ns_open(&t, &root_cred, src + 1000, LODE_OPEN_READ, &a, &l),
+			 -ESTALE);
+	lode_store_abort(&t);
 }
 
 static void test_rename_moves_a_directory_across_parents_and_fixes_nlink(void **state)
