@@ -463,6 +463,7 @@ enum op_kind { OP_WRITE, OP_READ, OP_TRUNCATE, OP_FSYNC };
 enum op_stage {
 	ST_WRITE_DATA,
 	ST_WRITE_SUMS,
+	ST_WRITEBACK,
 	ST_SYNC_DATA,
 	ST_SYNC_SUMS,
 	ST_READ_DATA,
@@ -636,7 +637,9 @@ static void op_advance(struct obj_op *op, int res)
 	struct lode_objstore *st = op->w->st;
 	struct obj_fds *f = op->fds;
 
-	if (res < 0) {
+	/* the writeback kick is advice: the write is done whatever it says, and a disk error
+	 * shows at the fsync that makes the data durable */
+	if (res < 0 && op->stage != ST_WRITEBACK) {
 		op_finish(op, res);
 		return;
 	}
@@ -648,10 +651,19 @@ static void op_advance(struct obj_op *op, int res)
 		return;
 	case ST_WRITE_SUMS:
 		if (op->kind == OP_WRITE && !(op->flags & LODE_OBJ_F_SYNC)) {
-			op_finish(op, 0);
+			/* Start writing the range to the disk now, without waiting for it: a
+			 * streaming writer's fsync then waits for the tail only, not for the
+			 * whole file, and the disk works while the bytes are still arriving. The
+			 * pages stay cached (clean) for readers. */
+			op->stage = ST_WRITEBACK;
+			lode_loop_sync_range(op->w->loop, &op->io, f->dfd, (off_t)op->off, op->len,
+					     SYNC_FILE_RANGE_WRITE);
 			return;
 		}
 		sync_start(op, ST_SYNC_DATA, f->dfd);
+		return;
+	case ST_WRITEBACK:
+		op_finish(op, 0);
 		return;
 	case ST_SYNC_DATA:
 		sync_start(op, ST_SYNC_SUMS, f->sfd);

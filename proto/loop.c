@@ -259,6 +259,12 @@ void lode_loop_fsync(struct lode_loop *loop, struct lode_io *io, int fd, int dat
 	io_uring_prep_fsync(lode_loop_sqe(loop, io), fd, datasync ? IORING_FSYNC_DATASYNC : 0);
 }
 
+void lode_loop_sync_range(struct lode_loop *loop, struct lode_io *io, int fd, off_t off,
+			  size_t len, unsigned flags)
+{
+	io_uring_prep_sync_file_range(lode_loop_sqe(loop, io), fd, (unsigned)len, off, (int)flags);
+}
+
 void lode_loop_timer(struct lode_loop *loop, struct lode_timer *t, unsigned ms)
 {
 	struct __kernel_timespec *ts = (struct __kernel_timespec *)t->ts_;
