@@ -129,5 +129,9 @@ int file_lease_renew_if_due(struct lode_file *f);
 
 /* Path resolution (namespace.c). */
 int resolve_parent(struct lode_client *c, const char *path, uint64_t *parent, char *name);
+/* The inode of the regular file at path: -EISDIR for a directory, -EINVAL for another
+ * type. A call by that inode that gets -ESTALE (the name was deleted or renamed over
+ * since) should resolve the path once more. */
+int resolve_regular(struct lode_client *c, const char *path, uint64_t *ino);
 
 #endif

@@ -245,8 +245,7 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 	      struct lode_file **out)
 {
 	char name[LODE_NAME_MAX + 1];
-	struct lode_stat st;
-	uint64_t parent;
+	uint64_t parent, ino;
 	int rc;
 
 	if (flags & O_CREAT) {
@@ -258,14 +257,9 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 	/* the name may be deleted or renamed over between the lookup and the open (-ESTALE):
 	 * then look it up once more */
 	for (int tries = 0;; tries++) {
-		rc = lode_stat(c, path, &st);
-		if (rc)
-			return rc;
-		if (S_ISDIR(st.mode))
-			return -EISDIR;
-		if (!S_ISREG(st.mode))
-			return -EINVAL;
-		rc = lode_ll_open(c, st.ino, flags, out);
+		rc = resolve_regular(c, path, &ino);
+		if (!rc)
+			rc = lode_ll_open(c, ino, flags, out);
 		if (rc != -ESTALE || tries == 1)
 			return rc;
 	}

@@ -207,6 +207,21 @@ int resolve_parent(struct lode_client *c, const char *path, uint64_t *parent, ch
 	return walk(c, path, 0, 1, NULL, parent, name);
 }
 
+int resolve_regular(struct lode_client *c, const char *path, uint64_t *ino)
+{
+	struct lode_stat st;
+	int rc = lode_stat(c, path, &st);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(st.mode))
+		return -EISDIR;
+	if (!S_ISREG(st.mode))
+		return -EINVAL;
+	*ino = st.ino;
+	return 0;
+}
+
 int lode_stat(struct lode_client *c, const char *path, struct lode_stat *st)
 {
 	return walk(c, path, 1, 0, st, NULL, NULL);
@@ -610,17 +625,16 @@ int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int6
 
 int lode_truncate(struct lode_client *c, const char *path, uint64_t size)
 {
-	struct lode_stat st;
+	uint64_t ino;
 	int rc;
 
-	rc = lode_stat(c, path, &st);
-	if (rc)
-		return rc;
-	if (S_ISDIR(st.mode))
-		return -EISDIR;
-	if (!S_ISREG(st.mode))
-		return -EINVAL;
-	return lode_ll_truncate(c, st.ino, size);
+	for (int tries = 0;; tries++) {
+		rc = resolve_regular(c, path, &ino);
+		if (!rc)
+			rc = lode_ll_truncate(c, ino, size);
+		if (rc != -ESTALE || tries == 1)
+			return rc;
+	}
 }
 
 int lode_statfs(struct lode_client *c, struct lode_statfs *out)

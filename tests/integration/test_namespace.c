@@ -141,6 +141,50 @@ static void test_rename_replaces_moves_and_refuses_what_posix_refuses(void **sta
 	assert_int_equal(lode_rename(c, "/r/missing", "/r/y", 0), -ENOENT);
 }
 
+/* A checkpoint saved by renaming a new file over the old one: a call by the old inode
+ * number (a name looked up before the rename) gets ESTALE, not the old file; a handle
+ * opened before still reads the old bytes, and the path leads to the new file. */
+static void test_calls_by_a_replaced_inode_get_estale_and_open_handles_still_read(void **state)
+{
+	struct lode_file *f, *old;
+	struct lode_stat st;
+	char buf[5];
+	uint64_t ino;
+
+	(void)state;
+	assert_int_equal(lode_open(c, "/ckpt", O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_pwrite(f, "old!!", 5, 0), 5);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/ckpt", &st), 0);
+	ino = st.ino;
+	assert_int_equal(lode_ll_open(c, ino, O_RDONLY, &old), 0);
+	assert_int_equal(lode_open(c, "/ckpt.tmp", O_WRONLY | O_CREAT, 0644, &f), 0);
+	assert_int_equal(lode_pwrite(f, "new!!", 5, 0), 5);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_rename(c, "/ckpt.tmp", "/ckpt", 0), 0);
+
+	assert_int_equal(lode_ll_open(c, ino, O_RDONLY, &f), -ESTALE);
+	assert_int_equal(lode_ll_open(c, ino, O_RDWR, &f), -ESTALE);
+	assert_int_equal(lode_ll_truncate(c, ino, 0), -ESTALE);
+	assert_int_equal(lode_pread(old, buf, 5, 0), 5);
+	assert_memory_equal(buf, "old!!", 5);
+	assert_int_equal(lode_close(old), 0);
+	assert_int_equal(lode_open(c, "/ckpt", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, buf, 5, 0), 5);
+	assert_memory_equal(buf, "new!!", 5);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_truncate(c, "/ckpt", 2), 0);
+	assert_int_equal(lode_stat(c, "/ckpt", &st), 0);
+	assert_int_equal(st.size, 2);
+	assert_int_equal(lode_unlink(c, "/ckpt"), 0);
+
+	/* an empty file goes at once (no objects to wait for): its number is stale too */
+	touch("/empty");
+	assert_int_equal(lode_stat(c, "/empty", &st), 0);
+	assert_int_equal(lode_unlink(c, "/empty"), 0);
+	assert_int_equal(lode_ll_open(c, st.ino, O_RDONLY, &f), -ESTALE);
+}
+
 static void test_hard_links_and_symlinks_behave_like_posix(void **state)
 {
 	char target[64];
@@ -461,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_create_exclusive_fails_with_eexist_and_names_are_checked),
 		cmocka_unit_test(test_unlink_and_rmdir_give_posix_errors),
 		cmocka_unit_test(test_rename_replaces_moves_and_refuses_what_posix_refuses),
+		cmocka_unit_test(test_calls_by_a_replaced_inode_get_estale_and_open_handles_still_read),
 		cmocka_unit_test(test_hard_links_and_symlinks_behave_like_posix),
 		cmocka_unit_test(test_setattr_changes_mode_owner_and_times),
 		cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
