@@ -169,6 +169,8 @@ int lode_layout_check(const struct lode_wire_layout *l);
 
 /* Checksum of one chunk: xxh3-64 of buf[0..len) followed by LODE_CHUNK_SIZE - len zeros. */
 uint64_t lode_chunk_sum(const void *buf, size_t len);
+/* The same for one whole chunk, with AVX2 (only on a CPU that has it). */
+uint64_t lode_chunk_sum_avx2(const void *chunk);
 
 /* Appends to an encoding buffer: callers build a body as fixed struct + names. */
 struct lode_buf {

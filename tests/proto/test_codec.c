@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "codec.h"
+#include "config.h"
 
 #define CHUNK LODE_CHUNK_SIZE
 
@@ -2033,6 +2034,40 @@ static void test_chunk_sum_of_a_longer_buffer_covers_one_chunk(void **state)
 	free(buf);
 }
 
+/* The AVX2 build of xxh3 (chosen at run time) must give libxxhash's sums bit for bit, or
+ * every object stored by one CPU would read back as corrupt on another: random chunks, at
+ * every alignment of the first 64 bytes. */
+static void test_chunk_sum_avx2_equals_libxxhash(void **state)
+{
+	unsigned char *buf = malloc(CHUNK + 64);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	assert_non_null(buf);
+#if LODE_HAVE_AVX2_SUM
+	if (!__builtin_cpu_supports("avx2"))
+		print_message("no AVX2 on this CPU: lode_chunk_sum uses libxxhash alone\n");
+#else
+	print_message("built without the AVX2 sum: lode_chunk_sum uses libxxhash alone\n");
+#endif
+	for (unsigned round = 0; round < 64; round++) {
+		for (size_t i = 0; i < CHUNK + 64; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[i] = (unsigned char)x;
+		}
+		const unsigned char *p = buf + round;
+
+		assert_true(lode_chunk_sum(p, CHUNK) == XXH3_64bits(p, CHUNK));
+#if LODE_HAVE_AVX2_SUM
+		if (__builtin_cpu_supports("avx2"))
+			assert_true(lode_chunk_sum_avx2(p) == XXH3_64bits(p, CHUNK));
+#endif
+	}
+	free(buf);
+}
+
 static void test_buf_put_fails_sticky_once_full(void **state)
 {
 	char mem[8];
@@ -2473,6 +2508,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_obj_read_rep_rejects_checksums_not_matching_the_data),
 	    cmocka_unit_test(test_chunk_sum_counts_bytes_past_the_end_as_zero),
 	    cmocka_unit_test(test_chunk_sum_of_a_longer_buffer_covers_one_chunk),
+	    cmocka_unit_test(test_chunk_sum_avx2_equals_libxxhash),
 	    cmocka_unit_test(test_buf_put_fails_sticky_once_full),
 	    cmocka_unit_test(test_decoders_never_crash_on_random_bodies),
 	};
