@@ -543,12 +543,17 @@ int lode_link(struct lode_client *c, const char *existing, const char *newpath)
 	struct lode_stat st;
 	int rc;
 
-	rc = lode_lstat(c, existing, &st);
-	if (rc)
-		return rc;
-	{
-		WITH_PARENT(c, newpath, parent, name, -EEXIST);
-		return lode_ll_link(c, st.ino, parent, name, NULL);
+	/* -ESTALE: existing was deleted or renamed over since its lookup; once more */
+	for (int tries = 0;; tries++) {
+		rc = lode_lstat(c, existing, &st);
+		if (rc)
+			return rc;
+		{
+			WITH_PARENT(c, newpath, parent, name, -EEXIST);
+			rc = lode_ll_link(c, st.ino, parent, name, NULL);
+		}
+		if (rc != -ESTALE || tries == 1)
+			return rc;
 	}
 }
 

@@ -784,6 +784,11 @@ int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t 
 	int rc;
 
 	rc = get_inode(t, ino, &in);
+	/* a name for an inode that has none left would bring back a deleted file whose
+	 * objects are already handed to the OSS for removal: a name without data. The
+	 * caller's name for it is stale (as for OPEN): look it up again. */
+	if (rc == -ENOENT || (!rc && in.nlink == 0))
+		return -ESTALE;
 	if (rc)
 		return rc;
 	if (S_ISDIR(in.mode))

@@ -94,6 +94,7 @@ int lode_ns_rmdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const
 int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t old_parent,
 		   const char *old_name, size_t old_len, uint64_t new_parent,
 		   const char *new_name, size_t new_len, uint32_t flags);
+/* LINK: a new name for ino; ESTALE when ino is gone or has no name left. */
 int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t new_parent,
 		 const char *name, size_t len, struct lode_wire_attr *attr);
 int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,

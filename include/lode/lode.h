@@ -241,6 +241,7 @@ int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
 int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name);
 int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
 		   uint64_t new_parent, const char *new_name, unsigned flags);
+/* -ESTALE when ino is gone or has no name left (as lode_ll_open). */
 int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
 		 struct lode_stat *st);
 int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,

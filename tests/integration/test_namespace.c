@@ -178,11 +178,14 @@ static void test_calls_by_a_replaced_inode_get_estale_and_open_handles_still_rea
 	assert_int_equal(st.size, 2);
 	assert_int_equal(lode_unlink(c, "/ckpt"), 0);
 
-	/* an empty file goes at once (no objects to wait for): its number is stale too */
-	touch("/empty");
-	assert_int_equal(lode_stat(c, "/empty", &st), 0);
-	assert_int_equal(lode_unlink(c, "/empty"), 0);
+	/* a plain unlink makes the number stale too, and the old number gets no new name
+	 * (a link through a stale name would give a name to a file whose objects go away) */
+	touch("/gone");
+	assert_int_equal(lode_stat(c, "/gone", &st), 0);
+	assert_int_equal(lode_unlink(c, "/gone"), 0);
 	assert_int_equal(lode_ll_open(c, st.ino, O_RDONLY, &f), -ESTALE);
+	assert_int_equal(lode_ll_link(c, st.ino, LODE_ROOT_INO, "gone-again", NULL), -ESTALE);
+	assert_int_equal(lode_stat(c, "/gone-again", &st), -ENOENT);
 }
 
 static void test_hard_links_and_symlinks_behave_like_posix(void **state)

@@ -645,6 +645,16 @@ static void test_rename_replaces_a_file_and_orphans_the_old_one(void **state)
 	assert_int_equal(lode_ns_open(&t, &root_cred, src + 1000, LODE_OPEN_READ, &a, &l),
 			 -ESTALE);
 	lode_store_abort(&t);
+	/* nor does it get a name back (a link through the stale name): its objects are
+	 * already orphans, so the name would have no data */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, dst, ROOT, "back", 4, &a)), -ESTALE);
+	assert_int_equal(do_lookup(f, ROOT, "back", NULL), -ENOENT);
+	assert_int_equal(getattr(f, dst).nlink, 0);
+	assert_int_equal(orphans_of(f, 1, ids, 4), 2);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, src + 1000, ROOT, "x", 1, &a)),
+			 -ESTALE);
 }
 
 static void test_rename_moves_a_directory_across_parents_and_fixes_nlink(void **state)
