@@ -235,9 +235,18 @@ static int writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_
 	pthread_mutex_lock(&lf->wlock);
 	w = search_settled(lf, ino);
 	if (w) {
+		struct lode_stat st;
+
 		w->refs++;
 		pthread_mutex_unlock(&lf->wlock);
-		rc = (flags & O_TRUNC) ? lode_ftruncate(w->f, 0) : 0;
+		/* The MDS sees no OPEN for a shared writer: ask whether a name still leads to
+		 * the file (ESTALE as OPEN would answer), or an open through a name that
+		 * another mount renamed a file over would write into the deleted file. */
+		rc = lode_ll_getattr(lf->c, ino, &st);
+		if (rc == -ENOENT || (!rc && st.nlink == 0))
+			rc = -ESTALE;
+		if (!rc && (flags & O_TRUNC))
+			rc = lode_ftruncate(w->f, 0);
 		if (rc) {
 			lf_writer_put(lf, w);
 			return rc;

@@ -122,6 +122,21 @@ def main():
         put(tmp, data, "trunc")
         os.rename(tmp, p[0])
         expect(p[1], data, f"rename round {j}: renamed over on mount 1, opened on mount 2")
+    # Mount 2 is still writing the old file when mount 1 renames a new one over its name;
+    # mount 2's next open of the name for writing must reach the new file, not share its
+    # writer of the old one (whose bytes nobody can read any more).
+    hold = os.open(p[1], os.O_WRONLY)
+    data = rnd.randbytes(len(data))
+    put(p[0] + ".tmp", data, "trunc")
+    os.rename(p[0] + ".tmp", p[0])
+    mine = rnd.randbytes(4096)
+    fd = os.open(p[1], os.O_WRONLY)
+    os.pwrite(fd, mine, 0)
+    os.close(fd)
+    os.close(hold)
+    data = mine + data[4096:]
+    expect(p[0], data, "written on mount 2 through a name renamed over on mount 1 "
+                       "while mount 2 still wrote the old file")
     # the same for a name deleted on mount 1 while mount 2 still holds its entry
     expect(p[1], data, "before the unlink")
     os.unlink(p[0])
