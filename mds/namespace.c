@@ -59,6 +59,23 @@ static int get_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *o
 	return rc;
 }
 
+/*
+ * The inode of a call by number whose caller found the number under a name (OPEN, LINK).
+ * An inode that is gone, or that no name leads to any more (deleted, or kept unlinked for
+ * the orphan grace), makes that name stale: ESTALE, and the caller looks the name up
+ * again. Otherwise a client that looked the name up a moment before another client
+ * deleted or renamed over it would read the old file (close-to-open, as NFS gives it), or
+ * give a name back to a file whose objects are already orphans.
+ */
+static int get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out)
+{
+	int rc = get_inode(t, ino, out);
+
+	if (rc == -ENOENT || (!rc && out->nlink == 0))
+		return -ESTALE;
+	return rc;
+}
+
 static int put_inode(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
 {
 	unsigned char key[8];
@@ -549,13 +566,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 
 	if (flags & ~LODE_OPEN_ALL_)
 		return -EINVAL;
-	rc = get_inode(t, ino, &in);
-	/* an inode that no name leads to any more (deleted, or kept unlinked for the orphan
-	 * grace): the caller's name for it is stale. A client that looked the name up a moment
-	 * ago, before another client deleted or renamed over it, must look it up again and
-	 * not read the old file: close-to-open, as NFS gives it. */
-	if (rc == -ENOENT || (!rc && in.nlink == 0))
-		return -ESTALE;
+	rc = get_named_inode(t, ino, &in);
 	if (rc)
 		return rc;
 	if (S_ISLNK(in.mode))
@@ -783,12 +794,7 @@ int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t 
 	int64_t now = lode_ns_now();
 	int rc;
 
-	rc = get_inode(t, ino, &in);
-	/* a name for an inode that has none left would bring back a deleted file whose
-	 * objects are already handed to the OSS for removal: a name without data. The
-	 * caller's name for it is stale (as for OPEN): look it up again. */
-	if (rc == -ENOENT || (!rc && in.nlink == 0))
-		return -ESTALE;
+	rc = get_named_inode(t, ino, &in);
 	if (rc)
 		return rc;
 	if (S_ISDIR(in.mode))
