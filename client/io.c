@@ -315,7 +315,7 @@ static int objects_read_start(struct lode_file *f, struct window *w, char *buf, 
 	int rc = 0;
 
 	while (pos < len) {
-		uint64_t file_off = off + pos, obj_off, n, aligned;
+		uint64_t obj_off, n, aligned;
 		struct read_piece *p;
 		unsigned stripe;
 
@@ -350,8 +350,12 @@ static int objects_read_start(struct lode_file *f, struct window *w, char *buf, 
 				break;
 			}
 		}
-		/* alternate the copy by stripe unit, so that readers use every copy */
-		read_piece_start(p, (unsigned)(file_off / l->stripe_size / l->stripe_count));
+		/* One copy per file, picked by inode number so that files spread over the
+		 * copies: a reader then reads each object from start to end, as the OSS's
+		 * page-cache read-ahead and the disk want. Taking copies in turn by stripe unit
+		 * read every other unit of each object: 1 MiB disk reads instead of 4 MiB,
+		 * 0.65-0.86x of the disk's own rate cold (docs/benchmarks.md). */
+		read_piece_start(p, (unsigned)f->ino);
 		pos += n;
 	}
 	return rc;
