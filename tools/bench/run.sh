@@ -177,6 +177,23 @@ rate() {
 	log "$name: $line"
 }
 
+# cold NAME CMD...: a cold read (caches dropped), right after a cold read of as many bytes
+# of a plain file on the local disk. The shared virtual disk's rate swings by up to 2x from
+# one minute to the next, more than the gap this figure is about, so the ratio to the disk
+# is also taken per pair ("NAME, over the disk read just before": its median is the one to
+# read).
+cold() {
+	local name=$1 disk="baseline: local disk read, cold, before $1" d l
+	shift
+	drop_all
+	rate "$disk" "$bench/fs_io" read "$work/disk/big"
+	drop_all
+	rate "$name" --cpu "$@"
+	d=$(awk -F'\t' -v n="$disk" '$1 == n { v = $3 } END { print v }' "$samples")
+	l=$(awk -F'\t' -v n="$name" '$1 == n { v = $3 } END { print v }' "$samples")
+	record "$name, over the disk read just before" x "$(awk -v a="$l" -v b="$d" 'BEGIN{ printf "%.3f", a / b }')"
+}
+
 # keyed NAME_PREFIX UNIT CMD...: records every key=value the command prints as PREFIX KEY
 keyed() {
 	local prefix=$1 unit=$2 line kv
@@ -340,7 +357,6 @@ for ((run = 1; run <= runs; run++)); do
 	rate "baseline: local disk read, cold" "$bench/fs_io" read "$work/disk/big"
 	rate "baseline: TCP loopback pair" --cpu "$bench/tcp_pair" --size "$size"
 	cp "$work/disk/big" "$tmpfs/big"
-	rm -f "$work/disk/big"
 	rate "baseline: tmpfs read" --cpu "$bench/fs_io" read "$tmpfs/big"
 	rate "baseline: null FUSE read, page cache, cache dropped" --cpu "$bench/fs_io" read --drop "$nullmnt/data"
 	rate "baseline: null FUSE read, page cache, warm" "$bench/fs_io" read "$nullmnt/data"
@@ -350,7 +366,7 @@ for ((run = 1; run <= runs; run++)); do
 	done
 	rm -f "$tmpfs/big"
 	fi
-	rm -f "$work/disk/big"
+	((!writes_only)) || rm -f "$work/disk/big" # else kept for the cold reads' pairs
 
 	# --- liblode: writes per mirror count, cold / OSS-warm reads, readers
 	if [[ -z $dir ]]; then
@@ -366,8 +382,7 @@ for ((run = 1; run <= runs; run++)); do
 		if ((writes_only)); then
 			lrm /m2/big
 		else
-		drop_all
-		rate "liblode read, cold" --cpu "$bench/lode_io" read /m2/big
+		cold "liblode read, cold" "$bench/lode_io" read /m2/big
 		rate "liblode read, OSS warm" --cpu "$bench/lode_io" read /m2/big
 		for n in 1 2 4 8; do
 			rate "liblode read, $n readers, one file, $sweep_mib MiB" "$bench/lode_io" read --threads $n --len "$sweep" /m2/big
@@ -404,8 +419,7 @@ for ((run = 1; run <= runs; run++)); do
 		rm -rf "$w"
 		continue
 	fi
-	drop_all
-	rate "$label read, cold" --cpu "$bench/fs_io" read "$w/big"
+	cold "$label read, cold" "$bench/fs_io" read "$w/big"
 	rate "$label read, $ow, page cache" --cpu "$bench/fs_io" read --drop "$w/big"
 	rate "$label read, warm (client page cache)" --cpu "$bench/fs_io" read "$w/big"
 	rate "$label read, $ow, O_DIRECT" --cpu "$bench/fs_io" read --direct "$w/big"
@@ -458,6 +472,7 @@ for ((run = 1; run <= runs; run++)); do
 	keyed "$label 64 KiB files," files/s "$bench/fs_io" small --count "$small_files" --size 64K "$w/small"
 	keyed "baseline: tmpfs 64 KiB files," files/s "$bench/fs_io" small --count "$small_files" --size 64K "$tmpfs/small"
 	rm -rf "$w" "$tmpfs/meta" "$tmpfs/small"
+	rm -f "$work/disk/big"
 done
 fi # !alone
 
@@ -475,7 +490,7 @@ fi
 baseline_of() {
 	local f=$1
 	case $f in
-	"liblode read, cold" | "$label read, cold") echo "baseline: local disk read, cold" ;;
+	"liblode read, cold" | "$label read, cold") echo "baseline: local disk read, cold, before $f" ;;
 	"liblode read, OSS warm" | "liblode read, "*" readers, "*) echo "baseline: TCP loopback pair" ;;
 	"$label read, $ow, page cache") echo "baseline: null FUSE read, page cache, cache dropped" ;;
 	"$label read, warm (client page cache)") echo "baseline: null FUSE read, page cache, warm" ;;
