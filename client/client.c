@@ -70,15 +70,15 @@ int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_
 
 	for (;;) {
 		struct lode_call call = {
-			.opcode = op,
-			.body = body,
-			.body_len = body_len,
-			.data = data,
-			.data_iovcnt = data_iovcnt,
-			.reply_body = reply,
-			.reply_body_max = reply_max,
-			.reply_data = reply_data,
-			.reply_data_max = reply_data_max,
+		    .opcode = op,
+		    .body = body,
+		    .body_len = body_len,
+		    .data = data,
+		    .data_iovcnt = data_iovcnt,
+		    .reply_body = reply,
+		    .reply_body_max = reply_max,
+		    .reply_data = reply_data,
+		    .reply_data_max = reply_data_max,
 		};
 
 		rc = lode_rpc_call(c->mds, &call);
@@ -115,8 +115,7 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 
 	if (!buf)
 		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf, cap,
-		      dlen);
+	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf, cap, dlen);
 	if (rc) {
 		free(buf);
 		return rc;
@@ -268,8 +267,8 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 			ti->bytes_free = t->bytes_free;
 			ti->objects = t->objects;
 			ti->last_seen_ms = t->last_seen_ms;
-			memcpy(ti->addr, addr.ptr, addr.len < sizeof(ti->addr) ? addr.len
-										: sizeof(ti->addr) - 1);
+			memcpy(ti->addr, addr.ptr,
+			       addr.len < sizeof(ti->addr) ? addr.len : sizeof(ti->addr) - 1);
 		}
 		n++;
 	}

@@ -16,13 +16,13 @@
 
 #define IO_MAX (1u << 20) /* bytes per data request */
 
-#define IO_THREADS_MAX 4
+#define IO_THREADS_MAX	 4
 #define TARGET_CONNS_MAX IO_THREADS_MAX
 
 struct target_slot {
 	uint32_t id;
-	int up;			/* as the MDS last said */
-	uint64_t bytes_free;	/* as the MDS last said */
+	int up;			   /* as the MDS last said */
+	uint64_t bytes_free;	   /* as the MDS last said */
 	uint64_t suspect_until_ms; /* a call to it failed: treat as down until then */
 	char addr[LODE_ADDR_MAX + 1];
 	/* One connection per I/O thread, used in turn, so that receiving and verifying the
@@ -49,8 +49,8 @@ struct lode_client {
 
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
-	unsigned ntargets;			       /* protected by lock */
-	uint64_t targets_refreshed_ms;		       /* protected by lock */
+	unsigned ntargets;			      /* protected by lock */
+	uint64_t targets_refreshed_ms;		      /* protected by lock */
 };
 
 struct lode_file {
@@ -66,10 +66,10 @@ struct lode_file {
 	 * and truncate take it exclusive, so that no two writes interleave inside a chunk. */
 	pthread_rwlock_t rw;
 	pthread_mutex_t lock;
-	uint64_t size;	       /* protected by lock: size as this handle knows it */
-	int64_t mtime_ns;      /* protected by lock: last write */
-	bool dirty_meta;       /* protected by lock: size/mtime not yet committed */
-	uint64_t dirty_stripes; /* protected by lock: stripes written since the last fsync */
+	uint64_t size;		   /* protected by lock: size as this handle knows it */
+	int64_t mtime_ns;	   /* protected by lock: last write */
+	bool dirty_meta;	   /* protected by lock: size/mtime not yet committed */
+	uint64_t dirty_stripes;	   /* protected by lock: stripes written since the last fsync */
 	uint64_t lease_renewed_ms; /* protected by lock */
 	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
 	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */

@@ -133,7 +133,8 @@ int file_reports_flush(struct lode_file *f)
 		}
 		if (r) {
 			if (!rc)
-				rc = -EIO; /* the failed copy is not on record: cannot acknowledge */
+				rc =
+				    -EIO; /* the failed copy is not on record: cannot acknowledge */
 			continue;
 		}
 		pthread_mutex_lock(&f->lock);
@@ -193,8 +194,8 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 			return rc;
 	}
 	req.flags = open_flags_to_wire(flags);
-	rc = mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0,
-		      NULL);
+	rc =
+	    mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0, NULL);
 	if (rc)
 		return rc;
 	return open_finish(c, &rep, flags, flags, out);

@@ -31,7 +31,7 @@
 #include "client.h"
 #include "codec.h"
 
-#define CHUNK LODE_CHUNK_SIZE
+#define CHUNK	 LODE_CHUNK_SIZE
 #define SUMS_MAX (LODE_DATA_MAX / LODE_CHUNK_SIZE + 2)
 
 static uint64_t round_down(uint64_t x, uint64_t a)
@@ -151,10 +151,10 @@ struct read_piece {
 	uint32_t len;  /* bytes wanted */
 	char *bounce;  /* reply buffer when the piece is not chunk aligned, else NULL */
 	unsigned stripe;
-	unsigned first;	  /* the copy tried first (spreads readers over the copies) */
-	unsigned mirror;  /* the copy being tried */
-	uint64_t tried;	  /* copies tried, by mirror number */
-	bool reread;	  /* a mismatch was read again from the same copy */
+	unsigned first;	 /* the copy tried first (spreads readers over the copies) */
+	unsigned mirror; /* the copy being tried */
+	uint64_t tried;	 /* copies tried, by mirror number */
+	bool reread;	 /* a mismatch was read again from the same copy */
 	int last_err;
 };
 
@@ -214,8 +214,8 @@ static void read_piece_done(struct lode_call *call)
 	int rc = call->status, next;
 
 	if (!rc)
-		rc = lode_dec_obj_read_rep(p->rbody, call->reply_body_len, got, p->req.length,
-					   &rep, &sums);
+		rc = lode_dec_obj_read_rep(p->rbody, call->reply_body_len, got, p->req.length, &rep,
+					   &sums);
 	if (!rc)
 		rc = verify(data, got, sums);
 	if (rc) {
@@ -234,8 +234,9 @@ static void read_piece_done(struct lode_call *call)
 			file_report(f, p->stripe * f->layout.mirror_count + p->mirror,
 				    LODE_REPORT_BAD_DATA);
 		if (unreachable(rc))
-			target_suspect(f->c, f->layout.targets[p->stripe * f->layout.mirror_count +
-							       p->mirror]);
+			target_suspect(
+			    f->c,
+			    f->layout.targets[p->stripe * f->layout.mirror_count + p->mirror]);
 		next = next_copy(f, p->stripe, p->first, p->tried);
 		if (next >= 0) {
 			p->mirror = (unsigned)next;
@@ -388,18 +389,18 @@ static int objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t o
  * no write or truncate of this client started or ended since; data from other clients
  * follows close-to-open, as every read of an open handle does.
  */
-#define RA_WINDOW (2ull << 20)
-#define RA_WINDOWS 4
+#define RA_WINDOW   (2ull << 20)
+#define RA_WINDOWS  4
 #define RA_READ_MAX (1ull << 20)
-#define RA_AFTER 3
+#define RA_AFTER    3
 
 struct ra_window {
 	struct window w;
-	char *buf;     /* RA_WINDOW bytes, allocated on first use */
+	char *buf; /* RA_WINDOW bytes, allocated on first use */
 	uint64_t off;
-	uint64_t len;  /* 0: holds nothing */
-	uint64_t gen;  /* write_gen when it started */
-	bool pending;  /* started, not drained yet */
+	uint64_t len; /* 0: holds nothing */
+	uint64_t gen; /* write_gen when it started */
+	bool pending; /* started, not drained yet */
 	int err;
 };
 
@@ -488,8 +489,8 @@ static bool ra_serve(struct lode_file *f, struct readahead *ra, char *buf, uint6
 		if (!x)
 			return false;
 		ra_wait(x);
-		if (x->err || x->gen != atomic_load_explicit(&f->c->write_gen,
-							     memory_order_acquire)) {
+		if (x->err ||
+		    x->gen != atomic_load_explicit(&f->c->write_gen, memory_order_acquire)) {
 			x->len = 0; /* failed (the read path fails over and reports) or stale */
 			x->err = 0;
 			return false;
@@ -680,13 +681,13 @@ struct chain {
 	struct lode_call call;
 	struct lode_file *f;
 	uint8_t op;
-	unsigned n;				/* copies in this round */
-	unsigned idx[LODE_CHAIN_MAX + 1];	/* their layout indexes, head first */
+	unsigned n;			  /* copies in this round */
+	unsigned idx[LODE_CHAIN_MAX + 1]; /* their layout indexes, head first */
 	struct lode_rpc_conn *conn[LODE_CHAIN_MAX + 1];
 	struct lode_wire_chain_hop hop[LODE_CHAIN_MAX + 1]; /* their ids and addresses */
-	const struct iovec *data;		/* OBJ_WRITE: the bytes, valid until finish */
-	size_t fixed_len;			/* body bytes before the chain */
-	uint64_t body[LODE_BODY_MAX / 8];	/* the request: fixed part, then the chain */
+	const struct iovec *data;	  /* OBJ_WRITE: the bytes, valid until finish */
+	size_t fixed_len;		  /* body bytes before the chain */
+	uint64_t body[LODE_BODY_MAX / 8]; /* the request: fixed part, then the chain */
 	struct lode_wire_obj_chain_rep rep;
 	/* results: written by one completion at a time (a resubmission follows the last) */
 	unsigned good; /* copies that took it */
@@ -769,10 +770,10 @@ static void chain_submit(struct chain *ch)
 {
 	unsigned t = ch->f->c->timeout_ms;
 	struct lode_wire_chain hdr = {
-		.self_target = ch->hop[0].target_id,
-		.count = (uint16_t)(ch->n - 1),
-		/* the head must give up on its downstream before we give up on the head */
-		.timeout_ms = t < 4 ? 1 : t - t / 4,
+	    .self_target = ch->hop[0].target_id,
+	    .count = (uint16_t)(ch->n - 1),
+	    /* the head must give up on its downstream before we give up on the head */
+	    .timeout_ms = t < 4 ? 1 : t - t / 4,
 	};
 	char *b = (char *)ch->body + ch->fixed_len;
 
@@ -861,9 +862,9 @@ struct write_piece {
 	/* calls completed: they complete on several I/O threads at once, so each call keeps
 	 * its own status and the last one to complete sums them up */
 	_Atomic unsigned done;
-	unsigned good;	/* copies that stored the piece (set when all are done) */
-	int err;	/* a failure that fails the write itself (set when all are done) */
-	int copy_err;	/* the last failure of one copy (set when all are done) */
+	unsigned good; /* copies that stored the piece (set when all are done) */
+	int err;       /* a failure that fails the write itself (set when all are done) */
+	int copy_err;  /* the last failure of one copy (set when all are done) */
 	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
 	struct iovec iov;
 	char *bounce; /* owned: the merged chunk data for a read-modify-write */

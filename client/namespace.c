@@ -13,10 +13,9 @@
 #include "codec.h"
 
 #define SYMLOOP_MAX 40
-#define DEPTH_MAX 256
+#define DEPTH_MAX   256
 
-int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name,
-		   struct lode_stat *st)
+int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, struct lode_stat *st)
 {
 	struct lode_wire_lookup_req req = {.parent = parent, .cred = client_cred(c)};
 	char body[sizeof(req) + LODE_NAME_MAX];
@@ -44,8 +43,8 @@ int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st)
 	struct lode_wire_attr attr;
 	int rc;
 
-	rc = mds_call(c, LODE_OP_GETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
-		      0, NULL);
+	rc = mds_call(c, LODE_OP_GETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0,
+		      NULL);
 	if (rc)
 		return rc;
 	attr_to_stat(&attr, st);
@@ -298,8 +297,8 @@ int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name)
 	return ll_remove(c, parent, name, LODE_OP_RMDIR);
 }
 
-int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
-		   uint64_t new_parent, const char *new_name, unsigned flags)
+int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uint64_t new_parent,
+		   const char *new_name, unsigned flags)
 {
 	struct lode_wire_rename_req req = {.old_parent = parent, .new_parent = new_parent};
 	char body[sizeof(req) + 2 * LODE_NAME_MAX];
@@ -344,8 +343,8 @@ int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const
 	return attr_reply(rc, &attr, st);
 }
 
-int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,
-		    const char *name, struct lode_stat *st)
+int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent, const char *name,
+		    struct lode_stat *st)
 {
 	struct lode_wire_symlink_req req = {.parent = parent};
 	struct lode_wire_attr attr;
@@ -386,8 +385,8 @@ int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setat
 	int rc;
 
 	_Static_assert(LODE_SET_MODE == LODE_SETATTR_MODE && LODE_SET_CTIME == LODE_SETATTR_CTIME &&
-			       LODE_SET_SIZE == LODE_SETATTR_SIZE &&
-			       LODE_SET_MTIME_NOW == LODE_SETATTR_MTIME_NOW,
+			   LODE_SET_SIZE == LODE_SETATTR_SIZE &&
+			   LODE_SET_MTIME_NOW == LODE_SETATTR_MTIME_NOW,
 		       "public setattr bits are the wire's");
 	req.valid = sa->valid;
 	req.mode = sa->mode & 07777;
@@ -397,8 +396,8 @@ int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setat
 	req.atime_ns = sa->atime_ns;
 	req.mtime_ns = sa->mtime_ns;
 	req.ctime_ns = sa->ctime_ns;
-	rc = mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
-		      0, NULL);
+	rc = mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0,
+		      NULL);
 	return attr_reply(rc, &attr, st);
 }
 
@@ -449,8 +448,8 @@ static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
 	data = malloc(cap);
 	if (!data)
 		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf, sizeof(repbuf),
-		      data, cap, &dlen);
+	rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf, sizeof(repbuf), data,
+		      cap, &dlen);
 	if (!rc)
 		rc = outp ? lode_dec_readdirplus_rep(&repbuf, sizeof(repbuf), data, dlen, &rep)
 			  : lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
@@ -499,12 +498,12 @@ int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
 /* ---- by path ---- */
 
 /* Resolves the parent of path and runs fn on (parent, last name). */
-#define WITH_PARENT(c, path, parent, name, on_root_err)                                        \
-	char name[LODE_NAME_MAX + 1];                                                          \
-	uint64_t parent;                                                                       \
-	int rc_ = resolve_parent(c, path, &parent, name);                                      \
-	if (rc_)                                                                               \
-		return rc_ == -EINVAL ? (on_root_err) : rc_
+#define WITH_PARENT(c, path, parent, name, on_root_err)                                            \
+	char name[LODE_NAME_MAX + 1];                                                              \
+	uint64_t parent;                                                                           \
+	int rc_ = resolve_parent(c, path, &parent, name);                                          \
+	if (rc_)                                                                                   \
+	return rc_ == -EINVAL ? (on_root_err) : rc_
 
 int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode)
 {
@@ -768,13 +767,13 @@ int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char *name)
 }
 
 /* Path xattr calls follow symlinks, as setxattr(2) and friends do. */
-#define XATTR_BY_PATH(c, path, call)                                                           \
-	do {                                                                                   \
-		struct lode_stat st_;                                                          \
-		int rc_ = lode_stat(c, path, &st_);                                            \
-		if (rc_)                                                                       \
-			return rc_;                                                            \
-		return call;                                                                   \
+#define XATTR_BY_PATH(c, path, call)                                                               \
+	do {                                                                                       \
+		struct lode_stat st_;                                                              \
+		int rc_ = lode_stat(c, path, &st_);                                                \
+		if (rc_)                                                                           \
+			return rc_;                                                                \
+		return call;                                                                       \
 	} while (0)
 
 int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,

@@ -26,15 +26,15 @@ static int obj_call(struct lode_client *c, uint32_t target, uint8_t op, const vo
 {
 	struct lode_rpc_conn *conn;
 	struct lode_call call = {
-		.opcode = op,
-		.body = body,
-		.body_len = body_len,
-		.data = data,
-		.data_iovcnt = data ? 1 : 0,
-		.reply_body = reply,
-		.reply_body_max = reply_max,
-		.reply_data = reply_data,
-		.reply_data_max = reply_data_max,
+	    .opcode = op,
+	    .body = body,
+	    .body_len = body_len,
+	    .data = data,
+	    .data_iovcnt = data ? 1 : 0,
+	    .reply_body = reply,
+	    .reply_body_max = reply_max,
+	    .reply_data = reply_data,
+	    .reply_data_max = reply_data_max,
 	};
 	int rc = target_conn(c, target, &conn);
 
@@ -99,8 +99,8 @@ static int copy_object(struct lode_client *c, const struct lode_wire_objid *id, 
 		iov.iov_base = buf;
 		iov.iov_len = got;
 		rc = obj_call(c, dst, LODE_OP_OBJ_WRITE, wbody,
-			      (uint32_t)(sizeof(*wr) + rep->nchunks * sizeof(uint64_t)), &iov, &orep,
-			      sizeof(orep), NULL, 0, NULL, NULL);
+			      (uint32_t)(sizeof(*wr) + rep->nchunks * sizeof(uint64_t)), &iov,
+			      &orep, sizeof(orep), NULL, 0, NULL, NULL);
 		if (rc)
 			return rc;
 		*copied += got;
@@ -158,8 +158,8 @@ int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout
 	if (rc)
 		return rc;
 	req.ino = st.ino;
-	rc = mds_call(c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
-		      0, NULL);
+	rc = mds_call(c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0,
+		      NULL);
 	if (rc)
 		return rc;
 	memset(layout, 0, sizeof(*layout));
@@ -199,8 +199,8 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 	for (unsigned idx = 0; idx < LODE_LAYOUT_TARGETS_MAX; idx++) {
 		const struct lode_wire_layout *l = &lrep.layout;
 		unsigned stripe = idx / l->mirror_count, first = stripe * l->mirror_count;
-		struct lode_wire_objid id = {.ino = f->ino, .generation = l->generation,
-					     .stripe = stripe};
+		struct lode_wire_objid id = {
+		    .ino = f->ino, .generation = l->generation, .stripe = stripe};
 		struct lode_wire_set_copy_req sc = {.ino = f->ino, .handle = f->handle};
 		uint32_t src = 0, dst;
 

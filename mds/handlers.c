@@ -29,16 +29,15 @@
 
 /* ---- setup ---- */
 
-int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why,
-		  size_t why_len)
+int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why, size_t why_len)
 {
-	struct lode_store_opts so = { .dir = opts->dir, .map_size = opts->map_size };
+	struct lode_store_opts so = {.dir = opts->dir, .map_size = opts->map_size};
 	struct lode_txn t;
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	m->orphan_grace_ns = opts->orphan_grace_ns < 0 ? LODE_NS_ORPHAN_GRACE_NS :
-							 opts->orphan_grace_ns;
+	m->orphan_grace_ns =
+	    opts->orphan_grace_ns < 0 ? LODE_NS_ORPHAN_GRACE_NS : opts->orphan_grace_ns;
 	rc = lode_store_open(&so, &m->st, why, why_len);
 	if (rc)
 		return rc;
@@ -172,11 +171,16 @@ static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 	case LODE_OP_CREATE: {
 		const struct lode_wire_create_req *r = w->fixed;
 		struct lode_ns_create a = {
-			.parent = r->parent, .cred = r->cred, .name = w->n1.ptr,
-			.name_len = w->n1.len, .mode = r->mode, .flags = r->flags,
-			.layout = r->has_layout ? &r->layout : NULL,
-			.has_targets = r->has_layout && r->has_targets, .pl = m->pl,
-			.now_ms = lode_now_ms(),
+		    .parent = r->parent,
+		    .cred = r->cred,
+		    .name = w->n1.ptr,
+		    .name_len = w->n1.len,
+		    .mode = r->mode,
+		    .flags = r->flags,
+		    .layout = r->has_layout ? &r->layout : NULL,
+		    .has_targets = r->has_layout && r->has_targets,
+		    .pl = m->pl,
+		    .now_ms = lode_now_ms(),
 		};
 		int created;
 
@@ -248,8 +252,8 @@ static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 		const struct lode_wire_target_register_req *r = w->fixed;
 
 		w->rep_len = sizeof(w->rep.hello);
-		return lode_placement_register_txn(t, r->uuid, w->n1.ptr, w->n1.len,
-						   r->bytes_total, r->bytes_free, &w->target_id);
+		return lode_placement_register_txn(t, r->uuid, w->n1.ptr, w->n1.len, r->bytes_total,
+						   r->bytes_free, &w->target_id);
 	}
 	case LODE_OP_ORPHAN_DONE: {
 		const struct lode_wire_orphan_req *r = w->fixed;
@@ -310,9 +314,9 @@ static void wreq_done(struct lode_wop *op, int status)
 		if (!status) {
 			const struct lode_wire_target_register_req *r = w->fixed;
 
-			status = lode_placement_update(m->pl, w->target_id, w->n1.ptr, w->n1.len,
-						       r->bytes_total, r->bytes_free,
-						       lode_now_ms());
+			status =
+			    lode_placement_update(m->pl, w->target_id, w->n1.ptr, w->n1.len,
+						  r->bytes_total, r->bytes_free, lode_now_ms());
 			w->rep.hello.cluster_id = m->cluster_id;
 			w->rep.hello.server_role = 1;
 			w->rep.hello.target_id = w->target_id;
@@ -409,7 +413,7 @@ static void do_readlink(struct lode_mds *m, struct lode_req *req, uint64_t ino)
 static void do_readdir(struct lode_mds *m, struct lode_req *req,
 		       const struct lode_wire_readdir_req *r)
 {
-	struct lode_wire_readdir_rep rep = { 0 };
+	struct lode_wire_readdir_rep rep = {0};
 	size_t cap, used = 0;
 	struct lode_txn t;
 	void *buf;
@@ -421,7 +425,7 @@ static void do_readdir(struct lode_mds *m, struct lode_req *req,
 		return;
 	}
 	cap = (size_t)r->max_entries * ((r->flags & LODE_READDIR_ATTRS) ? LODE_NS_DIRENTPLUS_REC_MAX
-									 : LODE_NS_DIRENT_REC_MAX);
+									: LODE_NS_DIRENT_REC_MAX);
 	buf = malloc(cap);
 	if (!buf) {
 		lode_req_reply_err(req, -ENOMEM);
@@ -464,7 +468,7 @@ static void do_getxattr(struct lode_mds *m, struct lode_req *req, uint8_t opcode
 {
 	size_t max = opcode == LODE_OP_GETXATTR ? LODE_XATTR_VALUE_MAX : LODE_DATA_MAX;
 	size_t size = r->size < max ? r->size : max;
-	struct lode_wire_xattr_rep rep = { 0 };
+	struct lode_wire_xattr_rep rep = {0};
 	struct lode_txn t;
 	void *buf = NULL;
 	size_t len = 0;
@@ -480,7 +484,8 @@ static void do_getxattr(struct lode_mds *m, struct lode_req *req, uint8_t opcode
 	rc = lode_store_read_begin(m->st, &t);
 	if (!rc) {
 		if (opcode == LODE_OP_GETXATTR)
-			rc = lode_ns_getxattr(&t, &r->cred, r->ino, n->ptr, n->len, buf, size, &len);
+			rc =
+			    lode_ns_getxattr(&t, &r->cred, r->ino, n->ptr, n->len, buf, size, &len);
 		else
 			rc = lode_ns_listxattr(&t, &r->cred, r->ino, buf, size, &len);
 		lode_store_abort(&t);
@@ -501,7 +506,7 @@ static void do_getxattr(struct lode_mds *m, struct lode_req *req, uint8_t opcode
 static void do_open_read(struct lode_mds *m, struct lode_req *req,
 			 const struct lode_wire_open_req *r)
 {
-	struct lode_wire_open_rep rep = { 0 };
+	struct lode_wire_open_rep rep = {0};
 	struct lode_txn t;
 	int rc = lode_store_read_begin(m->st, &t);
 
@@ -539,7 +544,7 @@ static void do_layout_get(struct lode_mds *m, struct lode_req *req, uint64_t ino
 static void do_close_read(struct lode_mds *m, struct lode_req *req,
 			  const struct lode_wire_commit_req *r)
 {
-	struct lode_wire_attr a = { 0 };
+	struct lode_wire_attr a = {0};
 	struct lode_txn t;
 	int rc;
 
@@ -562,7 +567,7 @@ static void do_close_read(struct lode_mds *m, struct lode_req *req,
 
 static void do_target_list(struct lode_mds *m, struct lode_req *req)
 {
-	struct lode_wire_target_list_rep rep = { 0 };
+	struct lode_wire_target_list_rep rep = {0};
 	struct lode_placement_target *list;
 	unsigned n;
 	size_t pos = 0;
@@ -579,10 +584,13 @@ static void do_target_list(struct lode_mds *m, struct lode_req *req)
 	lode_placement_list(m->pl, lode_now_ms(), list, LODE_TARGETS_MAX, &n);
 	for (unsigned i = 0; i < n; i++) {
 		struct lode_wire_target w = {
-			.target_id = list[i].target_id, .state = list[i].state,
-			.bytes_total = list[i].bytes_total, .bytes_free = list[i].bytes_free,
-			.objects = list[i].objects, .last_seen_ms = list[i].last_seen_ms,
-			.addr_len = list[i].addr_len,
+		    .target_id = list[i].target_id,
+		    .state = list[i].state,
+		    .bytes_total = list[i].bytes_total,
+		    .bytes_free = list[i].bytes_free,
+		    .objects = list[i].objects,
+		    .last_seen_ms = list[i].last_seen_ms,
+		    .addr_len = list[i].addr_len,
 		};
 		size_t rec = LODE_NS_TARGET_REC(w.addr_len);
 
@@ -599,7 +607,7 @@ static void do_target_list(struct lode_mds *m, struct lode_req *req)
 static void do_orphan_list(struct lode_mds *m, struct lode_req *req,
 			   const struct lode_wire_orphan_req *r)
 {
-	struct lode_wire_orphan_list_rep rep = { 0 };
+	struct lode_wire_orphan_list_rep rep = {0};
 	uint32_t max = r->max < LODE_OBJLIST_MAX ? r->max : LODE_OBJLIST_MAX;
 	struct lode_wire_objid *ids;
 	struct lode_txn t;
@@ -640,13 +648,13 @@ void lode_mds_on_request(void *ctx, struct lode_req *req)
 	uint32_t len = hdr->body_len;
 	uint64_t dlen = hdr->data_len;
 	uint8_t opc = hdr->opcode;
-	struct lode_name n1 = { 0 }, n2 = { 0 };
+	struct lode_name n1 = {0}, n2 = {0};
 	int rc;
 
 	switch (opc) {
 	case LODE_OP_HELLO: {
 		const struct lode_wire_hello_req *r;
-		struct lode_wire_hello_rep rep = { .cluster_id = m->cluster_id, .server_role = 1 };
+		struct lode_wire_hello_rep rep = {.cluster_id = m->cluster_id, .server_role = 1};
 
 		rc = lode_dec_hello(body, len, dlen, &r);
 		if (rc)

@@ -20,10 +20,10 @@ struct lode_leases;
 struct lode_writer;
 
 struct lode_mds_opts {
-	const char *dir;      /* existing data directory */
-	uint64_t map_size;    /* 0: store default */
-	unsigned up_ms;       /* 0: LODE_PLACEMENT_UP_MS */
-	unsigned lease_ms;    /* 0: LODE_LEASE_MS */
+	const char *dir;	 /* existing data directory */
+	uint64_t map_size;	 /* 0: store default */
+	unsigned up_ms;		 /* 0: LODE_PLACEMENT_UP_MS */
+	unsigned lease_ms;	 /* 0: LODE_LEASE_MS */
 	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
 };
 
@@ -38,8 +38,7 @@ struct lode_mds {
 
 /* Opens the store, loads the targets, starts the writer. Returns 0 or -errno with a
  * one-line reason in why. */
-int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why,
-		  size_t why_len);
+int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why, size_t why_len);
 /* Drains and stops the writer, closes the store. Call after the server has stopped. */
 void lode_mds_fini(struct lode_mds *m);
 

@@ -12,7 +12,7 @@
 #define NBUCKETS 1024u
 
 struct handle {
-	struct handle *next;	  /* chain by id */
+	struct handle *next;	 /* chain by id */
 	struct handle *next_ino; /* chain by inode */
 	uint64_t id;
 	uint64_t ino;
@@ -135,8 +135,7 @@ static void sweep(struct lode_leases *ls, uint64_t now_ms)
 	}
 }
 
-int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms,
-		       uint64_t *handle)
+int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms, uint64_t *handle)
 {
 	struct handle *old, *h;
 	unsigned b;

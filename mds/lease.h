@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define LODE_LEASE_MS 60000u
+#define LODE_LEASE_MS	    60000u
 #define LODE_LEASE_READ_BIT (1ull << 63)
 
 struct lode_leases;
@@ -32,8 +32,7 @@ uint64_t lode_lease_read_handle(void);
 
 /* Takes ino's write lease for a new handle. -EBUSY while another handle holds an unexpired
  * lease; -ENOMEM. */
-int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms,
-		       uint64_t *handle);
+int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms, uint64_t *handle);
 /* Checks that handle is a live write handle of ino holding the lease, and renews it.
  * -EBADF: unknown handle or another inode; -ESTALE: the lease was taken over. */
 int lode_lease_renew(struct lode_leases *ls, uint64_t handle, uint64_t ino, uint64_t now_ms);

@@ -75,7 +75,7 @@ static int parse_num(const char *s, unsigned long min, unsigned long max, unsign
 
 static int parse_level(const char *s, enum lode_log_level *out)
 {
-	static const char *const names[] = { "err", "warn", "info", "debug" };
+	static const char *const names[] = {"err", "warn", "info", "debug"};
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(s, names[i])) {
@@ -89,23 +89,23 @@ static int parse_level(const char *s, enum lode_log_level *out)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "log-level", required_argument, NULL, 'L' },
-		{ "port-file", required_argument, NULL, 'p' },
-		{ "target-timeout", required_argument, NULL, 'T' },
-		{ "orphan-grace", required_argument, NULL, 'G' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"data", required_argument, NULL, 'd'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"log-level", required_argument, NULL, 'L'},
+	    {"port-file", required_argument, NULL, 'p'},
+	    {"target-timeout", required_argument, NULL, 'T'},
+	    {"orphan-grace", required_argument, NULL, 'G'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
-	struct lode_mds_opts mopts = { .orphan_grace_ns = -1 };
-	struct lode_server_ops ops = { .on_request = lode_mds_on_request };
-	struct lode_server_opts sopts = { .threads = 4, .ops = &ops };
+	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
+	struct lode_server_ops ops = {.on_request = lode_mds_on_request};
+	struct lode_server_opts sopts = {.threads = 4, .ops = &ops};
 	struct lode_server *srv;
 	struct lode_mds mds;
 	struct lode_addr addr;
@@ -125,7 +125,8 @@ int main(int argc, char **argv)
 				return bad_args("at most 3 --listen addresses");
 			if (lode_addr_parse(optarg, &addr))
 				return bad_args("cannot use '%s' as a listen address "
-						"(tcp://HOST:PORT or rdma://HOST:PORT)", optarg);
+						"(tcp://HOST:PORT or rdma://HOST:PORT)",
+						optarg);
 			listen[nlisten++] = optarg;
 			break;
 		case 't':
@@ -136,7 +137,8 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			if (parse_num(optarg, 1, 3600000, &num))
-				return bad_args("--target-timeout wants milliseconds, not '%s'", optarg);
+				return bad_args("--target-timeout wants milliseconds, not '%s'",
+						optarg);
 			mopts.up_ms = (unsigned)num;
 			break;
 		case 'G':

@@ -19,9 +19,9 @@
 #include "namespace.h"
 
 #define KEY_MAX (8 + LODE_XATTR_NAME_MAX + 1)
-#define MAY_R 4
-#define MAY_W 2
-#define MAY_X 1
+#define MAY_R	4
+#define MAY_W	2
+#define MAY_X	1
 
 int64_t lode_ns_now(void)
 {
@@ -110,8 +110,8 @@ static int add_dirent(struct lode_txn *t, uint64_t parent, struct lode_disk_inod
 {
 	unsigned char key[KEY_MAX], ckey[16];
 	unsigned char cval[sizeof(struct lode_disk_dirent) + LODE_NAME_MAX];
-	struct lode_disk_dirent d = { .ino = ino, .cookie = dir->next_cookie++,
-				      .mode = mode & S_IFMT };
+	struct lode_disk_dirent d = {
+	    .ino = ino, .cookie = dir->next_cookie++, .mode = mode & S_IFMT};
 	size_t klen = dirent_key(key, parent, name, len);
 	int rc;
 
@@ -182,8 +182,7 @@ static int dir_empty(struct lode_txn *t, uint64_t ino)
 	return rc ? rc : !found;
 }
 
-static void to_wire_attr(uint64_t ino, const struct lode_disk_inode *in,
-			 struct lode_wire_attr *a)
+static void to_wire_attr(uint64_t ino, const struct lode_disk_inode *in, struct lode_wire_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->ino = ino;
@@ -265,7 +264,7 @@ static int get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mas
 static int record_orphan(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
 {
 	const struct lode_disk_layout *l = &in->layout;
-	struct lode_disk_orphan o = { 0 };
+	struct lode_disk_orphan o = {0};
 	unsigned n = (unsigned)l->stripe_count * l->mirror_count;
 	unsigned char key[16];
 	int rc;
@@ -501,7 +500,7 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 		       struct lode_disk_layout *out)
 {
 	const struct lode_wire_layout *req = a->layout;
-	struct lode_disk_layout l = { 0 };
+	struct lode_disk_layout l = {0};
 	unsigned n;
 	int rc;
 
@@ -592,8 +591,8 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 	return 0;
 }
 
-int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a,
-		   struct lode_wire_attr *attr, struct lode_wire_layout *layout, int *created)
+int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lode_wire_attr *attr,
+		   struct lode_wire_layout *layout, int *created)
 {
 	struct lode_disk_inode dir, in;
 	struct lode_disk_dirent d;
@@ -615,8 +614,8 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a,
 			return -EEXIST;
 		if (S_ISDIR(d.mode))
 			return -EISDIR;
-		rc = lode_ns_open(t, &a->cred, d.ino, a->flags & ~(LODE_OPEN_EXCL | LODE_OPEN_CREATE),
-				  attr, layout);
+		rc = lode_ns_open(t, &a->cred, d.ino,
+				  a->flags & ~(LODE_OPEN_EXCL | LODE_OPEN_CREATE), attr, layout);
 		if (rc)
 			return rc;
 		*created = 0;
@@ -726,8 +725,7 @@ int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const
 }
 
 int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
-		    size_t len, const char *target, size_t target_len,
-		    struct lode_wire_attr *attr)
+		    size_t len, const char *target, size_t target_len, struct lode_wire_attr *attr)
 {
 	struct lode_disk_inode dir, in;
 	int64_t now = lode_ns_now();
@@ -819,8 +817,8 @@ int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t 
 }
 
 /* Common part of unlink and rmdir. */
-static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
-			const char *name, size_t len, int want_dir)
+static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+			size_t len, int want_dir)
 {
 	struct lode_disk_inode dir, in;
 	struct lode_disk_dirent d;
@@ -887,8 +885,8 @@ static int check_not_below(struct lode_txn *t, uint64_t ino, uint64_t anc)
 }
 
 /* A directory moved from one parent to another: its parent pointer and both link counts. */
-static int reparent_dir(struct lode_txn *t, uint64_t ino, uint64_t old_parent,
-			uint64_t new_parent, int64_t now)
+static int reparent_dir(struct lode_txn *t, uint64_t ino, uint64_t old_parent, uint64_t new_parent,
+			int64_t now)
 {
 	struct lode_disk_inode in;
 	int rc = get_inode(t, ino, &in);
@@ -971,8 +969,8 @@ static int rename_exchange(struct lode_txn *t, uint64_t op, const char *on, size
 	return rc;
 }
 
-int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const char *on,
-		   size_t ol, uint64_t np, const char *nn, size_t nl, uint32_t flags)
+int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const char *on, size_t ol,
+		   uint64_t np, const char *nn, size_t nl, uint32_t flags)
 {
 	struct lode_disk_inode odir, ndir, src_in, dst_in;
 	struct lode_disk_dirent src, dst;
@@ -1097,7 +1095,7 @@ static int readdir_one(void *arg, const void *k, size_t klen, const void *v, siz
 {
 	struct readdir_ctx *r = arg;
 	struct lode_disk_dirent d;
-	struct lode_wire_direntplus w = { 0 };
+	struct lode_wire_direntplus w = {0};
 	size_t name_len, rec, fixed = r->attrs ? sizeof(w) : sizeof(w.d);
 	const void *src = r->attrs ? (const void *)&w : (const void *)&w.d;
 
@@ -1140,7 +1138,7 @@ static int readdir_page(struct lode_txn *t, const lode_cred *c, uint64_t ino, ui
 			uint32_t max, bool attrs, void *buf, size_t cap, size_t *used,
 			uint32_t *count, int *eof)
 {
-	struct readdir_ctx r = { .t = t, .attrs = attrs, .buf = buf, .cap = cap, .max = max };
+	struct readdir_ctx r = {.t = t, .attrs = attrs, .buf = buf, .cap = cap, .max = max};
 	struct lode_disk_inode dir;
 	unsigned char prefix[8], start[16];
 	int rc;
@@ -1154,8 +1152,8 @@ static int readdir_page(struct lode_txn *t, const lode_cred *c, uint64_t ino, ui
 		lode_be64_put(prefix, ino);
 		lode_be64_put(start, ino);
 		lode_be64_put(start + 8, cookie + 1);
-		rc = lode_kv_scan(t, LODE_DB_COOKIES, prefix, sizeof(prefix), start,
-				  sizeof(start), readdir_one, &r);
+		rc = lode_kv_scan(t, LODE_DB_COOKIES, prefix, sizeof(prefix), start, sizeof(start),
+				  readdir_one, &r);
 		if (rc)
 			return rc;
 	}
@@ -1183,7 +1181,7 @@ int lode_ns_readdirplus(struct lode_txn *t, const lode_cred *c, uint64_t ino, ui
 int lode_ns_statfs(struct lode_txn *t, struct lode_placement *pl, uint64_t now_ms,
 		   struct lode_wire_statfs_rep *out)
 {
-	struct lode_wire_statfs_rep s = { 0 };
+	struct lode_wire_statfs_rep s = {0};
 	uint64_t files;
 	int rc = lode_kv_count(t, LODE_DB_INODES, &files);
 
@@ -1328,8 +1326,8 @@ static int layout_xattr_parse(const void *value, size_t len, struct lode_disk_la
 	return 0;
 }
 
-static int layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino,
-			    const void *value, size_t len, uint32_t flags)
+static int layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino, const void *value,
+			    size_t len, uint32_t flags)
 {
 	struct lode_disk_inode in;
 	struct lode_disk_layout l;
@@ -1353,8 +1351,7 @@ static int layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino
 	return put_inode(t, ino, &in);
 }
 
-static int layout_xattr_get(const struct lode_disk_inode *in, void *buf, size_t size,
-			    size_t *len)
+static int layout_xattr_get(const struct lode_disk_inode *in, void *buf, size_t size, size_t *len)
 {
 	char text[128];
 	int n;
@@ -1455,10 +1452,10 @@ static int list_one(void *arg, const void *k, size_t klen, const void *v, size_t
 	return 0;
 }
 
-int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void *buf,
-		      size_t size, size_t *len)
+int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void *buf, size_t size,
+		      size_t *len)
 {
-	struct list_ctx l = { .c = c, .buf = buf, .size = size };
+	struct list_ctx l = {.c = c, .buf = buf, .size = size};
 	struct lode_disk_inode in;
 	unsigned char prefix[8];
 	int rc = get_inode(t, ino, &in);
@@ -1473,8 +1470,8 @@ int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void
 	return 0;
 }
 
-int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino,
-			const char *name, size_t name_len)
+int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
+			size_t name_len)
 {
 	struct lode_disk_inode in;
 	unsigned char key[KEY_MAX];
@@ -1535,11 +1532,11 @@ static int orphan_one(void *arg, const void *k, size_t klen, const void *v, size
 	return 0;
 }
 
-int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns,
-			int64_t grace_ns, struct lode_wire_objid *out, uint32_t max, uint32_t *n)
+int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, int64_t grace_ns,
+			struct lode_wire_objid *out, uint32_t max, uint32_t *n)
 {
-	struct orphan_ctx o = { .target = target_id, .before_ns = now_ns - grace_ns, .out = out,
-				.max = max };
+	struct orphan_ctx o = {
+	    .target = target_id, .before_ns = now_ns - grace_ns, .out = out, .max = max};
 	int rc;
 
 	if (target_id == 0)
@@ -1571,8 +1568,8 @@ static int forget_unlinked(struct lode_txn *t, uint64_t ino, uint64_t generation
 	return lode_kv_del(t, LODE_DB_INODES, key, sizeof(key));
 }
 
-int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
-			const struct lode_wire_objid *ids, uint32_t n)
+int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id, const struct lode_wire_objid *ids,
+			uint32_t n)
 {
 	for (uint32_t j = 0; j < n; j++) {
 		struct lode_disk_orphan rec;
@@ -1598,7 +1595,8 @@ int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
 				rec.pending &= ~(1ull << i);
 		}
 		if (rec.pending) {
-			rc = lode_kv_put(t, LODE_DB_ORPHANS, key, sizeof(key), &rec, sizeof(rec), 0);
+			rc =
+			    lode_kv_put(t, LODE_DB_ORPHANS, key, sizeof(key), &rec, sizeof(rec), 0);
 		} else {
 			rc = lode_kv_del(t, LODE_DB_ORPHANS, key, sizeof(key));
 			if (!rc)

@@ -29,15 +29,15 @@
 #include "wire_spec.h"
 
 /* One readdir record: struct lode_wire_dirent, the name, zero padding to 8 bytes. */
-#define LODE_NS_DIRENT_REC(name_len) \
+#define LODE_NS_DIRENT_REC(name_len)                                                               \
 	((sizeof(struct lode_wire_dirent) + (size_t)(name_len) + 7) & ~(size_t)7)
 #define LODE_NS_DIRENT_REC_MAX LODE_NS_DIRENT_REC(LODE_NAME_MAX)
 /* With attributes: struct lode_wire_direntplus, the name, zero padding to 8 bytes. */
-#define LODE_NS_DIRENTPLUS_REC(name_len) \
+#define LODE_NS_DIRENTPLUS_REC(name_len)                                                           \
 	((sizeof(struct lode_wire_direntplus) + (size_t)(name_len) + 7) & ~(size_t)7)
 #define LODE_NS_DIRENTPLUS_REC_MAX LODE_NS_DIRENTPLUS_REC(LODE_NAME_MAX)
 /* One TARGET_LIST record: struct lode_wire_target, the address, zero padding to 8. */
-#define LODE_NS_TARGET_REC(addr_len) \
+#define LODE_NS_TARGET_REC(addr_len)                                                               \
 	((sizeof(struct lode_wire_target) + (size_t)(addr_len) + 7) & ~(size_t)7)
 
 /* Orphans are listed only once they are this old, so readers that had the file open when
@@ -73,8 +73,8 @@ struct lode_ns_create {
 };
 /* CREATE: a new regular file, or with LODE_OPEN_CREATE and without LODE_OPEN_EXCL the
  * existing one opened as lode_ns_open() would (*created 0). Returns attr and layout. */
-int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a,
-		   struct lode_wire_attr *attr, struct lode_wire_layout *layout, int *created);
+int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lode_wire_attr *attr,
+		   struct lode_wire_layout *layout, int *created);
 /* OPEN: checks permission for flags (READ: r, WRITE/TRUNC: w), EISDIR for writing a
  * directory, ELOOP for a symlink, ESTALE for an inode that is gone or has no name left;
  * TRUNC sets size 0 and mtime/ctime (needs a write txn). */
@@ -92,14 +92,13 @@ int lode_ns_rmdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const
 		  size_t len);
 /* flags: 0, LODE_RENAME_NOREPLACE or LODE_RENAME_EXCHANGE. */
 int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t old_parent,
-		   const char *old_name, size_t old_len, uint64_t new_parent,
-		   const char *new_name, size_t new_len, uint32_t flags);
+		   const char *old_name, size_t old_len, uint64_t new_parent, const char *new_name,
+		   size_t new_len, uint32_t flags);
 /* LINK: a new name for ino; ESTALE when ino is gone or has no name left. */
 int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t new_parent,
 		 const char *name, size_t len, struct lode_wire_attr *attr);
 int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
-		    size_t len, const char *target, size_t target_len,
-		    struct lode_wire_attr *attr);
+		    size_t len, const char *target, size_t target_len, struct lode_wire_attr *attr);
 /* Copies the target (not NUL-terminated) into buf (cap >= LODE_SYMLINK_MAX). */
 int lode_ns_readlink(struct lode_txn *t, uint64_t ino, char *buf, size_t cap, size_t *len);
 
@@ -131,17 +130,17 @@ int lode_ns_setxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const
 		     size_t name_len, const void *value, size_t value_len, uint32_t flags);
 int lode_ns_getxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
 		     size_t name_len, void *buf, size_t size, size_t *len);
-int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void *buf,
-		      size_t size, size_t *len);
-int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino,
-			const char *name, size_t name_len);
+int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void *buf, size_t size,
+		      size_t *len);
+int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
+			size_t name_len);
 
 /* ORPHAN_LIST: up to max objects target_id should delete, of files unlinked at least
  * grace_ns before now_ns (wall clock). ORPHAN_DONE: the target deleted these. */
-int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns,
-			int64_t grace_ns, struct lode_wire_objid *out, uint32_t max, uint32_t *n);
-int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id,
-			const struct lode_wire_objid *ids, uint32_t n);
+int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, int64_t grace_ns,
+			struct lode_wire_objid *out, uint32_t max, uint32_t *n);
+int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id, const struct lode_wire_objid *ids,
+			uint32_t n);
 
 /* Wall-clock nanoseconds, as the namespace stamps times. */
 int64_t lode_ns_now(void);

@@ -115,7 +115,7 @@ int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], cons
 				uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
 				uint32_t *target_id)
 {
-	struct lode_disk_target d = { 0 };
+	struct lode_disk_target d = {0};
 	uint64_t count;
 	size_t len;
 	int rc;
@@ -170,9 +170,8 @@ unlock:
 	return rc;
 }
 
-int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id,
-			     uint64_t bytes_total, uint64_t bytes_free, uint64_t objects,
-			     uint64_t now_ms)
+int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id, uint64_t bytes_total,
+			     uint64_t bytes_free, uint64_t objects, uint64_t now_ms)
 {
 	struct target *t;
 	int rc = 0;

@@ -21,8 +21,8 @@
 #include "store.h"
 #include "wire_spec.h"
 
-#define LODE_PLACEMENT_UP_MS 5000u	/* default: UP if heard from within 5 s */
-#define LODE_PLACEMENT_AUTO_STRIPES 8u /* stripe_count 0: all UP targets, at most this */
+#define LODE_PLACEMENT_UP_MS	    5000u /* default: UP if heard from within 5 s */
+#define LODE_PLACEMENT_AUTO_STRIPES 8u	  /* stripe_count 0: all UP targets, at most this */
 
 struct lode_placement;
 
@@ -53,9 +53,8 @@ int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const c
 			  uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
 			  uint64_t now_ms);
 /* TARGET_HEARTBEAT. Returns 0 or -ENOENT for an unknown target. */
-int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id,
-			     uint64_t bytes_total, uint64_t bytes_free, uint64_t objects,
-			     uint64_t now_ms);
+int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id, uint64_t bytes_total,
+			     uint64_t bytes_free, uint64_t objects, uint64_t now_ms);
 
 /* Copies up to max targets (in id order) into out; *n gets the number copied. */
 void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,

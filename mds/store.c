@@ -24,10 +24,9 @@ struct lode_store {
 };
 
 static const char *const db_names[LODE_DB_COUNT_] = {
-	[LODE_DB_META] = "meta",	   [LODE_DB_INODES] = "inodes",
-	[LODE_DB_DIRENTS] = "dirents",	   [LODE_DB_COOKIES] = "cookies",
-	[LODE_DB_SYMLINKS] = "symlinks", [LODE_DB_XATTRS] = "xattrs",
-	[LODE_DB_TARGETS] = "targets",	   [LODE_DB_ORPHANS] = "orphans",
+    [LODE_DB_META] = "meta",	   [LODE_DB_INODES] = "inodes",	    [LODE_DB_DIRENTS] = "dirents",
+    [LODE_DB_COOKIES] = "cookies", [LODE_DB_SYMLINKS] = "symlinks", [LODE_DB_XATTRS] = "xattrs",
+    [LODE_DB_TARGETS] = "targets", [LODE_DB_ORPHANS] = "orphans",
 };
 
 int lode_store_errno(int rc)
@@ -119,7 +118,7 @@ void lode_store_abort(struct lode_txn *t)
 int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, void *buf,
 		size_t cap, size_t *vlen)
 {
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
 	MDB_val v;
 	int rc = mdb_get(t->txn, t->st->dbi[db], &k, &v);
 
@@ -132,11 +131,11 @@ int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t kle
 	return 0;
 }
 
-int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen,
-		const void *val, size_t vlen, unsigned flags)
+int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, const void *val,
+		size_t vlen, unsigned flags)
 {
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
-	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
+	MDB_val v = {.mv_size = vlen, .mv_data = (void *)val};
 
 	return lode_store_errno(mdb_put(t->txn, t->st->dbi[db], &k, &v,
 					flags & LODE_KV_NOOVERWRITE ? MDB_NOOVERWRITE : 0));
@@ -144,7 +143,7 @@ int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t kle
 
 int lode_kv_del(struct lode_txn *t, enum lode_db db, const void *key, size_t klen)
 {
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
 
 	return lode_store_errno(mdb_del(t->txn, t->st->dbi[db], &k, NULL));
 }
@@ -157,7 +156,7 @@ static int has_prefix(const MDB_val *k, const void *prefix, size_t plen)
 int lode_kv_del_prefix(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen)
 {
 	MDB_cursor *cur;
-	MDB_val k = { .mv_size = plen, .mv_data = (void *)prefix };
+	MDB_val k = {.mv_size = plen, .mv_data = (void *)prefix};
 	MDB_val v;
 	int rc = mdb_cursor_open(t->txn, t->st->dbi[db], &cur);
 
@@ -279,7 +278,7 @@ static int64_t wall_ns(void)
 static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 {
 	uint32_t version = LODE_MDS_FORMAT_VERSION;
-	struct lode_disk_inode root = { 0 };
+	struct lode_disk_inode root = {0};
 	unsigned char key[8];
 	uint64_t id = 0;
 	int64_t now = wall_ns();
@@ -396,13 +395,13 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 		snprintf(why, why_len, "mdb_env_create: %s", strerror(-rc));
 		goto free_st;
 	}
-	rc = lode_store_errno(mdb_env_set_mapsize(st->env, opts->map_size ? opts->map_size :
-									       DEFAULT_MAP_SIZE));
+	rc = lode_store_errno(
+	    mdb_env_set_mapsize(st->env, opts->map_size ? opts->map_size : DEFAULT_MAP_SIZE));
 	if (!rc)
 		rc = lode_store_errno(mdb_env_set_maxdbs(st->env, LODE_DB_COUNT_ + 4));
 	if (!rc)
 		rc = lode_store_errno(
-			mdb_env_set_maxreaders(st->env, opts->max_readers ? opts->max_readers : 256));
+		    mdb_env_set_maxreaders(st->env, opts->max_readers ? opts->max_readers : 256));
 	if (rc) {
 		snprintf(why, why_len, "cannot configure LMDB: %s", strerror(-rc));
 		goto close_env;

@@ -40,8 +40,8 @@ struct lode_txn {
 };
 
 struct lode_store_opts {
-	const char *dir;   /* an existing directory */
-	uint64_t map_size; /* 0: 64 GiB (sparse; the file grows as data is written) */
+	const char *dir;      /* an existing directory */
+	uint64_t map_size;    /* 0: 64 GiB (sparse; the file grows as data is written) */
 	unsigned max_readers; /* 0: 256 */
 };
 
@@ -78,8 +78,8 @@ int lode_store_errno(int mdb_rc);
 #define LODE_KV_NOOVERWRITE 0x1u
 int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, void *buf,
 		size_t cap, size_t *vlen);
-int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen,
-		const void *val, size_t vlen, unsigned flags);
+int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, const void *val,
+		size_t vlen, unsigned flags);
 /* Returns 0 or -ENOENT if absent. */
 int lode_kv_del(struct lode_txn *t, enum lode_db db, const void *key, size_t klen);
 /* Deletes every key that starts with prefix. */
@@ -91,8 +91,7 @@ int lode_kv_del_prefix(struct lode_txn *t, enum lode_db db, const void *prefix, 
  * the map): copy what you keep. cb returns 0 to go on, > 0 to stop, < 0 to fail with that
  * errno. The callback must not modify db. Returns 0 or the negative errno.
  */
-typedef int (*lode_kv_scan_cb)(void *arg, const void *k, size_t klen, const void *v,
-			       size_t vlen);
+typedef int (*lode_kv_scan_cb)(void *arg, const void *k, size_t klen, const void *v, size_t vlen);
 int lode_kv_scan(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen,
 		 const void *start, size_t slen, lode_kv_scan_cb cb, void *arg);
 /* Number of keys in db. */

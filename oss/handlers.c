@@ -97,8 +97,9 @@ static uint64_t rr_offset(const struct lode_req *req)
 static void read_done(void *arg, int status, struct lode_obj_result *res)
 {
 	/* rep + one sum per chunk of the largest read: well under LODE_BODY_MAX */
-	uint64_t body[(sizeof(struct lode_wire_obj_read_rep) +
-		       8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE)) / 8];
+	uint64_t
+	    body[(sizeof(struct lode_wire_obj_read_rep) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE)) /
+		 8];
 	struct lode_wire_obj_read_rep *rep = (struct lode_wire_obj_read_rep *)body;
 	struct lode_req *req = arg;
 	size_t body_len;
@@ -117,8 +118,8 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 	body_len = sizeof(*rep) + (size_t)res->nchunks * 8;
 	if (res->fd_ref) {
 		/* zero copy: the kernel moves the bytes from the page cache to the socket */
-		lode_req_reply_file(req, body, body_len, res->fd, rr_offset(req), (uint32_t)res->data_len,
-				    lode_objstore_fd_release, res->fd_ref);
+		lode_req_reply_file(req, body, body_len, res->fd, rr_offset(req),
+				    (uint32_t)res->data_len, lode_objstore_fd_release, res->fd_ref);
 		return;
 	}
 	if (!res->data_len) {
@@ -165,13 +166,13 @@ static void do_list(struct lode_oss *oss, struct lode_req *req,
 struct chain_op {
 	struct lode_oss *oss;
 	struct lode_req *req;
-	unsigned hops;		/* the request's chain count */
-	int local;		/* our own copy's result */
+	unsigned hops; /* the request's chain count */
+	int local;     /* our own copy's result */
 	struct lode_obj_result res;
-	atomic_uint pending;	/* our own copy, and the forward if any */
-	bool down_bad_reply;	/* the next hop answered something malformed */
+	atomic_uint pending;			/* our own copy, and the forward if any */
+	bool down_bad_reply;			/* the next hop answered something malformed */
 	const struct lode_wire_chain_hop *next; /* in the request's body */
-	struct lode_call call;	/* the forward */
+	struct lode_call call;			/* the forward */
 	struct iovec iov;
 	struct lode_wire_obj_chain_rep down; /* the next hop's answer */
 	uint64_t body[LODE_BODY_MAX / 8];    /* the request sent on */
@@ -426,8 +427,8 @@ static void on_request(void *ctx, struct lode_req *req)
 			err = -ENOMEM;
 			break;
 		}
-		err = chain_start(oss, req, body, sizeof(*wr) + wr->nchunks * sizeof(*sums), ch,
-				  &op);
+		err =
+		    chain_start(oss, req, body, sizeof(*wr) + wr->nchunks * sizeof(*sums), ch, &op);
 		if (err)
 			break;
 		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), (size_t)dlen,
@@ -519,6 +520,6 @@ static void on_request(void *ctx, struct lode_req *req)
 }
 
 const struct lode_server_ops lode_oss_server_ops = {
-	.on_request = on_request,
-	.on_worker_start = on_worker_start,
+    .on_request = on_request,
+    .on_worker_start = on_worker_start,
 };

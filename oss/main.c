@@ -29,18 +29,18 @@
 #define PROG "lode-oss"
 
 static const char usage[] =
-	"usage: " PROG " --data DIR --listen tcp://HOST:PORT --mds tcp://HOST:PORT [options]\n"
-	"\n"
-	"  --data DIR          object store directory (created if missing)\n"
-	"  --listen ADDR       address to serve on, tcp://HOST:PORT or rdma://HOST:PORT (port 0\n"
-	"                      picks a free one; repeat to serve on up to 3)\n"
-	"  --mds ADDR          metadata server to register with\n"
-	"  --advertise ADDR    address clients should use (default: the first bound address)\n"
-	"  --threads N         worker threads (default 2)\n"
-	"  --port-file FILE    write the bound address to FILE once listening\n"
-	"  --log-level L       err, warn, info (default) or debug\n"
-	"  --version           print the version and exit\n"
-	"  --help              print this help and exit\n";
+    "usage: " PROG " --data DIR --listen tcp://HOST:PORT --mds tcp://HOST:PORT [options]\n"
+    "\n"
+    "  --data DIR          object store directory (created if missing)\n"
+    "  --listen ADDR       address to serve on, tcp://HOST:PORT or rdma://HOST:PORT (port 0\n"
+    "                      picks a free one; repeat to serve on up to 3)\n"
+    "  --mds ADDR          metadata server to register with\n"
+    "  --advertise ADDR    address clients should use (default: the first bound address)\n"
+    "  --threads N         worker threads (default 2)\n"
+    "  --port-file FILE    write the bound address to FILE once listening\n"
+    "  --log-level L       err, warn, info (default) or debug\n"
+    "  --version           print the version and exit\n"
+    "  --help              print this help and exit\n";
 
 struct args {
 	const char *data;
@@ -76,16 +76,16 @@ static void check_addr(const char *opt, const char *addr)
 static void parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
-		{"data", required_argument, NULL, 'd'},
-		{"listen", required_argument, NULL, 'l'},
-		{"mds", required_argument, NULL, 'm'},
-		{"advertise", required_argument, NULL, 'a'},
-		{"threads", required_argument, NULL, 't'},
-		{"port-file", required_argument, NULL, 'p'},
-		{"log-level", required_argument, NULL, 'L'},
-		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"data", required_argument, NULL, 'd'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"mds", required_argument, NULL, 'm'},
+	    {"advertise", required_argument, NULL, 'a'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"port-file", required_argument, NULL, 'p'},
+	    {"log-level", required_argument, NULL, 'L'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	char *end;
 	long n;
@@ -119,8 +119,8 @@ static void parse_args(int argc, char **argv, struct args *a)
 			errno = 0;
 			n = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || n < 1 || n > LODE_OSS_WORKERS_MAX)
-				bad_args("--threads: expected 1..%d, got '%s'", LODE_OSS_WORKERS_MAX,
-					 optarg);
+				bad_args("--threads: expected 1..%d, got '%s'",
+					 LODE_OSS_WORKERS_MAX, optarg);
 			a->threads = (unsigned)n;
 			break;
 		case 'L':

@@ -21,10 +21,10 @@
 #include "log.h"
 #include "rpc.h"
 
-#define HEARTBEAT_MS 1000
-#define ORPHAN_EVERY_MS 5000
+#define HEARTBEAT_MS	  1000
+#define ORPHAN_EVERY_MS	  5000
 #define ORPHAN_ROUNDS_MAX 16 /* pages of orphans removed in one go */
-#define RPC_TIMEOUT_MS 3000
+#define RPC_TIMEOUT_MS	  3000
 
 enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
 
@@ -32,7 +32,7 @@ struct lode_mds_link {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* signalled on stop */
-	bool stop;           /* protected by lock */
+	bool stop;	     /* protected by lock */
 	char *mds_addr;
 	char *advertise;
 	char *data_dir;
@@ -79,10 +79,9 @@ static int parse_uuid(const char *s, size_t len, uint8_t uuid[16])
 
 static void format_uuid(const uint8_t u[16], char *buf)
 {
-	snprintf(buf, 38,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
+	snprintf(buf, 38, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		 u[13], u[14], u[15]);
 }
 
 static int create_uuid(int dirfd, uint8_t uuid[16])
@@ -201,13 +200,13 @@ static int orphan_round(struct lode_mds_link *l)
 	struct lode_wire_orphan_req req = {.target_id = l->target_id, .max = LODE_OBJLIST_MAX};
 	struct lode_wire_orphan_list_rep rep = {0};
 	struct lode_call call = {
-		.opcode = LODE_OP_ORPHAN_LIST,
-		.body = &req,
-		.body_len = sizeof(req),
-		.reply_body = &rep,
-		.reply_body_max = sizeof(rep),
-		.reply_data = l->orphans,
-		.reply_data_max = sizeof(l->orphans),
+	    .opcode = LODE_OP_ORPHAN_LIST,
+	    .body = &req,
+	    .body_len = sizeof(req),
+	    .reply_body = &rep,
+	    .reply_body_max = sizeof(rep),
+	    .reply_data = l->orphans,
+	    .reply_data_max = sizeof(l->orphans),
 	};
 	struct iovec iov;
 	uint32_t nremoved = 0;

@@ -23,7 +23,7 @@ struct lode_mds_link_opts {
 	const char *data_dir;  /* for statvfs capacity */
 	const uint8_t *uuid;   /* 16 bytes, this target's identity */
 	struct lode_objstore *st;
-	struct lode_oss *oss;  /* gets cluster_id and target_id once registered */
+	struct lode_oss *oss; /* gets cluster_id and target_id once registered */
 };
 
 /* Starts the link thread (strings and uuid are copied). Returns 0 or -errno (-EINVAL for

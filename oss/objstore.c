@@ -21,14 +21,14 @@
 
 #include "codec.h"
 
-#define NDIRS 256
-#define NLOCKS 64
-#define MAX_IOS 64
+#define NDIRS		256
+#define NLOCKS		64
+#define MAX_IOS		64
 #define DEFAULT_MAX_FDS 64
 /* "<16 hex>.<16 hex>.<8 hex>" */
 #define OBJ_NAME_LEN (16 + 1 + 16 + 1 + 8)
 #define OBJ_NAME_BUF (OBJ_NAME_LEN + sizeof(".sum"))
-#define CHUNK ((uint64_t)LODE_CHUNK_SIZE)
+#define CHUNK	     ((uint64_t)LODE_CHUNK_SIZE)
 
 struct lode_objstore {
 	int dirfd[NDIRS]; /* DATA/objects/00 .. ff, read-only after open */
@@ -128,8 +128,8 @@ static bool parse_obj_name(const char *name, unsigned dir, struct lode_wire_obji
 
 static pthread_mutex_t *obj_lock(struct lode_objstore *st, const struct lode_wire_objid *id)
 {
-	uint64_t h = id->ino * 0x9e3779b97f4a7c15ull ^ id->generation * 0xc2b2ae3d27d4eb4full ^
-		     id->stripe;
+	uint64_t h =
+	    id->ino * 0x9e3779b97f4a7c15ull ^ id->generation * 0xc2b2ae3d27d4eb4full ^ id->stripe;
 
 	return &st->locks[(h >> 32) % NLOCKS];
 }
@@ -499,9 +499,9 @@ struct obj_op {
 	uint64_t new_size;
 	uint64_t old_size;
 	bool zero_copy; /* read: hand the descriptor to the caller instead of the bytes */
-	char *chunk;    /* truncate: the chunk holding the new end */
+	char *chunk;	/* truncate: the chunk holding the new end */
 	size_t chunk_len;
-	uint64_t sum;   /* truncate: stored, then new checksum of that chunk */
+	uint64_t sum; /* truncate: stored, then new checksum of that chunk */
 };
 
 static void op_advance(struct obj_op *op, int res);
@@ -586,7 +586,8 @@ static void op_finish(struct obj_op *op, int err)
 			err = -errno;
 		} else {
 			op->res.object_size = (uint64_t)sb.st_size;
-			op->res.bytes_stored = ((uint64_t)sb.st_blocks + (uint64_t)ssb.st_blocks) * 512;
+			op->res.bytes_stored =
+			    ((uint64_t)sb.st_blocks + (uint64_t)ssb.st_blocks) * 512;
 		}
 	}
 	if (err && op->kind == OP_READ) {
@@ -696,8 +697,8 @@ static void op_advance(struct obj_op *op, int res)
 	case ST_TRUNC_READ_CHUNK:
 		op->chunk_len = op->xdone;
 		op->sum = 0;
-		xfer_start(op, ST_TRUNC_READ_SUM, f->sfd, &op->sum, 8,
-			   op->new_size / CHUNK * 8, false);
+		xfer_start(op, ST_TRUNC_READ_SUM, f->sfd, &op->sum, 8, op->new_size / CHUNK * 8,
+			   false);
 		return;
 	case ST_TRUNC_READ_SUM: {
 		uint64_t stored = op->sum ? op->sum : st->zero_sum;
@@ -717,8 +718,8 @@ static void op_advance(struct obj_op *op, int res)
 			op_finish(op, -errno);
 			return;
 		}
-		xfer_start(op, ST_TRUNC_WRITE_SUM, f->sfd, &op->sum, 8,
-			   op->new_size / CHUNK * 8, true);
+		xfer_start(op, ST_TRUNC_WRITE_SUM, f->sfd, &op->sum, 8, op->new_size / CHUNK * 8,
+			   true);
 		return;
 	}
 	case ST_TRUNC_WRITE_SUM:
@@ -727,8 +728,8 @@ static void op_advance(struct obj_op *op, int res)
 	}
 }
 
-static struct obj_op *op_new(struct lode_objstore_io *io, enum op_kind kind,
-			     lode_obj_done_fn done, void *arg)
+static struct obj_op *op_new(struct lode_objstore_io *io, enum op_kind kind, lode_obj_done_fn done,
+			     void *arg)
 {
 	struct obj_op *op = calloc(1, sizeof(*op));
 
@@ -795,8 +796,8 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 }
 
 /* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */
-static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id,
-		       uint64_t off, size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
+static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
+		       size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
 {
 	struct obj_op *op;
 	struct stat sb;
@@ -842,8 +843,8 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, off, false);
 }
 
-void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
-			uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
+			size_t len, lode_obj_done_fn done, void *arg)
 {
 	read_start(io, id, off, len, false, done, arg);
 }
@@ -1019,8 +1020,8 @@ static int info_cmp(const void *a, const void *b)
 			      &((const struct lode_wire_objinfo *)b)->obj);
 }
 
-int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after,
-		       uint32_t max, struct lode_wire_objinfo *out, int *eof)
+int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after, uint32_t max,
+		       struct lode_wire_objinfo *out, int *eof)
 {
 	/* Candidates collect in a buffer of twice the page; when it fills, the smallest
 	 * `max` are kept: O(objects * log(max)) per page, with bounded memory. */

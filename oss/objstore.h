@@ -98,8 +98,8 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
  * at the object's end; a missing object reads as empty) and res->sums the stored checksums
  * of the chunks they cover, with holes as the zero-chunk checksum. Nothing is verified
  * here: the reader does that. */
-void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id,
-			uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
+void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
+			size_t len, lode_obj_done_fn done, void *arg);
 
 /* Like lode_objstore_read, without reading the bytes: res->fd and res->data_len say where
  * they are (from off), for a caller that sends them with splice; res->sums as above. The
@@ -137,8 +137,8 @@ int lode_objstore_stat(struct lode_objstore *st, const struct lode_wire_objid *i
  * page costs O(objects): meant for admin tools, not the data path. Returns the number of
  * entries (>= 0) or -errno.
  */
-int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after,
-		       uint32_t max, struct lode_wire_objinfo *out, int *eof);
+int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after, uint32_t max,
+		       struct lode_wire_objinfo *out, int *eof);
 
 /* Compares ids in listing order (reserved ignored): <0, 0, >0. */
 int lode_objid_cmp(const struct lode_wire_objid *a, const struct lode_wire_objid *b);

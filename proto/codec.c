@@ -21,12 +21,11 @@
 /* ---- status mapping ---- */
 
 static const int wire_errnos[] = {
-	EPERM,	     ENOENT,	 EIO,	     EBADF,	   EAGAIN,     ENOMEM,	  EACCES,
-	EBUSY,	     EEXIST,	 EXDEV,	     ENOTDIR,	   EISDIR,     EINVAL,	  EFBIG,
-	ENOSPC,	     EROFS,	 EMLINK,     ERANGE,	   ENAMETOOLONG, ENOSYS,  ENOTEMPTY,
-	ELOOP,	     ENODATA,	 EPROTO,     EBADMSG,	   EOVERFLOW,  EOPNOTSUPP, ETIMEDOUT,
-	ECONNREFUSED, ESTALE,	 EDQUOT,     ECANCELED,	   ESHUTDOWN,  ECONNRESET, ENXIO,
-	E2BIG,	     ETXTBSY,	 EMSGSIZE,   EHOSTUNREACH,
+    EPERM,     ENOENT,	   EIO,		 EBADF,	    EAGAIN,	  ENOMEM,   EACCES,	  EBUSY,
+    EEXIST,    EXDEV,	   ENOTDIR,	 EISDIR,    EINVAL,	  EFBIG,    ENOSPC,	  EROFS,
+    EMLINK,    ERANGE,	   ENAMETOOLONG, ENOSYS,    ENOTEMPTY,	  ELOOP,    ENODATA,	  EPROTO,
+    EBADMSG,   EOVERFLOW,  EOPNOTSUPP,	 ETIMEDOUT, ECONNREFUSED, ESTALE,   EDQUOT,	  ECANCELED,
+    ESHUTDOWN, ECONNRESET, ENXIO,	 E2BIG,	    ETXTBSY,	  EMSGSIZE, EHOSTUNREACH,
 };
 
 static int wire_errno_known(int e)
@@ -58,43 +57,43 @@ int lode_status_to_errno(int32_t status)
 /* ---- header ---- */
 
 static const char *const op_names[LODE_OP_MAX_] = {
-	[LODE_OP_HELLO] = "HELLO",
-	[LODE_OP_PING] = "PING",
-	[LODE_OP_LOOKUP] = "LOOKUP",
-	[LODE_OP_GETATTR] = "GETATTR",
-	[LODE_OP_SETATTR] = "SETATTR",
-	[LODE_OP_CREATE] = "CREATE",
-	[LODE_OP_MKDIR] = "MKDIR",
-	[LODE_OP_UNLINK] = "UNLINK",
-	[LODE_OP_RMDIR] = "RMDIR",
-	[LODE_OP_RENAME] = "RENAME",
-	[LODE_OP_LINK] = "LINK",
-	[LODE_OP_SYMLINK] = "SYMLINK",
-	[LODE_OP_READLINK] = "READLINK",
-	[LODE_OP_READDIR] = "READDIR",
-	[LODE_OP_STATFS] = "STATFS",
-	[LODE_OP_SETXATTR] = "SETXATTR",
-	[LODE_OP_GETXATTR] = "GETXATTR",
-	[LODE_OP_LISTXATTR] = "LISTXATTR",
-	[LODE_OP_REMOVEXATTR] = "REMOVEXATTR",
-	[LODE_OP_OPEN] = "OPEN",
-	[LODE_OP_CLOSE] = "CLOSE",
-	[LODE_OP_COMMIT] = "COMMIT",
-	[LODE_OP_TARGET_REGISTER] = "TARGET_REGISTER",
-	[LODE_OP_TARGET_HEARTBEAT] = "TARGET_HEARTBEAT",
-	[LODE_OP_TARGET_LIST] = "TARGET_LIST",
-	[LODE_OP_ORPHAN_LIST] = "ORPHAN_LIST",
-	[LODE_OP_ORPHAN_DONE] = "ORPHAN_DONE",
-	[LODE_OP_REPORT_COPY] = "REPORT_COPY",
-	[LODE_OP_LAYOUT_GET] = "LAYOUT_GET",
-	[LODE_OP_LAYOUT_SET_COPY] = "LAYOUT_SET_COPY",
-	[LODE_OP_OBJ_WRITE] = "OBJ_WRITE",
-	[LODE_OP_OBJ_READ] = "OBJ_READ",
-	[LODE_OP_OBJ_TRUNCATE] = "OBJ_TRUNCATE",
-	[LODE_OP_OBJ_REMOVE] = "OBJ_REMOVE",
-	[LODE_OP_OBJ_STAT] = "OBJ_STAT",
-	[LODE_OP_OBJ_LIST] = "OBJ_LIST",
-	[LODE_OP_OBJ_FSYNC] = "OBJ_FSYNC",
+    [LODE_OP_HELLO] = "HELLO",
+    [LODE_OP_PING] = "PING",
+    [LODE_OP_LOOKUP] = "LOOKUP",
+    [LODE_OP_GETATTR] = "GETATTR",
+    [LODE_OP_SETATTR] = "SETATTR",
+    [LODE_OP_CREATE] = "CREATE",
+    [LODE_OP_MKDIR] = "MKDIR",
+    [LODE_OP_UNLINK] = "UNLINK",
+    [LODE_OP_RMDIR] = "RMDIR",
+    [LODE_OP_RENAME] = "RENAME",
+    [LODE_OP_LINK] = "LINK",
+    [LODE_OP_SYMLINK] = "SYMLINK",
+    [LODE_OP_READLINK] = "READLINK",
+    [LODE_OP_READDIR] = "READDIR",
+    [LODE_OP_STATFS] = "STATFS",
+    [LODE_OP_SETXATTR] = "SETXATTR",
+    [LODE_OP_GETXATTR] = "GETXATTR",
+    [LODE_OP_LISTXATTR] = "LISTXATTR",
+    [LODE_OP_REMOVEXATTR] = "REMOVEXATTR",
+    [LODE_OP_OPEN] = "OPEN",
+    [LODE_OP_CLOSE] = "CLOSE",
+    [LODE_OP_COMMIT] = "COMMIT",
+    [LODE_OP_TARGET_REGISTER] = "TARGET_REGISTER",
+    [LODE_OP_TARGET_HEARTBEAT] = "TARGET_HEARTBEAT",
+    [LODE_OP_TARGET_LIST] = "TARGET_LIST",
+    [LODE_OP_ORPHAN_LIST] = "ORPHAN_LIST",
+    [LODE_OP_ORPHAN_DONE] = "ORPHAN_DONE",
+    [LODE_OP_REPORT_COPY] = "REPORT_COPY",
+    [LODE_OP_LAYOUT_GET] = "LAYOUT_GET",
+    [LODE_OP_LAYOUT_SET_COPY] = "LAYOUT_SET_COPY",
+    [LODE_OP_OBJ_WRITE] = "OBJ_WRITE",
+    [LODE_OP_OBJ_READ] = "OBJ_READ",
+    [LODE_OP_OBJ_TRUNCATE] = "OBJ_TRUNCATE",
+    [LODE_OP_OBJ_REMOVE] = "OBJ_REMOVE",
+    [LODE_OP_OBJ_STAT] = "OBJ_STAT",
+    [LODE_OP_OBJ_LIST] = "OBJ_LIST",
+    [LODE_OP_OBJ_FSYNC] = "OBJ_FSYNC",
 };
 
 int lode_op_known(unsigned opcode)
@@ -124,8 +123,8 @@ int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 	return 0;
 }
 
-void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id,
-		   uint32_t body_len, uint64_t data_len)
+void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, uint32_t body_len,
+		   uint64_t data_len)
 {
 	memset(hdr, 0, sizeof(*hdr));
 	hdr->magic = LODE_WIRE_MAGIC;
@@ -271,8 +270,7 @@ int lode_layout_check(const struct lode_wire_layout *l)
 {
 	unsigned n;
 
-	if (l->stripe_size == 0 || l->stripe_size % LODE_CHUNK_SIZE ||
-	    l->stripe_size > (1u << 30))
+	if (l->stripe_size == 0 || l->stripe_size % LODE_CHUNK_SIZE || l->stripe_size > (1u << 30))
 		return -EINVAL;
 	if (l->stripe_count == 0 || l->mirror_count == 0)
 		return -EINVAL;
@@ -827,8 +825,8 @@ int lode_dec_obj_list(const void *body, uint32_t len, uint64_t data_len,
 
 /* ---- replies ---- */
 
-static int readdir_rep_check(const void *body, uint32_t len, const void *data,
-			     uint64_t data_len, bool plus, const struct lode_wire_readdir_rep **rep)
+static int readdir_rep_check(const void *body, uint32_t len, const void *data, uint64_t data_len,
+			     bool plus, const struct lode_wire_readdir_rep **rep)
 {
 	const struct lode_wire_readdir_rep *r = body;
 	const struct lode_wire_direntplus *ep;
@@ -855,8 +853,8 @@ int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint6
 	return readdir_rep_check(body, len, data, data_len, false, rep);
 }
 
-int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data,
-			     uint64_t data_len, const struct lode_wire_readdir_rep **rep)
+int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data, uint64_t data_len,
+			     const struct lode_wire_readdir_rep **rep)
 {
 	return readdir_rep_check(body, len, data, data_len, true, rep);
 }

@@ -36,8 +36,8 @@ int lode_status_to_errno(int32_t status);
  * Returns 0 or -EPROTO. */
 int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply);
 /* Fills a request header. */
-void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id,
-		   uint32_t body_len, uint64_t data_len);
+void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, uint32_t body_len,
+		   uint64_t data_len);
 /* The name of an opcode for logs ("LOOKUP"), or "?" */
 const char *lode_op_name(unsigned opcode);
 int lode_op_known(unsigned opcode);
@@ -147,8 +147,8 @@ int lode_readdir_next(const void *data, uint64_t data_len, uint64_t *pos,
 		      const struct lode_wire_dirent **ent, struct lode_name *name);
 /* The same for a page asked with LODE_READDIR_ATTRS (records of lode_wire_direntplus). A
  * record whose attributes do not match its entry (inode, file type) is -EPROTO. */
-int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data,
-			     uint64_t data_len, const struct lode_wire_readdir_rep **rep);
+int lode_dec_readdirplus_rep(const void *body, uint32_t len, const void *data, uint64_t data_len,
+			     const struct lode_wire_readdir_rep **rep);
 int lode_readdirplus_next(const void *data, uint64_t data_len, uint64_t *pos,
 			  const struct lode_wire_direntplus **ent, struct lode_name *name);
 int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uint32_t length,

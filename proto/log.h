@@ -11,9 +11,9 @@ enum lode_log_level { LODE_LOG_ERR, LODE_LOG_WARN, LODE_LOG_INFO, LODE_LOG_DEBUG
 void lode_log_init(const char *prog, enum lode_log_level max);
 void lode_log(enum lode_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define LODE_ERR(...) lode_log(LODE_LOG_ERR, __VA_ARGS__)
-#define LODE_WARN(...) lode_log(LODE_LOG_WARN, __VA_ARGS__)
-#define LODE_INFO(...) lode_log(LODE_LOG_INFO, __VA_ARGS__)
+#define LODE_ERR(...)	lode_log(LODE_LOG_ERR, __VA_ARGS__)
+#define LODE_WARN(...)	lode_log(LODE_LOG_WARN, __VA_ARGS__)
+#define LODE_INFO(...)	lode_log(LODE_LOG_INFO, __VA_ARGS__)
 #define LODE_DEBUG(...) lode_log(LODE_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -218,7 +218,8 @@ int lode_loop_run(struct lode_loop *loop)
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)
 			break;
 		rc = 0;
-		io_uring_for_each_cqe(&loop->ring, head, cqe) {
+		io_uring_for_each_cqe(&loop->ring, head, cqe)
+		{
 			struct lode_io *io = io_uring_cqe_get_data(cqe);
 			int res = cqe->res;
 
@@ -259,8 +260,8 @@ void lode_loop_fsync(struct lode_loop *loop, struct lode_io *io, int fd, int dat
 	io_uring_prep_fsync(lode_loop_sqe(loop, io), fd, datasync ? IORING_FSYNC_DATASYNC : 0);
 }
 
-void lode_loop_sync_range(struct lode_loop *loop, struct lode_io *io, int fd, off_t off,
-			  size_t len, unsigned flags)
+void lode_loop_sync_range(struct lode_loop *loop, struct lode_io *io, int fd, off_t off, size_t len,
+			  unsigned flags)
 {
 	io_uring_prep_sync_file_range(lode_loop_sqe(loop, io), fd, (unsigned)len, off, (int)flags);
 }

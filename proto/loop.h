@@ -61,8 +61,8 @@ void lode_loop_pwrite(struct lode_loop *loop, struct lode_io *io, int fd, const 
 		      size_t len, off_t off);
 void lode_loop_fsync(struct lode_loop *loop, struct lode_io *io, int fd, int datasync);
 /* sync_file_range(2) of [off, off + len) with flags (SYNC_FILE_RANGE_*). */
-void lode_loop_sync_range(struct lode_loop *loop, struct lode_io *io, int fd, off_t off,
-			  size_t len, unsigned flags);
+void lode_loop_sync_range(struct lode_loop *loop, struct lode_io *io, int fd, off_t off, size_t len,
+			  unsigned flags);
 /* Calls io->cb(io, -ETIME) after ms milliseconds (res is -ETIME on expiry, -ECANCELED if
  * cancelled). The timespec lives in ts, which must stay valid until the callback. */
 struct lode_timer {

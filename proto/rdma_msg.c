@@ -13,11 +13,11 @@ long lode_rdma_encode(void *buf, size_t cap, uint16_t credits, uint16_t flags,
 		      unsigned ndesc, const void *inline_data)
 {
 	struct lode_rdma_msg m = {
-		.magic = LODE_RDMA_MAGIC,
-		.version = LODE_RDMA_VERSION,
-		.credits = credits,
-		.flags = flags,
-		.ndesc = (uint16_t)ndesc,
+	    .magic = LODE_RDMA_MAGIC,
+	    .version = LODE_RDMA_VERSION,
+	    .credits = credits,
+	    .flags = flags,
+	    .ndesc = (uint16_t)ndesc,
 	};
 	char *p = buf;
 	size_t off = 0, need;

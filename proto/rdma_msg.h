@@ -29,10 +29,10 @@
 
 #include "wire_spec.h"
 
-#define LODE_RDMA_MAGIC 0x414d4452u /* "RDMA" */
-#define LODE_RDMA_VERSION 1
-#define LODE_RDMA_DEPTH 32	 /* receive buffers per queue pair, each side */
-#define LODE_RDMA_DESC_MAX 8	 /* request data descriptors in one message */
+#define LODE_RDMA_MAGIC	     0x414d4452u /* "RDMA" */
+#define LODE_RDMA_VERSION    1
+#define LODE_RDMA_DEPTH	     32	  /* receive buffers per queue pair, each side */
+#define LODE_RDMA_DESC_MAX   8	  /* request data descriptors in one message */
 #define LODE_RDMA_INLINE_MAX 4096 /* data up to this size rides inline */
 
 enum {
@@ -67,8 +67,8 @@ struct lode_rdma_hello {
 };
 
 /* The largest control message: header, largest body, sink, descriptors, inline data. */
-#define LODE_RDMA_MSG_MAX                                                                  \
-	(sizeof(struct lode_rdma_msg) + sizeof(struct lode_wire_hdr) + LODE_BODY_MAX +       \
+#define LODE_RDMA_MSG_MAX                                                                          \
+	(sizeof(struct lode_rdma_msg) + sizeof(struct lode_wire_hdr) + LODE_BODY_MAX +             \
 	 sizeof(struct lode_rdma_desc) * (1 + LODE_RDMA_DESC_MAX) + LODE_RDMA_INLINE_MAX)
 
 /* A decoded control message; pointers into the buffer it was decoded from. */
@@ -89,8 +89,9 @@ struct lode_rdma_frame {
  * or absent. Returns the message length, or -EMSGSIZE if it does not fit or breaks a limit.
  */
 long lode_rdma_encode(void *buf, size_t cap, uint16_t credits, uint16_t flags,
-		      const struct lode_wire_hdr *hdr, const void *body, const struct lode_rdma_desc *sink,
-		      const struct lode_rdma_desc *desc, unsigned ndesc, const void *inline_data);
+		      const struct lode_wire_hdr *hdr, const void *body,
+		      const struct lode_rdma_desc *sink, const struct lode_rdma_desc *desc,
+		      unsigned ndesc, const void *inline_data);
 
 /*
  * Decodes and checks a received message of len bytes: magic, version, flags, that every

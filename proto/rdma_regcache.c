@@ -114,8 +114,8 @@ int lode_rdma_mem_forget(void *addr)
 	return 0;
 }
 
-void lode_regcache_init(struct lode_regcache *rc, const struct lode_regcache_ops *ops,
-			void *ctx, size_t max_bytes)
+void lode_regcache_init(struct lode_regcache *rc, const struct lode_regcache_ops *ops, void *ctx,
+			size_t max_bytes)
 {
 	struct cache_link *l = malloc(sizeof(*l));
 
@@ -173,8 +173,7 @@ static int reg_new(struct lode_regcache *rc, uintptr_t start, size_t len, uint64
 	return 0;
 }
 
-int lode_regcache_get(struct lode_regcache *rc, const void *addr, size_t len,
-		      struct lode_reg **out)
+int lode_regcache_get(struct lode_regcache *rc, const void *addr, size_t len, struct lode_reg **out)
 {
 	uintptr_t s = (uintptr_t)addr;
 	struct declared *d;

@@ -59,8 +59,8 @@ struct lode_regcache {
 	uint64_t hits, misses, transients;
 };
 
-void lode_regcache_init(struct lode_regcache *rc, const struct lode_regcache_ops *ops,
-			void *ctx, size_t max_bytes);
+void lode_regcache_init(struct lode_regcache *rc, const struct lode_regcache_ops *ops, void *ctx,
+			size_t max_bytes);
 /* Drops every registration (none may be in use). */
 void lode_regcache_fini(struct lode_regcache *rc);
 /* A registration covering [addr, addr + len): cached if the range lies inside a declared

@@ -24,9 +24,9 @@
 #include "transport.h"
 
 #define NBUCKETS 256
-#define TICK_MS 100
+#define TICK_MS	 100
 
-#define CALL_SENT 0x1u
+#define CALL_SENT    0x1u
 #define CALL_REPLIED 0x2u
 
 struct lode_rpc {
@@ -34,9 +34,9 @@ struct lode_rpc {
 	pthread_t thread;
 	unsigned default_timeout_ms;
 	struct lode_timer tick;
-	bool stopping;		    /* loop thread */
+	bool stopping;		     /* loop thread */
 	struct lode_rpc_conn *conns; /* loop thread */
-	uint64_t next_req_id;	    /* loop thread */
+	uint64_t next_req_id;	     /* loop thread */
 };
 
 struct lode_rpc_conn {
@@ -57,7 +57,6 @@ struct call_send {
 	struct lode_send send;
 	struct lode_call *call;
 };
-
 
 static unsigned bucket(uint64_t id)
 {
@@ -210,9 +209,9 @@ static void c_on_close(struct lode_tconn *t, int err)
 }
 
 static const struct lode_tconn_cbs client_cbs = {
-	.on_header = c_on_header,
-	.on_frame = c_on_frame,
-	.on_close = c_on_close,
+    .on_header = c_on_header,
+    .on_frame = c_on_frame,
+    .on_close = c_on_close,
 };
 
 /* ---- submit ---- */
@@ -276,7 +275,7 @@ static void submit_on_loop(void *arg)
 	}
 	call->req_id_ = ++rpc->next_req_id;
 	call->deadline_ms_ =
-		lode_now_ms() + (call->timeout_ms ? call->timeout_ms : rpc->default_timeout_ms);
+	    lode_now_ms() + (call->timeout_ms ? call->timeout_ms : rpc->default_timeout_ms);
 	pending_add(conn, call);
 	cs->call = call;
 	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
@@ -526,15 +525,15 @@ int lode_rpc_call(struct lode_rpc_conn *conn, struct lode_call *call)
 	return rc;
 }
 
-int lode_rpc_simple(struct lode_rpc_conn *conn, uint8_t opcode, const void *body,
-		    uint32_t body_len, void *reply_body, uint32_t reply_body_max)
+int lode_rpc_simple(struct lode_rpc_conn *conn, uint8_t opcode, const void *body, uint32_t body_len,
+		    void *reply_body, uint32_t reply_body_max)
 {
 	struct lode_call call = {
-		.opcode = opcode,
-		.body = body,
-		.body_len = body_len,
-		.reply_body = reply_body,
-		.reply_body_max = reply_body_max,
+	    .opcode = opcode,
+	    .body = body,
+	    .body_len = body_len,
+	    .reply_body = reply_body,
+	    .reply_body_max = reply_body_max,
 	};
 
 	return lode_rpc_call(conn, &call);

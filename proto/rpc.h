@@ -36,7 +36,7 @@ struct lode_call {
 	uint32_t reply_body_max; /* a longer reply body fails the call with -EPROTO */
 	void *reply_data;
 	uint64_t reply_data_max; /* longer reply data fails the call with -EPROTO */
-	unsigned timeout_ms;     /* 0: the rpc's default */
+	unsigned timeout_ms;	 /* 0: the rpc's default */
 	/* completion, set by the caller for lode_rpc_submit() */
 	void (*done)(struct lode_call *call);
 	void *arg;
@@ -79,7 +79,7 @@ int lode_rpc_call(struct lode_rpc_conn *conn, struct lode_call *call);
 struct lode_rpc_batch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int pending;     /* protected by lock */
+	int pending;	 /* protected by lock */
 	int first_error; /* protected by lock */
 };
 void lode_rpc_batch_init(struct lode_rpc_batch *b);
@@ -90,7 +90,7 @@ int lode_rpc_batch_wait(struct lode_rpc_batch *b);
 void lode_rpc_batch_destroy(struct lode_rpc_batch *b);
 
 /* Shorthand: a call with only a body and a fixed reply body. */
-int lode_rpc_simple(struct lode_rpc_conn *conn, uint8_t opcode, const void *body,
-		    uint32_t body_len, void *reply_body, uint32_t reply_body_max);
+int lode_rpc_simple(struct lode_rpc_conn *conn, uint8_t opcode, const void *body, uint32_t body_len,
+		    void *reply_body, uint32_t reply_body_max);
 
 #endif

@@ -21,9 +21,9 @@
 #include "server.h"
 #include "transport.h"
 
-#define CONN_MAX_INFLIGHT 256
+#define CONN_MAX_INFLIGHT	256
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
-#define LISTEN_MAX 4
+#define LISTEN_MAX		4
 
 struct worker;
 
@@ -32,7 +32,7 @@ struct sconn {
 	const struct lode_transport_ops *ops;
 	struct lode_tconn *t; /* NULL once closed */
 	uint64_t id;
-	unsigned refs;	  /* this struct + one per request not yet answered */
+	unsigned refs; /* this struct + one per request not yet answered */
 	unsigned inflight;
 	uint64_t inflight_bytes;
 	bool paused;
@@ -59,7 +59,7 @@ struct lode_server {
 	struct lode_listener *listeners[LISTEN_MAX];
 	const struct lode_transport_ops *lops[LISTEN_MAX];
 	char addrs[LISTEN_MAX][64];
-	unsigned next_worker; /* worker 0's thread only */
+	unsigned next_worker;  /* worker 0's thread only */
 	uint64_t next_conn_id; /* atomic */
 
 	/*
@@ -70,9 +70,9 @@ struct lode_server {
 	 * freed after the stop frees the server.
 	 */
 	pthread_rwlock_t stop_lock;
-	bool stopped;		/* protected by stop_lock */
+	bool stopped; /* protected by stop_lock */
 	pthread_mutex_t late_lock;
-	uint64_t live_reqs;	/* atomic: requests handed out and not yet freed */
+	uint64_t live_reqs; /* atomic: requests handed out and not yet freed */
 };
 
 struct lode_req {
@@ -84,7 +84,7 @@ struct lode_req {
 	struct iovec iov;
 	void *rdata;
 	void (*rdata_free)(void *);
-	void *rbody; /* heap copy of the reply body for cross-thread replies */
+	void *rbody;			 /* heap copy of the reply body for cross-thread replies */
 	void (*file_release)(void *arg); /* reply data from a file: what to call when sent */
 	void *file_arg;
 	char *body;
@@ -111,8 +111,8 @@ static void sconn_put(struct sconn *sc)
 
 static void sconn_flow(struct sconn *sc)
 {
-	bool over = sc->inflight >= CONN_MAX_INFLIGHT ||
-		    sc->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
+	bool over =
+	    sc->inflight >= CONN_MAX_INFLIGHT || sc->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
 
 	if (!sc->t || over == sc->paused)
 		return;
@@ -210,9 +210,9 @@ static void s_on_close(struct lode_tconn *t, int err)
 }
 
 static const struct lode_tconn_cbs server_cbs = {
-	.on_header = s_on_header,
-	.on_frame = s_on_frame,
-	.on_close = s_on_close,
+    .on_header = s_on_header,
+    .on_frame = s_on_frame,
+    .on_close = s_on_close,
 };
 
 struct attach_msg {
@@ -309,8 +309,8 @@ static void reply_late(struct lode_server *srv, struct lode_req *req, void *data
 		server_free(srv);
 }
 
-void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
-		    void *data, size_t data_len, void (*data_free)(void *))
+void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len, void *data,
+		    size_t data_len, void (*data_free)(void *))
 {
 	struct sconn *sc = req->conn;
 	struct lode_server *srv = sc->w->srv;

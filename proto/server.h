@@ -64,8 +64,8 @@ uint64_t lode_req_conn_id(const struct lode_req *req);
  * and calls data_free(data) once it is sent or dropped; if NULL, data is copied first.
  * If the connection has gone, the reply is dropped (and data freed).
  */
-void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len,
-		    void *data, size_t data_len, void (*data_free)(void *));
+void lode_req_reply(struct lode_req *req, int status, const void *body, size_t body_len, void *data,
+		    size_t data_len, void (*data_free)(void *));
 
 /*
  * A successful reply whose data is len bytes of the file fd from off, sent without a copy

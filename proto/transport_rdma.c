@@ -34,16 +34,16 @@
 #include "rdma_regcache.h"
 #include "transport.h"
 
-#define DEPTH LODE_RDMA_DEPTH
-#define BUF_SIZE ((LODE_RDMA_MSG_MAX + 63) & ~(size_t)63)
-#define RESOLVE_MS 2000
+#define DEPTH	       LODE_RDMA_DEPTH
+#define BUF_SIZE       ((LODE_RDMA_MSG_MAX + 63) & ~(size_t)63)
+#define RESOLVE_MS     2000
 #define REGCACHE_BYTES (8ull << 30) /* unused cached registrations kept up to this */
 
 /* wr_id: kind in the top byte, a slot below */
 enum { WR_RECV = 1, WR_SEND, WR_READ, WR_WRITE };
 #define WR_ID(kind, slot) (((uint64_t)(kind) << 56) | (uint64_t)(slot))
-#define WR_KIND(id) ((unsigned)((id) >> 56))
-#define WR_SLOT(id) ((unsigned)((id)&0xffffffffu))
+#define WR_KIND(id)	  ((unsigned)((id) >> 56))
+#define WR_SLOT(id)	  ((unsigned)((id)&0xffffffffu))
 
 /* One RDMA device (verbs context) of the process: its protection domain and registration
  * cache, shared by all connections on it. Lives as long as the process. */
@@ -118,11 +118,11 @@ struct lode_tconn {
 	/* server */
 	struct outreply rep[DEPTH];
 	struct sinkent sinks[DEPTH];
-	unsigned rq[DEPTH]; /* received frames not yet handed up, in order: recv slots */
+	unsigned rq[DEPTH];   /* received frames not yet handed up, in order: recv slots */
 	uint32_t rlen[DEPTH]; /* length of the message in each receive buffer */
 	unsigned rq_head, rq_len;
-	bool cur_started; /* on_header ran for rq's head */
-	unsigned cur_reads;  /* its RDMA READs still in flight */
+	bool cur_started;   /* on_header ran for rq's head */
+	unsigned cur_reads; /* its RDMA READs still in flight */
 	struct lode_reg *cur_reg;
 	void *cur_data;
 	struct lode_rdma_frame cur;
@@ -149,13 +149,12 @@ static void rq_process(struct lode_tconn *c);
 
 /* ---- devices ---- */
 
-static int dev_reg(void *ctx, void *addr, size_t len, void **handle, uint32_t *lkey,
-		   uint32_t *rkey)
+static int dev_reg(void *ctx, void *addr, size_t len, void **handle, uint32_t *lkey, uint32_t *rkey)
 {
 	struct rdma_dev *d = ctx;
-	struct ibv_mr *mr = ibv_reg_mr(d->pd, addr, len,
-				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-					       IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *mr =
+	    ibv_reg_mr(d->pd, addr, len,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 
 	if (!mr)
 		return errno ? -errno : -ENOMEM;
@@ -222,9 +221,9 @@ static char *send_buf(struct lode_tconn *c, unsigned slot)
 static int post_recv(struct lode_tconn *c, unsigned slot)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)recv_buf(c, slot),
-		.length = (uint32_t)BUF_SIZE,
-		.lkey = c->pool_mr->lkey,
+	    .addr = (uintptr_t)recv_buf(c, slot),
+	    .length = (uint32_t)BUF_SIZE,
+	    .lkey = c->pool_mr->lkey,
 	};
 	struct ibv_recv_wr wr = {.wr_id = WR_ID(WR_RECV, slot), .sg_list = &sge, .num_sge = 1};
 	struct ibv_recv_wr *bad;
@@ -235,16 +234,16 @@ static int post_recv(struct lode_tconn *c, unsigned slot)
 static int post_send(struct lode_tconn *c, unsigned slot, uint32_t len)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)send_buf(c, slot),
-		.length = len,
-		.lkey = c->pool_mr->lkey,
+	    .addr = (uintptr_t)send_buf(c, slot),
+	    .length = len,
+	    .lkey = c->pool_mr->lkey,
 	};
 	struct ibv_send_wr wr = {
-		.wr_id = WR_ID(WR_SEND, slot),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
+	    .wr_id = WR_ID(WR_SEND, slot),
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = IBV_WR_SEND,
+	    .send_flags = IBV_SEND_SIGNALED,
 	};
 	struct ibv_send_wr *bad;
 
@@ -257,12 +256,12 @@ static int post_rdma(struct lode_tconn *c, int kind, unsigned slot, void *local,
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = lkey};
 	struct ibv_send_wr wr = {
-		.wr_id = WR_ID(kind, slot),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
-		.send_flags = kind == WR_READ ? IBV_SEND_SIGNALED : 0,
-		.wr.rdma = {.remote_addr = raddr, .rkey = rkey},
+	    .wr_id = WR_ID(kind, slot),
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+	    .send_flags = kind == WR_READ ? IBV_SEND_SIGNALED : 0,
+	    .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
 	};
 	struct ibv_send_wr *bad;
 
@@ -441,8 +440,8 @@ static int qp_setup(struct lode_tconn *c)
 
 static void conn_param(struct lode_tconn *c, struct rdma_conn_param *p, struct lode_rdma_hello *h)
 {
-	*h = (struct lode_rdma_hello){.magic = LODE_RDMA_MAGIC, .version = LODE_RDMA_VERSION,
-				      .depth = DEPTH};
+	*h = (struct lode_rdma_hello){
+	    .magic = LODE_RDMA_MAGIC, .version = LODE_RDMA_VERSION, .depth = DEPTH};
 	memset(p, 0, sizeof(*p));
 	p->private_data = h;
 	p->private_data_len = sizeof(*h);
@@ -607,7 +606,8 @@ static bool send_request(struct lode_tconn *c, struct lode_send *s)
 		flags |= LODE_RDMA_F_INLINE;
 	}
 	if (s->reply_data && s->reply_data_max > LODE_RDMA_INLINE_MAX) {
-		uint64_t max = s->reply_data_max < LODE_DATA_MAX ? s->reply_data_max : LODE_DATA_MAX;
+		uint64_t max =
+		    s->reply_data_max < LODE_DATA_MAX ? s->reply_data_max : LODE_DATA_MAX;
 
 		if (lode_regcache_get(&c->dev->rc, s->reply_data, max, &o->sink)) {
 			rt_close(c, -ENOMEM);
@@ -615,9 +615,8 @@ static bool send_request(struct lode_tconn *c, struct lode_send *s)
 		}
 		o->sink_addr = s->reply_data;
 		o->sink_len = max;
-		sink = (struct lode_rdma_desc){.addr = (uintptr_t)s->reply_data,
-					       .rkey = o->sink->rkey,
-					       .len = (uint32_t)max};
+		sink = (struct lode_rdma_desc){
+		    .addr = (uintptr_t)s->reply_data, .rkey = o->sink->rkey, .len = (uint32_t)max};
 		flags |= LODE_RDMA_F_SINK;
 	}
 	if (flags & LODE_RDMA_F_INLINE) {
@@ -625,8 +624,8 @@ static bool send_request(struct lode_tconn *c, struct lode_send *s)
 
 		copy_iovs(tmp, s);
 		len = lode_rdma_encode(send_buf(c, slot), BUF_SIZE, 0, flags, &s->hdr,
-				       s->body_len ? s->body : NULL, o->sink ? &sink : NULL, NULL, 0,
-				       tmp);
+				       s->body_len ? s->body : NULL, o->sink ? &sink : NULL, NULL,
+				       0, tmp);
 	} else {
 		len = lode_rdma_encode(send_buf(c, slot), BUF_SIZE, 0, flags, &s->hdr,
 				       s->body_len ? s->body : NULL, o->sink ? &sink : NULL, desc,
@@ -862,7 +861,8 @@ static void recv_reply(struct lode_tconn *c, unsigned rslot, const struct lode_r
 	if (body && f->hdr.body_len)
 		memcpy(body, f->body, f->hdr.body_len);
 	if (data && f->hdr.data_len) {
-		const void *src = (f->msg.flags & LODE_RDMA_F_PLACED) ? o->sink_addr : f->inline_data;
+		const void *src =
+		    (f->msg.flags & LODE_RDMA_F_PLACED) ? o->sink_addr : f->inline_data;
 
 		if (data != src)
 			memcpy(data, src, f->hdr.data_len);
@@ -882,7 +882,8 @@ static void recv_reply(struct lode_tconn *c, unsigned rslot, const struct lode_r
 	free(s->body_heap_);
 	s->body_heap_ = NULL;
 	if (s->done)
-		s->done(s, 0); /* the server has pulled the request's data: the caller may reuse it */
+		s->done(s,
+			0); /* the server has pulled the request's data: the caller may reuse it */
 	sq_kick(c);
 }
 
@@ -906,7 +907,8 @@ static void rq_deliver(struct lode_tconn *c)
 			rt_close(c, -EPROTO);
 			return;
 		}
-		c->sinks[i] = (struct sinkent){.used = true, .req_id = hdr.req_id, .d = c->cur.sink};
+		c->sinks[i] =
+		    (struct sinkent){.used = true, .req_id = hdr.req_id, .d = c->cur.sink};
 	}
 	c->rq_head = (c->rq_head + 1) % DEPTH;
 	c->rq_len--;
@@ -1110,7 +1112,7 @@ static struct lode_tconn *tconn_new(struct lode_loop *loop, const struct lode_tc
 }
 
 static int rt_connect(struct lode_loop *loop, const struct lode_addr *addr,
-			 const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out)
+		      const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out)
 {
 	struct lode_tconn *c = tconn_new(loop, cbs, ctx, true);
 	struct sockaddr_in sin = addr->sin;
@@ -1140,7 +1142,7 @@ fail:
 }
 
 static int rt_attach(struct lode_loop *loop, intptr_t cookie, int expect_reply,
-		       const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out)
+		     const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out)
 {
 	struct rdma_cm_id *id = (struct rdma_cm_id *)cookie;
 	struct lode_tconn *c = tconn_new(loop, cbs, ctx, expect_reply != 0);
@@ -1220,8 +1222,8 @@ static void listen_ready(struct lode_io *io, int res)
 	while (!rdma_get_cm_event(l->ech, &ev)) {
 		struct rdma_cm_id *id = ev->id;
 		bool req = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST;
-		bool ok = req && hello_ok(ev->param.conn.private_data,
-					  ev->param.conn.private_data_len);
+		bool ok =
+		    req && hello_ok(ev->param.conn.private_data, ev->param.conn.private_data_len);
 
 		rdma_ack_cm_event(ev);
 		if (!req)
@@ -1237,8 +1239,8 @@ static void listen_ready(struct lode_io *io, int res)
 }
 
 static int rt_listen(struct lode_loop *loop, const struct lode_addr *addr,
-			void (*on_accept)(void *ctx, intptr_t cookie), void *ctx,
-			struct lode_listener **out)
+		     void (*on_accept)(void *ctx, intptr_t cookie), void *ctx,
+		     struct lode_listener **out)
 {
 	struct lode_listener *l = calloc(1, sizeof(*l));
 	struct sockaddr_in sin = addr->sin;
@@ -1302,15 +1304,15 @@ static void rt_close_cookie(intptr_t cookie)
 }
 
 const struct lode_transport_ops lode_transport_rdma = {
-	.scheme = "rdma",
-	.listen = rt_listen,
-	.listener_addr = rt_listener_addr,
-	.listener_close = rt_listener_close,
-	.listener_abort = rt_listener_abort,
-	.attach = rt_attach,
-	.connect = rt_connect,
-	.send = rt_send,
-	.pause = rt_pause,
-	.close = rt_close,
-	.close_cookie = rt_close_cookie,
+    .scheme = "rdma",
+    .listen = rt_listen,
+    .listener_addr = rt_listener_addr,
+    .listener_close = rt_listener_close,
+    .listener_abort = rt_listener_abort,
+    .attach = rt_attach,
+    .connect = rt_connect,
+    .send = rt_send,
+    .pause = rt_pause,
+    .close = rt_close,
+    .close_cookie = rt_close_cookie,
 };

@@ -30,8 +30,8 @@
 #include "config.h"
 #include "transport.h"
 
-#define RBUF_SIZE (256u << 10)
-#define DIRECT_MIN (16u << 10) /* receive straight into the destination from this size */
+#define RBUF_SIZE    (256u << 10)
+#define DIRECT_MIN   (16u << 10) /* receive straight into the destination from this size */
 #define SEND_IOV_MAX 64
 
 enum rstate { R_HDR, R_BODY, R_DATA };
@@ -60,8 +60,8 @@ struct lode_tconn {
 	/* send */
 	struct lode_io send_io;
 	bool send_inflight;
-	bool splicing_in;  /* the op in flight moves file -> pipe (else pipe -> socket) */
-	int pipe_fd[2];	   /* for file data: -1 until first needed */
+	bool splicing_in;   /* the op in flight moves file -> pipe (else pipe -> socket) */
+	int pipe_fd[2];	    /* for file data: -1 until first needed */
 	uint32_t pipe_fill; /* bytes in the pipe, not yet in the socket */
 	uint32_t pipe_cap;  /* the pipe's capacity: one splice in never blocks on it */
 	struct lode_io splice_io;
@@ -677,17 +677,17 @@ static void tcp_close_cookie(intptr_t cookie)
 }
 
 const struct lode_transport_ops lode_transport_tcp = {
-	.scheme = "tcp",
-	.listen = tcp_listen,
-	.listener_addr = tcp_listener_addr,
-	.listener_close = tcp_listener_close,
-	.listener_abort = tcp_listener_abort,
-	.attach = tcp_attach,
-	.connect = tcp_connect,
-	.send = tcp_send,
-	.pause = tcp_pause,
-	.close = tcp_close,
-	.close_cookie = tcp_close_cookie,
+    .scheme = "tcp",
+    .listen = tcp_listen,
+    .listener_addr = tcp_listener_addr,
+    .listener_close = tcp_listener_close,
+    .listener_abort = tcp_listener_abort,
+    .attach = tcp_attach,
+    .connect = tcp_connect,
+    .send = tcp_send,
+    .pause = tcp_pause,
+    .close = tcp_close,
+    .close_cookie = tcp_close_cookie,
 };
 
 const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr)

@@ -22,26 +22,26 @@
 
 #include <stdint.h>
 
-#define LODE_WIRE_MAGIC 0x45444f4cu /* "LODE" read as a little-endian u32 */
+#define LODE_WIRE_MAGIC	  0x45444f4cu /* "LODE" read as a little-endian u32 */
 #define LODE_WIRE_VERSION 1
 
 /* Hard limits: a frame beyond any of them is a protocol error. */
-#define LODE_NAME_MAX 255          /* one path component */
-#define LODE_SYMLINK_MAX 4095      /* symlink target */
-#define LODE_XATTR_NAME_MAX 255
-#define LODE_XATTR_VALUE_MAX 65536
-#define LODE_ADDR_MAX 127          /* "tcp://host:port" */
-#define LODE_BODY_MAX 8192         /* fixed struct plus names */
-#define LODE_DATA_MAX (4u << 20)   /* bulk data of one frame */
-#define LODE_LAYOUT_TARGETS_MAX 64 /* stripe_count * mirror_count */
-#define LODE_READDIR_MAX 1024      /* entries in one readdir page */
-#define LODE_OBJLIST_MAX 1024      /* objects in one listing page */
-#define LODE_TARGETS_MAX 256       /* storage targets in one cluster */
+#define LODE_NAME_MAX		255  /* one path component */
+#define LODE_SYMLINK_MAX	4095 /* symlink target */
+#define LODE_XATTR_NAME_MAX	255
+#define LODE_XATTR_VALUE_MAX	65536
+#define LODE_ADDR_MAX		127	   /* "tcp://host:port" */
+#define LODE_BODY_MAX		8192	   /* fixed struct plus names */
+#define LODE_DATA_MAX		(4u << 20) /* bulk data of one frame */
+#define LODE_LAYOUT_TARGETS_MAX 64	   /* stripe_count * mirror_count */
+#define LODE_READDIR_MAX	1024	   /* entries in one readdir page */
+#define LODE_OBJLIST_MAX	1024	   /* objects in one listing page */
+#define LODE_TARGETS_MAX	256	   /* storage targets in one cluster */
 
 /* Object data is checksummed in chunks of this size (xxh3-64 of the whole chunk, with
  * bytes past the object's end counted as zero). Object writes are chunk aligned. */
 #define LODE_CHUNK_SHIFT 16
-#define LODE_CHUNK_SIZE (1u << LODE_CHUNK_SHIFT)
+#define LODE_CHUNK_SIZE	 (1u << LODE_CHUNK_SHIFT)
 
 /* hdr.flags */
 #define LODE_WIRE_F_REPLY 0x0001u
@@ -77,8 +77,8 @@ enum lode_opcode {
 	LODE_OP_TARGET_LIST = 32,
 	LODE_OP_ORPHAN_LIST = 33, /* objects of deleted files a target should remove */
 	LODE_OP_ORPHAN_DONE = 34,
-	LODE_OP_REPORT_COPY = 35,    /* a client found a copy that failed or holds bad data */
-	LODE_OP_LAYOUT_GET = 36,     /* layout and degraded copies of a file */
+	LODE_OP_REPORT_COPY = 35,     /* a client found a copy that failed or holds bad data */
+	LODE_OP_LAYOUT_GET = 36,      /* layout and degraded copies of a file */
 	LODE_OP_LAYOUT_SET_COPY = 37, /* repair: a copy now lives on another target */
 
 	/* object storage server */
@@ -99,7 +99,7 @@ struct lode_wire_hdr {
 	uint8_t opcode;
 	uint16_t flags;
 	uint64_t req_id;
-	int32_t status;    /* replies: 0 or a positive LODE_S_* code; requests: 0 */
+	int32_t status;	   /* replies: 0 or a positive LODE_S_* code; requests: 0 */
 	uint32_t body_len; /* <= LODE_BODY_MAX */
 	uint64_t data_len; /* <= LODE_DATA_MAX */
 	uint64_t reserved;
@@ -152,7 +152,7 @@ _Static_assert(sizeof(struct lode_wire_cred) == 8, "cred");
 /* ---- HELLO / PING ---- */
 
 #define LODE_ROLE_CLIENT 1
-#define LODE_ROLE_OSS 2
+#define LODE_ROLE_OSS	 2
 
 struct lode_wire_hello_req {
 	uint64_t client_id; /* random, chosen by the client once per process */
@@ -162,7 +162,8 @@ struct lode_wire_hello_req {
 _Static_assert(sizeof(struct lode_wire_hello_req) == 16, "hello req");
 
 struct lode_wire_hello_rep {
-	uint64_t cluster_id; /* MDS: its cluster id; OSS: the cluster it belongs to (0 if none yet) */
+	uint64_t
+	    cluster_id; /* MDS: its cluster id; OSS: the cluster it belongs to (0 if none yet) */
 	uint32_t server_role; /* 1 = MDS, 2 = OSS */
 	uint32_t target_id;   /* OSS: its target id, MDS: 0 */
 };
@@ -186,16 +187,16 @@ struct lode_wire_getattr_req {
 };
 _Static_assert(sizeof(struct lode_wire_getattr_req) == 8, "getattr req");
 
-#define LODE_SETATTR_MODE 0x01u
-#define LODE_SETATTR_UID 0x02u
-#define LODE_SETATTR_GID 0x04u
-#define LODE_SETATTR_SIZE 0x08u
-#define LODE_SETATTR_ATIME 0x10u
-#define LODE_SETATTR_MTIME 0x20u
+#define LODE_SETATTR_MODE      0x01u
+#define LODE_SETATTR_UID       0x02u
+#define LODE_SETATTR_GID       0x04u
+#define LODE_SETATTR_SIZE      0x08u
+#define LODE_SETATTR_ATIME     0x10u
+#define LODE_SETATTR_MTIME     0x20u
 #define LODE_SETATTR_ATIME_NOW 0x40u
 #define LODE_SETATTR_MTIME_NOW 0x80u
-#define LODE_SETATTR_CTIME 0x100u
-#define LODE_SETATTR_ALL_ 0x1ffu
+#define LODE_SETATTR_CTIME     0x100u
+#define LODE_SETATTR_ALL_      0x1ffu
 
 /* SETATTR: reply lode_wire_attr (after the change). Size changes of regular files only
  * touch the metadata: the client truncates the objects first. */
@@ -214,12 +215,12 @@ struct lode_wire_setattr_req {
 _Static_assert(sizeof(struct lode_wire_setattr_req) == 64, "setattr req");
 
 /* OPEN flags (subset of O_*, wire values fixed here) */
-#define LODE_OPEN_READ 0x01u
-#define LODE_OPEN_WRITE 0x02u
-#define LODE_OPEN_TRUNC 0x04u  /* metadata size to 0; client truncates objects */
-#define LODE_OPEN_EXCL 0x08u   /* CREATE: fail with EEXIST if the name exists */
+#define LODE_OPEN_READ	 0x01u
+#define LODE_OPEN_WRITE	 0x02u
+#define LODE_OPEN_TRUNC	 0x04u /* metadata size to 0; client truncates objects */
+#define LODE_OPEN_EXCL	 0x08u /* CREATE: fail with EEXIST if the name exists */
 #define LODE_OPEN_CREATE 0x10u /* CREATE: open the existing file if the name exists */
-#define LODE_OPEN_ALL_ 0x1fu
+#define LODE_OPEN_ALL_	 0x1fu
 
 /* CREATE: body = req + name. Creates a regular file (or opens an existing one when
  * LODE_OPEN_CREATE without LODE_OPEN_EXCL). If layout.stripe_count != 0 the file gets that
@@ -228,7 +229,7 @@ _Static_assert(sizeof(struct lode_wire_setattr_req) == 64, "setattr req");
 struct lode_wire_create_req {
 	uint64_t parent;
 	struct lode_wire_cred cred;
-	uint32_t mode;  /* permission bits; S_IFREG implied */
+	uint32_t mode;	/* permission bits; S_IFREG implied */
 	uint32_t flags; /* LODE_OPEN_* */
 	uint16_t name_len;
 	uint16_t has_layout;  /* 1: layout below sets stripe_size/count/mirror_count */
@@ -262,7 +263,7 @@ struct lode_wire_open_rep {
 	uint64_t degraded;
 };
 _Static_assert(sizeof(struct lode_wire_open_rep) ==
-		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24,
+		   sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24,
 	       "open rep");
 _Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "degraded is a 64-bit mask");
 
@@ -291,7 +292,7 @@ _Static_assert(sizeof(struct lode_wire_mkdir_req) == 24, "mkdir req");
 /* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
 
 #define LODE_RENAME_NOREPLACE 0x1u
-#define LODE_RENAME_EXCHANGE 0x2u
+#define LODE_RENAME_EXCHANGE  0x2u
 
 /* RENAME: body = req + old name + new name. Reply: empty. */
 struct lode_wire_rename_req {
@@ -377,7 +378,7 @@ struct lode_wire_statfs_rep {
 };
 _Static_assert(sizeof(struct lode_wire_statfs_rep) == 48, "statfs rep");
 
-#define LODE_XATTR_CREATE 0x1u
+#define LODE_XATTR_CREATE  0x1u
 #define LODE_XATTR_REPLACE 0x2u
 
 /* SETXATTR: body = req + name; data = value. GETXATTR: body = req + name (value_len 0);
@@ -389,7 +390,7 @@ struct lode_wire_xattr_req {
 	uint64_t ino;
 	struct lode_wire_cred cred;
 	uint32_t flags; /* LODE_XATTR_* */
-	uint32_t size;  /* get/list: caller's buffer size */
+	uint32_t size;	/* get/list: caller's buffer size */
 	uint16_t name_len;
 	uint16_t reserved0;
 	uint32_t reserved1;
@@ -404,7 +405,7 @@ _Static_assert(sizeof(struct lode_wire_xattr_rep) == 8, "xattr rep");
 
 /* ---- storage targets ---- */
 
-#define LODE_TARGET_UP 1
+#define LODE_TARGET_UP	 1
 #define LODE_TARGET_DOWN 2
 
 /* TARGET_REGISTER: body = req + address ("tcp://host:port" where clients reach the OSS).
@@ -469,7 +470,7 @@ _Static_assert(sizeof(struct lode_wire_orphan_list_rep) == 8, "orphan list rep")
 /* ---- copies: reports and repair ---- */
 
 #define LODE_REPORT_WRITE_FAILED 1 /* a write (or fsync) to the copy failed */
-#define LODE_REPORT_BAD_DATA 2	    /* the copy returned data that fails its checksums */
+#define LODE_REPORT_BAD_DATA	 2 /* the copy returned data that fails its checksums */
 
 /* REPORT_COPY: body = req. The MDS marks the copy of (ino, stripe) on target_id degraded.
  * ENOENT if the file or that copy no longer exists (a repair may have replaced it), ESTALE
@@ -493,7 +494,7 @@ struct lode_wire_layout_rep {
 	uint64_t degraded; /* as in lode_wire_open_rep */
 };
 _Static_assert(sizeof(struct lode_wire_layout_rep) ==
-		       sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 8,
+		   sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 8,
 	       "layout rep");
 
 /* LAYOUT_SET_COPY: the copy layout.targets[index] (which held old_target) now lives on
@@ -537,9 +538,9 @@ struct lode_wire_obj_write_req {
 };
 _Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
 
-#define LODE_OBJ_F_SYNC 0x1u  /* make durable before answering */
+#define LODE_OBJ_F_SYNC	 0x1u /* make durable before answering */
 #define LODE_OBJ_F_CHAIN 0x2u /* a forwarding chain follows the checksums */
-#define LODE_OBJ_F_ALL_ 0x3u
+#define LODE_OBJ_F_ALL_	 0x3u
 
 /* OBJ_READ: offset chunk aligned, length <= LODE_DATA_MAX. Reply body: lode_wire_obj_read_rep
  * + nchunks u64 checksums; data: the bytes that exist (data_len <= length; shorter at the
@@ -595,7 +596,7 @@ _Static_assert(sizeof(struct lode_wire_obj_rep) == 16, "obj rep");
  * Addresses are those the targets registered; self_target names the target the request is
  * meant for (0: unchecked), so a stale address cannot write into the wrong target (ESTALE).
  */
-#define LODE_CHAIN_MAX 7		/* hops one request carries: 8 copies in all */
+#define LODE_CHAIN_MAX	       7       /* hops one request carries: 8 copies in all */
 #define LODE_CHAIN_TIMEOUT_MAX 600000u /* ms */
 
 struct lode_wire_chain_hop {
@@ -631,9 +632,9 @@ struct lode_wire_obj_chain_rep {
 _Static_assert(sizeof(struct lode_wire_obj_chain_rep) == 24 + 4 * (LODE_CHAIN_MAX + 1),
 	       "obj chain rep");
 _Static_assert(sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE) +
-			       sizeof(struct lode_wire_chain) +
-			       LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop) <=
-		       LODE_BODY_MAX,
+		       sizeof(struct lode_wire_chain) +
+		       LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop) <=
+		   LODE_BODY_MAX,
 	       "a chained write of the largest size fits in a body");
 
 /* OBJ_LIST: objects with id greater than `after` in (ino, generation, stripe) order.

@@ -161,8 +161,8 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 	return -ETIMEDOUT;
 }
 
-static int start_daemon(const char *dir, const char *name, const char *subdir,
-			const char *mds_addr, const char *grace, char *addr, size_t alen)
+static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
+			const char *grace, char *addr, size_t alen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
 	char *argv[16];
@@ -176,7 +176,8 @@ static int start_daemon(const char *dir, const char *name, const char *subdir,
 		snprintf(listen, sizeof(listen), "%s", old);
 	else
 		snprintf(listen, sizeof(listen), "%s:0",
-			 getenv("LODE_LOCAL_LISTEN") ? getenv("LODE_LOCAL_LISTEN") : "tcp://127.0.0.1");
+			 getenv("LODE_LOCAL_LISTEN") ? getenv("LODE_LOCAL_LISTEN")
+						     : "tcp://127.0.0.1");
 	unlink(addrfile);
 	find_prog(name, subdir, prog, sizeof(prog));
 	argv[i++] = prog;
@@ -343,10 +344,11 @@ int local_main(int argc, char **argv)
 {
 	/* a DIR that looks like an option is a mistake ("local up --help"), not a directory */
 	if (argc < 3 || argv[2][0] == '-') {
-		fprintf(stderr, "lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
-				"down DIR | kill DIR NAME [-9]\n"
-				"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
-				"transport and host)\n");
+		fprintf(stderr,
+			"lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
+			"down DIR | kill DIR NAME [-9]\n"
+			"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
+			"transport and host)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "up")) {

@@ -25,25 +25,27 @@ static const char *mds_addr;
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
-		"\n"
-		"cluster:\n"
-		"  status                       the MDS and every OSS, with capacity and state\n"
-		"  df                           space of the whole cluster\n"
-		"  local up DIR [--oss N] [--orphan-grace S]\n                               start a local cluster on loopback (prints the MDS)\n"
-		"  local down DIR               stop it\n"
-		"  local kill DIR NAME [-9]     stop one daemon of it (mds, oss0, ...)\n"
-		"files:\n"
-		"  put LOCAL REMOTE [--stripe-size BYTES] [--stripe-count N] [--mirrors N]\n"
-		"  get REMOTE LOCAL\n"
-		"  ls [-l] PATH\n"
-		"  stat PATH                    attributes, layout and degraded copies\n"
-		"  repair PATH                  re-replicate a file's degraded copies\n"
-		"  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
-		"\n"
-		"The MDS address comes from --mds or $LODE_MDS. --timeout: how long a request waits\n"
-		"for an unreachable server before failing (default 30000 ms).\n");
+	fprintf(
+	    out,
+	    "usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
+	    "\n"
+	    "cluster:\n"
+	    "  status                       the MDS and every OSS, with capacity and state\n"
+	    "  df                           space of the whole cluster\n"
+	    "  local up DIR [--oss N] [--orphan-grace S]\n                               start a "
+	    "local cluster on loopback (prints the MDS)\n"
+	    "  local down DIR               stop it\n"
+	    "  local kill DIR NAME [-9]     stop one daemon of it (mds, oss0, ...)\n"
+	    "files:\n"
+	    "  put LOCAL REMOTE [--stripe-size BYTES] [--stripe-count N] [--mirrors N]\n"
+	    "  get REMOTE LOCAL\n"
+	    "  ls [-l] PATH\n"
+	    "  stat PATH                    attributes, layout and degraded copies\n"
+	    "  repair PATH                  re-replicate a file's degraded copies\n"
+	    "  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
+	    "\n"
+	    "The MDS address comes from --mds or $LODE_MDS. --timeout: how long a request waits\n"
+	    "for an unreachable server before failing (default 30000 ms).\n");
 }
 
 static int fail(const char *what, const char *path, int rc)
@@ -70,10 +72,23 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end)
 		return -EINVAL;
@@ -284,8 +299,7 @@ static int ls_entry(void *arg, const char *name, uint64_t ino, uint32_t mode)
 		return 0;
 	}
 	mode_string(st.mode, ms);
-	printf("%s %3u %5u %5u %14" PRIu64 " %s\n", ms, st.nlink, st.uid, st.gid, st.size,
-	       name);
+	printf("%s %3u %5u %5u %14" PRIu64 " %s\n", ms, st.nlink, st.uid, st.gid, st.size, name);
 	return 0;
 }
 
@@ -380,8 +394,8 @@ static int cmd_status(struct lode_client *c)
 	n = lode_targets(c, t, 256);
 	if (n < 0)
 		return fail("targets", "", n);
-	printf("mds %s: up, %u of %u targets up, %.1f of %.1f GiB free\n", mds_addr,
-	       sf.targets_up, sf.targets_total, (double)sf.bytes_free / (1u << 30),
+	printf("mds %s: up, %u of %u targets up, %.1f of %.1f GiB free\n", mds_addr, sf.targets_up,
+	       sf.targets_total, (double)sf.bytes_free / (1u << 30),
 	       (double)sf.bytes_total / (1u << 30));
 	printf("%-6s %-5s %-24s %12s %12s %9s %10s\n", "target", "state", "address", "total_GiB",
 	       "free_GiB", "objects", "seen_ms");
@@ -434,11 +448,11 @@ static int cmd_simple(struct lode_client *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"mds", required_argument, NULL, 'm'},
-		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{0},
+	    {"mds", required_argument, NULL, 'm'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {0},
 	};
 	struct lode_client_opts copts = {.size = sizeof(copts), .use_process_creds = 1};
 	struct lode_client *c;

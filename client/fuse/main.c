@@ -142,8 +142,7 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			 !strcmp(opt, "root_squash") ||
-			 !strcmp(opt, "no_root_squash"))
+			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;

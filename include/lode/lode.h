@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define LODE_ROOT_INO 1
+#define LODE_ROOT_INO		    1
 #define LODE_MAX_TARGETS_PER_LAYOUT 64
 
 struct lode_client;
@@ -77,8 +77,8 @@ int lode_buffer_unregister(void *buf);
  * default (the one that measured faster; see docs/benchmarks.md).
  */
 #define LODE_REPLICATION_DEFAULT 0
-#define LODE_REPLICATION_FANOUT 1
-#define LODE_REPLICATION_CHAIN 2
+#define LODE_REPLICATION_FANOUT	 1
+#define LODE_REPLICATION_CHAIN	 2
 /* Sets it for writes started from now on. Returns 0 or -EINVAL for an unknown mode. */
 int lode_set_replication(struct lode_client *c, int mode);
 /* The mode writes use now (never LODE_REPLICATION_DEFAULT). */
@@ -99,11 +99,12 @@ struct lode_stat {
 };
 
 struct lode_layout {
-	uint32_t stripe_size;	/* bytes, a multiple of 64 KiB */
-	uint16_t stripe_count;	/* objects the file is striped over */
-	uint16_t mirror_count;	/* copies of each object */
+	uint32_t stripe_size;  /* bytes, a multiple of 64 KiB */
+	uint16_t stripe_count; /* objects the file is striped over */
+	uint16_t mirror_count; /* copies of each object */
 	uint64_t generation;
-	uint32_t targets[LODE_MAX_TARGETS_PER_LAYOUT]; /* stripe i, copy m: [i * mirror_count + m] */
+	uint32_t
+	    targets[LODE_MAX_TARGETS_PER_LAYOUT]; /* stripe i, copy m: [i * mirror_count + m] */
 };
 
 struct lode_statfs {
@@ -128,7 +129,7 @@ int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode);
 int lode_unlink(struct lode_client *c, const char *path);
 int lode_rmdir(struct lode_client *c, const char *path);
 #define LODE_RENAME_NOREPLACE_FLAG 1
-#define LODE_RENAME_EXCHANGE_FLAG 2
+#define LODE_RENAME_EXCHANGE_FLAG  2
 int lode_rename(struct lode_client *c, const char *from, const char *to, unsigned flags);
 int lode_link(struct lode_client *c, const char *existing, const char *newpath);
 int lode_symlink(struct lode_client *c, const char *target, const char *linkpath);
@@ -137,7 +138,7 @@ ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t
 int lode_chmod(struct lode_client *c, const char *path, uint32_t mode);
 int lode_chown(struct lode_client *c, const char *path, uint32_t uid, uint32_t gid);
 /* Times in ns since the epoch; LODE_UTIME_NOW or LODE_UTIME_OMIT as in utimensat. */
-#define LODE_UTIME_NOW INT64_MIN
+#define LODE_UTIME_NOW	INT64_MIN
 #define LODE_UTIME_OMIT (INT64_MIN + 1)
 int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int64_t mtime_ns);
 /* Truncates (or extends with zeros) a regular file: its objects first, then its size. */
@@ -149,7 +150,7 @@ int lode_statfs(struct lode_client *c, struct lode_statfs *out);
 typedef int (*lode_dirent_fn)(void *arg, const char *name, uint64_t ino, uint32_t mode);
 int lode_readdir(struct lode_client *c, const char *path, lode_dirent_fn fn, void *arg);
 
-#define LODE_XATTR_CREATE_FLAG 1
+#define LODE_XATTR_CREATE_FLAG	1
 #define LODE_XATTR_REPLACE_FLAG 2
 int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,
 		  size_t size, unsigned flags);
@@ -226,8 +227,7 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 int lode_targets(struct lode_client *c, struct lode_target_info *out, int max);
 
 /* ---- by inode (lode-fuse) ---- */
-int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name,
-		   struct lode_stat *st);
+int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, struct lode_stat *st);
 int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
 /* -ESTALE when the inode is gone or no name leads to it any more (another client deleted
  * it or renamed a file over it): look the name up again. */
@@ -239,24 +239,24 @@ int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint
 		  struct lode_stat *st);
 int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
 int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name);
-int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
-		   uint64_t new_parent, const char *new_name, unsigned flags);
+int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uint64_t new_parent,
+		   const char *new_name, unsigned flags);
 /* -ESTALE when ino is gone or has no name left (as lode_ll_open). */
 int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
 		 struct lode_stat *st);
-int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,
-		    const char *name, struct lode_stat *st);
+int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent, const char *name,
+		    struct lode_stat *st);
 ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t size);
 
-#define LODE_SET_MODE 0x01u
-#define LODE_SET_UID 0x02u
-#define LODE_SET_GID 0x04u
-#define LODE_SET_SIZE 0x08u /* metadata only: use lode_ll_truncate / lode_ftruncate for files */
-#define LODE_SET_ATIME 0x10u
-#define LODE_SET_MTIME 0x20u
+#define LODE_SET_MODE	   0x01u
+#define LODE_SET_UID	   0x02u
+#define LODE_SET_GID	   0x04u
+#define LODE_SET_SIZE	   0x08u /* metadata only: use lode_ll_truncate / lode_ftruncate for files */
+#define LODE_SET_ATIME	   0x10u
+#define LODE_SET_MTIME	   0x20u
 #define LODE_SET_ATIME_NOW 0x40u
 #define LODE_SET_MTIME_NOW 0x80u
-#define LODE_SET_CTIME 0x100u
+#define LODE_SET_CTIME	   0x100u
 struct lode_setattr {
 	uint32_t valid; /* LODE_SET_* */
 	uint32_t mode, uid, gid;

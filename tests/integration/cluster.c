@@ -69,7 +69,8 @@ static void track(struct test_cluster *tc, int add)
 	static int installed;
 
 	if (!installed) {
-		static const int sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT};
+		static const int sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
+					   SIGILL,  SIGTERM, SIGINT};
 
 		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 			signal(sigs[i], on_fatal_signal);
@@ -102,7 +103,8 @@ int cluster_up_opts(struct test_cluster *tc, int noss, const char *opts)
 		 opts);
 	if (run_capture(cmd, tc->mds, sizeof(tc->mds)) || !tc->mds[0]) {
 		fprintf(stderr, "cluster_up: '%s' failed; logs under %s\n", cmd, tc->dir);
-		snprintf(cmd, sizeof(cmd), "tail -n 20 %s/mds/log %s/oss*/log >&2", tc->dir, tc->dir);
+		snprintf(cmd, sizeof(cmd), "tail -n 20 %s/mds/log %s/oss*/log >&2", tc->dir,
+			 tc->dir);
 		if (system(cmd)) {
 		}
 		cluster_down(tc);

@@ -116,7 +116,8 @@ static uint64_t oss_object_bytes(int oss)
 			struct stat st;
 			size_t len = strlen(e->d_name);
 
-			if (e->d_name[0] == '.' || (len > 4 && !strcmp(e->d_name + len - 4, ".sum")))
+			if (e->d_name[0] == '.' ||
+			    (len > 4 && !strcmp(e->d_name + len - 4, ".sum")))
 				continue;
 			snprintf(full, sizeof(full), "%s/%s", path, e->d_name);
 			if (!stat(full, &st))
@@ -262,7 +263,8 @@ static void *client_worker(void *p)
 	if (lode_open(c, path, O_RDONLY, 0, &f))
 		goto out;
 	for (uint64_t off = 0; off < size; off += BUF) {
-		if (lode_pread(f, buf, BUF, off) != BUF || pattern_check(buf, BUF, seed, off) >= 0) {
+		if (lode_pread(f, buf, BUF, off) != BUF ||
+		    pattern_check(buf, BUF, seed, off) >= 0) {
 			lode_close(f);
 			goto out;
 		}
@@ -381,12 +383,12 @@ static void test_lodectl_put_and_get_round_trip_a_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss),
-		cmocka_unit_test(test_unaligned_and_sparse_writes_read_back_like_a_local_file),
-		cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
-		cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
-		cmocka_unit_test(test_sequential_reads_are_read_ahead_and_see_this_clients_writes),
-		cmocka_unit_test(test_lodectl_put_and_get_round_trip_a_file),
+	    cmocka_unit_test(test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss),
+	    cmocka_unit_test(test_unaligned_and_sparse_writes_read_back_like_a_local_file),
+	    cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
+	    cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
+	    cmocka_unit_test(test_sequential_reads_are_read_ahead_and_see_this_clients_writes),
+	    cmocka_unit_test(test_lodectl_put_and_get_round_trip_a_file),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

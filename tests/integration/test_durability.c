@@ -44,8 +44,8 @@ static int teardown(void **state)
 
 static struct lode_client *connect_fast(unsigned timeout_ms)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = timeout_ms,
-				     .use_process_creds = 1};
+	struct lode_client_opts o = {
+	    .size = sizeof(o), .timeout_ms = timeout_ms, .use_process_creds = 1};
 	struct lode_client *c = NULL;
 
 	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
@@ -163,7 +163,8 @@ static void test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing(void **state)
 	assert_int_equal(r.verified, size);
 	printf("verified %" PRIu64 " bytes read across the kill of oss1\n", r.verified);
 	/* a second full read with the OSS still dead goes straight to the survivors */
-	printf("verified %" PRIu64 " more bytes with oss1 down\n", check_file(c, "/ckpt", size, 41));
+	printf("verified %" PRIu64 " more bytes with oss1 down\n",
+	       check_file(c, "/ckpt", size, 41));
 	assert_int_equal(cluster_restart(&tc), 0);
 	lode_disconnect(c);
 }
@@ -381,7 +382,8 @@ static void test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_on
 
 			snprintf(path, sizeof(path), "%s/%s", dir, s[i].acked_names[k]);
 			if (lode_stat(c, path, &st))
-				fail_msg("acknowledged create %s is gone after the MDS restart", path);
+				fail_msg("acknowledged create %s is gone after the MDS restart",
+					 path);
 		}
 		/* the directory lists exactly what exists, each once */
 		assert_int_equal(lode_readdir(c, dir, count_entry, &n), 0);
@@ -462,7 +464,8 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 	printf("ENOSPC after %" PRIu64 " MiB\n", (uint64_t)(off / MiB));
 	lode_close(f);
 	/* the file written before is untouched */
-	printf("verified %" PRIu64 " bytes of the other file\n", check_file(c, "/keep", 8 * MiB, 71));
+	printf("verified %" PRIu64 " bytes of the other file\n",
+	       check_file(c, "/keep", 8 * MiB, 71));
 	/* free the space: the OSS reclaims the deleted file's objects, then writing works */
 	assert_int_equal(lode_unlink(c, "/fill"), 0);
 	for (int i = 0; i < 300; i++) {
@@ -490,20 +493,20 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(
-			test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers,
-			setup_small_disk, teardown_small_disk),
+	    cmocka_unit_test_setup_teardown(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers,
+		setup_small_disk, teardown_small_disk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

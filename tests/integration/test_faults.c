@@ -331,9 +331,9 @@ static void test_unlinked_files_objects_are_reclaimed_by_their_oss(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kill_9_of_every_server_loses_nothing_acknowledged),
-		cmocka_unit_test(test_garbage_on_the_wire_never_stops_the_mds_or_an_oss),
-		cmocka_unit_test(test_unlinked_files_objects_are_reclaimed_by_their_oss),
+	    cmocka_unit_test(test_kill_9_of_every_server_loses_nothing_acknowledged),
+	    cmocka_unit_test(test_garbage_on_the_wire_never_stops_the_mds_or_an_oss),
+	    cmocka_unit_test(test_unlinked_files_objects_are_reclaimed_by_their_oss),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -364,8 +364,7 @@ static void test_xattrs_set_get_list_and_remove(void **state)
 	(void)state;
 	touch("/x");
 	assert_int_equal(lode_setxattr(c, "/x", "user.a", "hello", 5, 0), 0);
-	assert_int_equal(lode_setxattr(c, "/x", "user.a", "x", 1, LODE_XATTR_CREATE_FLAG),
-			 -EEXIST);
+	assert_int_equal(lode_setxattr(c, "/x", "user.a", "x", 1, LODE_XATTR_CREATE_FLAG), -EEXIST);
 	assert_int_equal(lode_setxattr(c, "/x", "user.b", "x", 1, LODE_XATTR_REPLACE_FLAG),
 			 -ENODATA);
 	assert_int_equal(lode_getxattr(c, "/x", "user.a", NULL, 0), 5);
@@ -403,10 +402,10 @@ static void test_a_directorys_default_layout_applies_to_what_is_created_in_it(vo
 	(void)state;
 	assert_int_equal(lode_mkdir(c, "/scratch", 0777), 0);
 	/* one copy, two stripes of 4 MiB, for everything created in /scratch from now on */
-	assert_int_equal(lode_setxattr(c, "/scratch", name,
-				       "stripe_size=4194304,stripe_count=2,mirror_count=1",
-				       strlen("stripe_size=4194304,stripe_count=2,mirror_count=1"), 0),
-			 0);
+	assert_int_equal(
+	    lode_setxattr(c, "/scratch", name, "stripe_size=4194304,stripe_count=2,mirror_count=1",
+			  strlen("stripe_size=4194304,stripe_count=2,mirror_count=1"), 0),
+	    0);
 	n = lode_getxattr(c, "/scratch", name, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_memory_equal(buf, "stripe_size=4194304,stripe_count=2,mirror_count=1", (size_t)n);
@@ -422,23 +421,26 @@ static void test_a_directorys_default_layout_applies_to_what_is_created_in_it(vo
 	/* a file's own layout reads the same way, but is fixed */
 	n = lode_getxattr(c, "/scratch/ckpt", name, buf, sizeof(buf));
 	assert_true(n > 0);
-	assert_int_equal(lode_setxattr(c, "/scratch/ckpt", name, "mirror_count=2",
-				       strlen("mirror_count=2"), 0),
-			 -EPERM);
+	assert_int_equal(
+	    lode_setxattr(c, "/scratch/ckpt", name, "mirror_count=2", strlen("mirror_count=2"), 0),
+	    -EPERM);
 	/* bad values are refused and change nothing */
-	assert_int_equal(lode_setxattr(c, "/scratch", name, "mirror_count=two",
-				       strlen("mirror_count=two"), 0), -EINVAL);
-	assert_int_equal(lode_setxattr(c, "/scratch", name, "stripe_size=1000",
-				       strlen("stripe_size=1000"), 0), -EINVAL);
+	assert_int_equal(
+	    lode_setxattr(c, "/scratch", name, "mirror_count=two", strlen("mirror_count=two"), 0),
+	    -EINVAL);
+	assert_int_equal(
+	    lode_setxattr(c, "/scratch", name, "stripe_size=1000", strlen("stripe_size=1000"), 0),
+	    -EINVAL);
 	assert_int_equal(lode_setxattr(c, "/scratch", name, "stripe_count=64,mirror_count=2",
 				       strlen("stripe_count=64,mirror_count=2"), 0),
 			 -EINVAL);
-	assert_int_equal(lode_setxattr(c, "/scratch", name, "colour=blue",
-				       strlen("colour=blue"), 0), -EINVAL);
+	assert_int_equal(
+	    lode_setxattr(c, "/scratch", name, "colour=blue", strlen("colour=blue"), 0), -EINVAL);
 	/* only the owner sets it, even on a directory anyone may write */
 	assert_int_equal(lode_connect(tc.mds, &o, &u), 0);
-	assert_int_equal(lode_setxattr(u, "/scratch", name, "mirror_count=2",
-				       strlen("mirror_count=2"), 0), -EPERM);
+	assert_int_equal(
+	    lode_setxattr(u, "/scratch", name, "mirror_count=2", strlen("mirror_count=2"), 0),
+	    -EPERM);
 	lode_disconnect(u);
 	touch("/scratch/still-one-copy");
 	layout_of("/scratch/still-one-copy", &stripes, &mirrors);
@@ -504,21 +506,21 @@ static void test_close_to_open_a_reader_sees_what_a_writer_closed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mkdir_lookup_and_stat_report_a_directory),
-		cmocka_unit_test(test_create_exclusive_fails_with_eexist_and_names_are_checked),
-		cmocka_unit_test(test_unlink_and_rmdir_give_posix_errors),
-		cmocka_unit_test(test_rename_replaces_moves_and_refuses_what_posix_refuses),
-		cmocka_unit_test(test_calls_by_a_replaced_inode_get_estale_and_open_handles_still_read),
-		cmocka_unit_test(test_hard_links_and_symlinks_behave_like_posix),
-		cmocka_unit_test(test_setattr_changes_mode_owner_and_times),
-		cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
-		cmocka_unit_test(test_readdir_pages_through_a_large_directory_once_each),
-		cmocka_unit_test(test_readdirplus_gives_each_entry_the_attributes_getattr_gives),
-		cmocka_unit_test(test_xattrs_set_get_list_and_remove),
-		cmocka_unit_test(test_a_directorys_default_layout_applies_to_what_is_created_in_it),
-		cmocka_unit_test(test_statfs_and_targets_report_the_cluster),
-		cmocka_unit_test(test_a_second_writer_is_refused_while_the_first_holds_the_lease),
-		cmocka_unit_test(test_close_to_open_a_reader_sees_what_a_writer_closed),
+	    cmocka_unit_test(test_mkdir_lookup_and_stat_report_a_directory),
+	    cmocka_unit_test(test_create_exclusive_fails_with_eexist_and_names_are_checked),
+	    cmocka_unit_test(test_unlink_and_rmdir_give_posix_errors),
+	    cmocka_unit_test(test_rename_replaces_moves_and_refuses_what_posix_refuses),
+	    cmocka_unit_test(test_calls_by_a_replaced_inode_get_estale_and_open_handles_still_read),
+	    cmocka_unit_test(test_hard_links_and_symlinks_behave_like_posix),
+	    cmocka_unit_test(test_setattr_changes_mode_owner_and_times),
+	    cmocka_unit_test(test_a_non_root_user_is_denied_what_its_mode_bits_deny),
+	    cmocka_unit_test(test_readdir_pages_through_a_large_directory_once_each),
+	    cmocka_unit_test(test_readdirplus_gives_each_entry_the_attributes_getattr_gives),
+	    cmocka_unit_test(test_xattrs_set_get_list_and_remove),
+	    cmocka_unit_test(test_a_directorys_default_layout_applies_to_what_is_created_in_it),
+	    cmocka_unit_test(test_statfs_and_targets_report_the_cluster),
+	    cmocka_unit_test(test_a_second_writer_is_refused_while_the_first_holds_the_lease),
+	    cmocka_unit_test(test_close_to_open_a_reader_sees_what_a_writer_closed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -44,8 +44,7 @@ static int teardown(void **state)
 
 static struct lode_client *connect_mode(int mode)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 3000,
-				     .use_process_creds = 1};
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 3000, .use_process_creds = 1};
 	struct lode_client *c = NULL;
 
 	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
@@ -57,8 +56,8 @@ static struct lode_client *connect_mode(int mode)
 /* One stripe, three copies: on target 1 (the head), 2, then 3. */
 static struct lode_file *create_3copies(struct lode_client *c, const char *path)
 {
-	struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 3,
-				.targets = {1, 2, 3}};
+	struct lode_layout l = {
+	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 3, .targets = {1, 2, 3}};
 	struct lode_file *f = NULL;
 
 	assert_int_equal(lode_create_with_layout(c, path, 0644, &l, &f), 0);
@@ -175,8 +174,8 @@ static void test_chained_writes_reach_every_copy_byte_exact(void **state)
 
 	/* two copies striped over three OSS, the usual layout: no copy missed anything */
 	{
-		struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 3,
-					.mirror_count = 2};
+		struct lode_layout l = {
+		    .stripe_size = 1 << 20, .stripe_count = 3, .mirror_count = 2};
 
 		assert_int_equal(lode_create_with_layout(c, "/two", 0644, &l, &f), 0);
 		assert_int_equal(write_pattern(f, 64 * MiB, 82), 0);
@@ -340,24 +339,23 @@ static void test_replication_mode_names_and_setter(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_replication_mode_names_and_setter, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_chained_writes_reach_every_copy_byte_exact,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data,
-			setup, teardown),
-		cmocka_unit_test_setup_teardown(test_a_dead_head_fails_over_to_the_next_copy,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes, setup,
-			teardown),
+	    cmocka_unit_test_setup_teardown(test_replication_mode_names_and_setter, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_chained_writes_reach_every_copy_byte_exact, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(test_a_dead_head_fails_over_to_the_next_copy, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes, setup,
+		teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

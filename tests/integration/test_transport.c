@@ -51,8 +51,8 @@ static int teardown(void **state)
 
 static struct lode_client *client(unsigned timeout_ms)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = timeout_ms,
-				     .use_process_creds = 1};
+	struct lode_client_opts o = {
+	    .size = sizeof(o), .timeout_ms = timeout_ms, .use_process_creds = 1};
 	struct lode_client *c = NULL;
 
 	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
@@ -61,8 +61,8 @@ static struct lode_client *client(unsigned timeout_ms)
 
 /* Writes size bytes of the pattern from buf in pieces of `piece`, then reads them back
  * into a zeroed buf and checks them. */
-static void put_get(struct lode_client *c, const char *path, char *buf, uint64_t size,
-		    size_t piece, uint64_t seed)
+static void put_get(struct lode_client *c, const char *path, char *buf, uint64_t size, size_t piece,
+		    uint64_t seed)
 {
 	struct lode_file *f;
 	uint64_t off;
@@ -91,9 +91,9 @@ static void put_get(struct lode_client *c, const char *path, char *buf, uint64_t
 
 static void test_put_get_at_every_boundary_of_the_data_path(void **state)
 {
-	static const uint64_t sizes[] = {0,	  1,	    4095,	    4096,	4097,
-					 65535,	  65536,    65537,	    MiB - 1,	MiB + 7,
-					 4 * MiB, 4 * MiB + 1, 24 * MiB + 12345};
+	static const uint64_t sizes[] = {
+	    0,	   1,	    4095,    4096,    4097,	   65535,	    65536,
+	    65537, MiB - 1, MiB + 7, 4 * MiB, 4 * MiB + 1, 24 * MiB + 12345};
 	const size_t max = 24 * MiB + 12345;
 	struct lode_client *c = client(20000);
 	char *plain = malloc(max), *declared = malloc(max);
@@ -126,8 +126,8 @@ struct job {
 static void *one_client(void *arg)
 {
 	struct job *j = arg;
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 30000,
-				     .use_process_creds = 1};
+	struct lode_client_opts o = {
+	    .size = sizeof(o), .timeout_ms = 30000, .use_process_creds = 1};
 	struct lode_client *c = NULL;
 	struct lode_file *f;
 	char path[64], *buf = malloc(j->size);
@@ -247,12 +247,12 @@ static void test_kill_9_of_an_oss_during_a_read_loses_nothing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_put_get_at_every_boundary_of_the_data_path),
-		cmocka_unit_test(test_four_clients_at_once_each_get_their_own_bytes_back),
-		cmocka_unit_test(test_kill_9_of_an_oss_during_a_read_loses_nothing),
+	    cmocka_unit_test(test_put_get_at_every_boundary_of_the_data_path),
+	    cmocka_unit_test(test_four_clients_at_once_each_get_their_own_bytes_back),
+	    cmocka_unit_test(test_kill_9_of_an_oss_during_a_read_loses_nothing),
 	};
 
-	printf("transport: %s\n", getenv("LODE_LOCAL_LISTEN") ? getenv("LODE_LOCAL_LISTEN")
-							       : "tcp://127.0.0.1");
+	printf("transport: %s\n",
+	       getenv("LODE_LOCAL_LISTEN") ? getenv("LODE_LOCAL_LISTEN") : "tcp://127.0.0.1");
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -31,7 +31,7 @@ static struct lode_mds mds;
 static struct lode_server *srv;
 static struct lode_rpc *rpc;
 static struct lode_rpc_conn *conn;
-static const struct lode_server_ops ops = { .on_request = lode_mds_on_request };
+static const struct lode_server_ops ops = {.on_request = lode_mds_on_request};
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -55,8 +55,8 @@ static int call(uint8_t opc, const void *fixed, size_t flen, const char *n1, con
 		uint64_t rdata_max, uint64_t *rdata_len)
 {
 	static char body[LODE_BODY_MAX];
-	struct lode_call c = { 0 };
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = dlen };
+	struct lode_call c = {0};
+	struct iovec iov = {.iov_base = (void *)data, .iov_len = dlen};
 	struct lode_buf b;
 	int rc;
 
@@ -87,21 +87,21 @@ static int call(uint8_t opc, const void *fixed, size_t flen, const char *n1, con
 
 static uint64_t mkdir_at(uint64_t parent, const char *name)
 {
-	struct lode_wire_mkdir_req r = { .parent = parent, .mode = 0755,
-					 .name_len = (uint16_t)strlen(name) };
+	struct lode_wire_mkdir_req r = {
+	    .parent = parent, .mode = 0755, .name_len = (uint16_t)strlen(name)};
 	struct lode_wire_attr a;
 
-	assert_int_equal(call(LODE_OP_MKDIR, &r, sizeof(r), name, NULL, NULL, 0, &a, sizeof(a),
-			      NULL, 0, NULL),
-			 0);
+	assert_int_equal(
+	    call(LODE_OP_MKDIR, &r, sizeof(r), name, NULL, NULL, 0, &a, sizeof(a), NULL, 0, NULL),
+	    0);
 	return a.ino;
 }
 
 static int create_at(uint64_t parent, const char *name, uint32_t flags,
 		     struct lode_wire_open_rep *o)
 {
-	struct lode_wire_create_req r = { .parent = parent, .mode = 0644, .flags = flags,
-					  .name_len = (uint16_t)strlen(name) };
+	struct lode_wire_create_req r = {
+	    .parent = parent, .mode = 0644, .flags = flags, .name_len = (uint16_t)strlen(name)};
 
 	return call(LODE_OP_CREATE, &r, sizeof(r), name, NULL, NULL, 0, o, sizeof(*o), NULL, 0,
 		    NULL);
@@ -109,13 +109,13 @@ static int create_at(uint64_t parent, const char *name, uint32_t flags,
 
 static void test_hello_returns_the_cluster_id_and_the_mds_role(void **state)
 {
-	struct lode_wire_hello_req r = { .client_id = 7, .role = LODE_ROLE_CLIENT };
+	struct lode_wire_hello_req r = {.client_id = 7, .role = LODE_ROLE_CLIENT};
 	struct lode_wire_hello_rep h;
 
 	(void)state;
-	assert_int_equal(call(LODE_OP_HELLO, &r, sizeof(r), NULL, NULL, NULL, 0, &h, sizeof(h),
-			      NULL, 0, NULL),
-			 0);
+	assert_int_equal(
+	    call(LODE_OP_HELLO, &r, sizeof(r), NULL, NULL, NULL, 0, &h, sizeof(h), NULL, 0, NULL),
+	    0);
 	assert_int_equal(h.cluster_id, mds.cluster_id);
 	assert_int_equal(h.server_role, 1);
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_PING, NULL, 0, NULL, 0), 0);
@@ -132,9 +132,8 @@ static void test_targets_register_heartbeat_and_list(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 3; i++) {
 		char addr[32];
-		struct lode_wire_target_register_req r = { .uuid = { (uint8_t)(i + 1) },
-							   .bytes_total = 1 << 30,
-							   .bytes_free = 1 << 29 };
+		struct lode_wire_target_register_req r = {
+		    .uuid = {(uint8_t)(i + 1)}, .bytes_total = 1 << 30, .bytes_free = 1 << 29};
 
 		snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%u", 9000 + i);
 		r.addr_len = (uint16_t)strlen(addr);
@@ -144,8 +143,8 @@ static void test_targets_register_heartbeat_and_list(void **state)
 		assert_int_equal(h.target_id, i + 1);
 		assert_int_equal(h.cluster_id, mds.cluster_id);
 	}
-	struct lode_wire_target_heartbeat_req hb = { .target_id = 2, .bytes_total = 1 << 30,
-						     .bytes_free = 1 << 20, .objects = 5 };
+	struct lode_wire_target_heartbeat_req hb = {
+	    .target_id = 2, .bytes_total = 1 << 30, .bytes_free = 1 << 20, .objects = 5};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_TARGET_HEARTBEAT, &hb, sizeof(hb), NULL, 0),
 			 0);
 	hb.target_id = 77;
@@ -188,12 +187,12 @@ static void test_create_commit_close_and_the_single_writer_lease(void **state)
 	assert_int_equal(o.degraded, 0);
 	assert_int_equal(create_at(d, "shard0", LODE_OPEN_WRITE | LODE_OPEN_EXCL, &o2), -EEXIST);
 
-	struct lode_wire_open_req op = { .ino = o.attr.ino, .flags = LODE_OPEN_WRITE };
+	struct lode_wire_open_req op = {.ino = o.attr.ino, .flags = LODE_OPEN_WRITE};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &op, sizeof(op), &o2, sizeof(o2)),
 			 -EBUSY);
 
-	struct lode_wire_commit_req cm = { .ino = o.attr.ino, .handle = o.handle,
-					   .size = 3 << 20, .mtime_ns = 5, .commit = 1 };
+	struct lode_wire_commit_req cm = {
+	    .ino = o.attr.ino, .handle = o.handle, .size = 3 << 20, .mtime_ns = 5, .commit = 1};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_COMMIT, &cm, sizeof(cm), &a, sizeof(a)), 0);
 	assert_int_equal(a.size, 3 << 20);
 	cm.size = 4 << 20;
@@ -201,7 +200,7 @@ static void test_create_commit_close_and_the_single_writer_lease(void **state)
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_CLOSE, &cm, sizeof(cm), &a, sizeof(a)),
 			 -EBADF);
 
-	struct lode_wire_getattr_req g = { .ino = o.attr.ino };
+	struct lode_wire_getattr_req g = {.ino = o.attr.ino};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_GETATTR, &g, sizeof(g), &a, sizeof(a)), 0);
 	assert_int_equal(a.size, 4 << 20);
 
@@ -234,7 +233,7 @@ static void test_readdir_pages_decode_with_the_codec(void **state)
 		assert_int_equal(create_at(d, name, LODE_OPEN_EXCL, &o), 0);
 	}
 	for (;;) {
-		struct lode_wire_readdir_req r = { .ino = d, .cookie = cookie, .max_entries = 7 };
+		struct lode_wire_readdir_req r = {.ino = d, .cookie = cookie, .max_entries = 7};
 		const struct lode_wire_readdir_rep *rp;
 		uint64_t pos = 0;
 
@@ -266,16 +265,16 @@ static void test_xattrs_travel_as_data_and_sizes(void **state)
 	char buf[64];
 	uint64_t dlen;
 	uint64_t d = mkdir_at(LODE_MDS_ROOT_INO, "x");
-	struct lode_wire_xattr_req r = { .ino = d, .name_len = 8 };
+	struct lode_wire_xattr_req r = {.ino = d, .name_len = 8};
 
 	(void)state;
 	assert_int_equal(call(LODE_OP_SETXATTR, &r, sizeof(r), "user.abc", NULL, "value", 5, NULL,
 			      0, NULL, 0, NULL),
 			 0);
 	r.flags = LODE_XATTR_CREATE;
-	assert_int_equal(call(LODE_OP_SETXATTR, &r, sizeof(r), "user.abc", NULL, "v", 1, NULL, 0,
-			      NULL, 0, NULL),
-			 -EEXIST);
+	assert_int_equal(
+	    call(LODE_OP_SETXATTR, &r, sizeof(r), "user.abc", NULL, "v", 1, NULL, 0, NULL, 0, NULL),
+	    -EEXIST);
 	r.flags = 0;
 	assert_int_equal(call(LODE_OP_GETXATTR, &r, sizeof(r), "user.abc", NULL, NULL, 0, &rep,
 			      sizeof(rep), NULL, 0, NULL),
@@ -305,22 +304,21 @@ static void test_unlinked_files_become_orphans_for_their_targets(void **state)
 	struct lode_wire_orphan_list_rep rep;
 	struct lode_wire_open_rep o;
 	uint64_t d = mkdir_at(LODE_MDS_ROOT_INO, "orph"), dlen;
-	struct lode_wire_lookup_req u = { .parent = d, .name_len = 1 };
-	struct lode_wire_orphan_req q = { .target_id = 1, .max = 16 };
+	struct lode_wire_lookup_req u = {.parent = d, .name_len = 1};
+	struct lode_wire_orphan_req q = {.target_id = 1, .max = 16};
 
 	(void)state;
 	assert_int_equal(create_at(d, "f", LODE_OPEN_EXCL, &o), 0);
-	assert_int_equal(call(LODE_OP_UNLINK, &u, sizeof(u), "f", NULL, NULL, 0, NULL, 0, NULL, 0,
-			      NULL),
-			 0);
+	assert_int_equal(
+	    call(LODE_OP_UNLINK, &u, sizeof(u), "f", NULL, NULL, 0, NULL, 0, NULL, 0, NULL), 0);
 	assert_int_equal(call(LODE_OP_ORPHAN_LIST, &q, sizeof(q), NULL, NULL, NULL, 0, &rep,
 			      sizeof(rep), ids, sizeof(ids), &dlen),
 			 0);
 	assert_true(rep.count >= 1);
 	assert_int_equal(dlen, rep.count * sizeof(ids[0]));
-	assert_int_equal(call(LODE_OP_ORPHAN_DONE, &q, sizeof(q), NULL, NULL, ids, dlen, NULL, 0,
-			      NULL, 0, NULL),
-			 0);
+	assert_int_equal(
+	    call(LODE_OP_ORPHAN_DONE, &q, sizeof(q), NULL, NULL, ids, dlen, NULL, 0, NULL, 0, NULL),
+	    0);
 	assert_int_equal(call(LODE_OP_ORPHAN_LIST, &q, sizeof(q), NULL, NULL, NULL, 0, &rep,
 			      sizeof(rep), ids, sizeof(ids), &dlen),
 			 0);
@@ -344,15 +342,15 @@ static void test_pipelined_creates_share_group_commits(void **state)
 		char name[16];
 		int len = snprintf(name, sizeof(name), "f%03d", i);
 
-		reqs[i] = (struct lode_wire_create_req){ .parent = d, .mode = 0644,
-							 .flags = LODE_OPEN_EXCL,
-							 .name_len = (uint16_t)len };
+		reqs[i] = (struct lode_wire_create_req){
+		    .parent = d, .mode = 0644, .flags = LODE_OPEN_EXCL, .name_len = (uint16_t)len};
 		memcpy(bodies[i], &reqs[i], sizeof(reqs[i]));
 		memcpy(bodies[i] + sizeof(reqs[i]), name, (size_t)len);
-		calls[i] = (struct lode_call){ .opcode = LODE_OP_CREATE, .body = bodies[i],
-					       .body_len = (uint32_t)(sizeof(reqs[i]) + len),
-					       .reply_body = &reps[i],
-					       .reply_body_max = sizeof(reps[i]) };
+		calls[i] = (struct lode_call){.opcode = LODE_OP_CREATE,
+					      .body = bodies[i],
+					      .body_len = (uint32_t)(sizeof(reqs[i]) + len),
+					      .reply_body = &reps[i],
+					      .reply_body_max = sizeof(reps[i])};
 		lode_rpc_batch_add(&b, conn, &calls[i]);
 	}
 	assert_int_equal(lode_rpc_batch_wait(&b), 0);
@@ -366,7 +364,7 @@ static void test_pipelined_creates_share_group_commits(void **state)
 
 static void test_a_malformed_body_gets_an_error_and_the_server_goes_on(void **state)
 {
-	struct lode_wire_lookup_req r = { .parent = 1, .name_len = 200 };
+	struct lode_wire_lookup_req r = {.parent = 1, .name_len = 200};
 	struct lode_wire_attr a;
 
 	(void)state;
@@ -375,28 +373,28 @@ static void test_a_malformed_body_gets_an_error_and_the_server_goes_on(void **st
 			 -EPROTO);
 	r.name_len = 0;
 	r.reserved1 = 1;
-	assert_true(call(LODE_OP_LOOKUP, &r, sizeof(r), NULL, NULL, NULL, 0, &a, sizeof(a), NULL,
-			 0, NULL) < 0);
+	assert_true(call(LODE_OP_LOOKUP, &r, sizeof(r), NULL, NULL, NULL, 0, &a, sizeof(a), NULL, 0,
+			 NULL) < 0);
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_PING, NULL, 0, NULL, 0), 0);
-	struct lode_wire_objid obj = { .ino = 1 };
+	struct lode_wire_objid obj = {.ino = 1};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OBJ_STAT, &obj, sizeof(obj), NULL, 0),
 			 -EOPNOTSUPP);
 }
 
 int main(void)
 {
-	struct lode_mds_opts mo = { .map_size = 256ull << 20, .orphan_grace_ns = 0 };
-	struct lode_server_opts so = { .listen = { "tcp://127.0.0.1:0" }, .threads = 2,
-				       .ops = &ops, .ctx = &mds };
+	struct lode_mds_opts mo = {.map_size = 256ull << 20, .orphan_grace_ns = 0};
+	struct lode_server_opts so = {
+	    .listen = {"tcp://127.0.0.1:0"}, .threads = 2, .ops = &ops, .ctx = &mds};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hello_returns_the_cluster_id_and_the_mds_role),
-		cmocka_unit_test(test_targets_register_heartbeat_and_list),
-		cmocka_unit_test(test_create_commit_close_and_the_single_writer_lease),
-		cmocka_unit_test(test_readdir_pages_decode_with_the_codec),
-		cmocka_unit_test(test_xattrs_travel_as_data_and_sizes),
-		cmocka_unit_test(test_unlinked_files_become_orphans_for_their_targets),
-		cmocka_unit_test(test_pipelined_creates_share_group_commits),
-		cmocka_unit_test(test_a_malformed_body_gets_an_error_and_the_server_goes_on),
+	    cmocka_unit_test(test_hello_returns_the_cluster_id_and_the_mds_role),
+	    cmocka_unit_test(test_targets_register_heartbeat_and_list),
+	    cmocka_unit_test(test_create_commit_close_and_the_single_writer_lease),
+	    cmocka_unit_test(test_readdir_pages_decode_with_the_codec),
+	    cmocka_unit_test(test_xattrs_travel_as_data_and_sizes),
+	    cmocka_unit_test(test_unlinked_files_become_orphans_for_their_targets),
+	    cmocka_unit_test(test_pipelined_creates_share_group_commits),
+	    cmocka_unit_test(test_a_malformed_body_gets_an_error_and_the_server_goes_on),
 	};
 	char why[256];
 	int rc;

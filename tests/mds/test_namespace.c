@@ -26,7 +26,7 @@
 #include "store.h"
 #include "writer.h"
 
-#define ROOT LODE_MDS_ROOT_INO
+#define ROOT   LODE_MDS_ROOT_INO
 #define NOW_MS 1000000ull
 
 struct fx {
@@ -35,9 +35,9 @@ struct fx {
 	struct lode_placement *pl;
 };
 
-static const lode_cred root_cred = { 0, 0 };
-static const lode_cred alice = { 1000, 1000 };
-static const lode_cred bob = { 1001, 1001 };
+static const lode_cred root_cred = {0, 0};
+static const lode_cred alice = {1000, 1000};
+static const lode_cred bob = {1001, 1001};
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -47,7 +47,7 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 
 static void open_store(struct fx *f)
 {
-	struct lode_store_opts o = { .dir = f->dir, .map_size = 256ull << 20 };
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 256ull << 20};
 	char why[256];
 
 	assert_int_equal(lode_store_open(&o, &f->st, why, sizeof(why)), 0);
@@ -57,7 +57,7 @@ static void open_store(struct fx *f)
 static void add_targets(struct fx *f, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t uuid[16] = { (uint8_t)(i + 1) };
+		uint8_t uuid[16] = {(uint8_t)(i + 1)};
 		char addr[32];
 		struct lode_txn t;
 		uint32_t id;
@@ -102,16 +102,15 @@ static int teardown(void **state)
 
 /* ---- helpers: each runs one op in its own txn ---- */
 
-static struct lode_txn W(struct fx *f)
-{
+static struct lode_txn W(struct fx *f) {
 	struct lode_txn t;
 
 	assert_int_equal(lode_store_write_begin(f->st, NULL, &t), 0);
 	return t;
 }
 
-static struct lode_txn R(struct fx *f)
-{
+static struct lode_txn
+R(struct fx *f) {
 	struct lode_txn t;
 
 	assert_int_equal(lode_store_read_begin(f->st, &t), 0);
@@ -119,7 +118,8 @@ static struct lode_txn R(struct fx *f)
 }
 
 /* Commits on success, aborts on failure; returns rc. */
-static int end(struct lode_txn *t, int rc)
+static int
+end(struct lode_txn *t, int rc)
 {
 	if (rc)
 		lode_store_abort(t);
@@ -131,9 +131,14 @@ static int end(struct lode_txn *t, int rc)
 static int do_create_as(struct fx *f, const lode_cred *c, uint64_t parent, const char *name,
 			uint32_t flags, uint64_t *ino)
 {
-	struct lode_ns_create a = { .parent = parent, .cred = *c, .name = name,
-				    .name_len = strlen(name), .mode = 0644, .flags = flags,
-				    .pl = f->pl, .now_ms = NOW_MS };
+	struct lode_ns_create a = {.parent = parent,
+				   .cred = *c,
+				   .name = name,
+				   .name_len = strlen(name),
+				   .mode = 0644,
+				   .flags = flags,
+				   .pl = f->pl,
+				   .now_ms = NOW_MS};
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
 	struct lode_txn t = W(f);
@@ -186,8 +191,8 @@ static int do_rename(struct fx *f, uint64_t op, const char *on, uint64_t np, con
 {
 	struct lode_txn t = W(f);
 
-	return end(&t, lode_ns_rename(&t, &root_cred, op, on, strlen(on), np, nn, strlen(nn),
-				      flags));
+	return end(&t,
+		   lode_ns_rename(&t, &root_cred, op, on, strlen(on), np, nn, strlen(nn), flags));
 }
 
 static int do_lookup_as(struct fx *f, const lode_cred *c, uint64_t parent, const char *name,
@@ -201,8 +206,7 @@ static int do_lookup_as(struct fx *f, const lode_cred *c, uint64_t parent, const
 	return rc;
 }
 
-static int do_lookup(struct fx *f, uint64_t parent, const char *name,
-		     struct lode_wire_attr *attr)
+static int do_lookup(struct fx *f, uint64_t parent, const char *name, struct lode_wire_attr *attr)
 {
 	return do_lookup_as(f, &root_cred, parent, name, attr);
 }
@@ -260,7 +264,7 @@ static void test_store_keeps_everything_across_close_and_reopen(void **state)
 static void test_store_refuses_a_newer_format_version(void **state)
 {
 	struct fx *f = *state;
-	struct lode_store_opts o = { .dir = f->dir, .map_size = 256ull << 20 };
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 256ull << 20};
 	uint32_t v = LODE_MDS_FORMAT_VERSION + 1;
 	struct lode_txn t = W(f);
 	char why[256];
@@ -336,9 +340,8 @@ static void test_create_without_excl_opens_the_existing_file(void **state)
 	uint64_t a, b;
 
 	assert_int_equal(do_create(f, ROOT, "a", &a), 0);
-	assert_int_equal(do_create_as(f, &root_cred, ROOT, "a",
-				      LODE_OPEN_CREATE | LODE_OPEN_WRITE, &b),
-			 0);
+	assert_int_equal(
+	    do_create_as(f, &root_cred, ROOT, "a", LODE_OPEN_CREATE | LODE_OPEN_WRITE, &b), 0);
 	assert_int_equal(a, b);
 }
 
@@ -347,8 +350,7 @@ static void test_create_fails_with_eisdir_when_name_is_a_directory(void **state)
 	struct fx *f = *state;
 
 	assert_int_equal(do_mkdir(f, ROOT, "d", NULL), 0);
-	assert_int_equal(do_create_as(f, &root_cred, ROOT, "d", LODE_OPEN_CREATE, NULL),
-			 -EISDIR);
+	assert_int_equal(do_create_as(f, &root_cred, ROOT, "d", LODE_OPEN_CREATE, NULL), -EISDIR);
 }
 
 static void test_create_fails_with_enotdir_when_parent_is_a_file(void **state)
@@ -363,9 +365,14 @@ static void test_create_fails_with_enotdir_when_parent_is_a_file(void **state)
 static void test_create_spreads_an_inherited_layout_over_all_up_targets(void **state)
 {
 	struct fx *f = *state;
-	struct lode_ns_create a = { .parent = ROOT, .cred = root_cred, .name = "f",
-				    .name_len = 1, .mode = 0600, .flags = LODE_OPEN_EXCL,
-				    .pl = f->pl, .now_ms = NOW_MS };
+	struct lode_ns_create a = {.parent = ROOT,
+				   .cred = root_cred,
+				   .name = "f",
+				   .name_len = 1,
+				   .mode = 0600,
+				   .flags = LODE_OPEN_EXCL,
+				   .pl = f->pl,
+				   .now_ms = NOW_MS};
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
 	struct lode_txn t = W(f);
@@ -396,12 +403,18 @@ static void test_create_spreads_an_inherited_layout_over_all_up_targets(void **s
 static void test_create_uses_an_explicit_layout_with_caller_targets(void **state)
 {
 	struct fx *f = *state;
-	struct lode_wire_layout req = { .stripe_size = 4u << 20, .stripe_count = 2,
-					.mirror_count = 2, .targets = { 1, 2, 3, 4 } };
-	struct lode_ns_create a = { .parent = ROOT, .cred = root_cred, .name = "f",
-				    .name_len = 1, .mode = 0600, .flags = LODE_OPEN_EXCL,
-				    .layout = &req, .has_targets = 1, .pl = f->pl,
-				    .now_ms = NOW_MS };
+	struct lode_wire_layout req = {
+	    .stripe_size = 4u << 20, .stripe_count = 2, .mirror_count = 2, .targets = {1, 2, 3, 4}};
+	struct lode_ns_create a = {.parent = ROOT,
+				   .cred = root_cred,
+				   .name = "f",
+				   .name_len = 1,
+				   .mode = 0600,
+				   .flags = LODE_OPEN_EXCL,
+				   .layout = &req,
+				   .has_targets = 1,
+				   .pl = f->pl,
+				   .now_ms = NOW_MS};
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
 	struct lode_txn t = W(f);
@@ -427,9 +440,14 @@ static void test_create_uses_an_explicit_layout_with_caller_targets(void **state
 static void test_create_fails_with_enospc_when_no_target_is_up(void **state)
 {
 	struct fx *f = *state;
-	struct lode_ns_create a = { .parent = ROOT, .cred = root_cred, .name = "f",
-				    .name_len = 1, .mode = 0600, .flags = LODE_OPEN_EXCL,
-				    .pl = f->pl, .now_ms = NOW_MS + 60000 };
+	struct lode_ns_create a = {.parent = ROOT,
+				   .cred = root_cred,
+				   .name = "f",
+				   .name_len = 1,
+				   .mode = 0600,
+				   .flags = LODE_OPEN_EXCL,
+				   .pl = f->pl,
+				   .now_ms = NOW_MS + 60000};
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
 	struct lode_txn t = W(f);
@@ -442,9 +460,10 @@ static void test_create_fails_with_enospc_when_no_target_is_up(void **state)
 static void test_create_in_a_setgid_directory_inherits_its_group(void **state)
 {
 	struct fx *f = *state;
-	struct lode_wire_setattr_req sa = { .cred = root_cred, .valid = LODE_SETATTR_MODE |
-									LODE_SETATTR_GID,
-					    .mode = 02777, .gid = 50 };
+	struct lode_wire_setattr_req sa = {.cred = root_cred,
+					   .valid = LODE_SETATTR_MODE | LODE_SETATTR_GID,
+					   .mode = 02777,
+					   .gid = 50};
 	struct lode_wire_attr a;
 	uint64_t d;
 
@@ -473,9 +492,9 @@ static void test_open_with_trunc_sets_size_zero_and_commit_sets_size(void **stat
 	assert_int_equal(getattr(f, ino).size, 12345);
 	assert_int_equal(getattr(f, ino).mtime_ns, 77);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_open(&t, &root_cred, ino, LODE_OPEN_WRITE |
-							LODE_OPEN_TRUNC, &a, &l)),
-			 0);
+	assert_int_equal(
+	    end(&t, lode_ns_open(&t, &root_cred, ino, LODE_OPEN_WRITE | LODE_OPEN_TRUNC, &a, &l)),
+	    0);
 	assert_int_equal(getattr(f, ino).size, 0);
 	assert_int_equal(l.generation, 1);
 }
@@ -586,9 +605,8 @@ static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(
 	/* not listed before the grace period */
 	t = R(f);
 	uint32_t n = 9;
-	assert_int_equal(lode_ns_orphan_list(&t, 1, lode_ns_now(), LODE_NS_ORPHAN_GRACE_NS, ids,
-					     8, &n),
-			 0);
+	assert_int_equal(
+	    lode_ns_orphan_list(&t, 1, lode_ns_now(), LODE_NS_ORPHAN_GRACE_NS, ids, 8, &n), 0);
 	assert_int_equal(n, 0);
 	lode_store_abort(&t);
 
@@ -642,8 +660,7 @@ static void test_rename_replaces_a_file_and_orphans_the_old_one(void **state)
 	assert_int_equal(lode_ns_getattr(&t, dst, &a), 0);
 	assert_int_equal(a.nlink, 0);
 	/* and an inode number that was never given out */
-	assert_int_equal(lode_ns_open(&t, &root_cred, src + 1000, LODE_OPEN_READ, &a, &l),
-			 -ESTALE);
+	assert_int_equal(lode_ns_open(&t, &root_cred, src + 1000, LODE_OPEN_READ, &a, &l), -ESTALE);
 	lode_store_abort(&t);
 	/* nor does it get a name back (a link through the stale name): its objects are
 	 * already orphans, so the name would have no data */
@@ -711,9 +728,9 @@ static void test_rename_noreplace_fails_with_eexist(void **state)
 	assert_int_equal(do_create(f, ROOT, "b", NULL), 0);
 	assert_int_equal(do_rename(f, ROOT, "a", ROOT, "b", LODE_RENAME_NOREPLACE), -EEXIST);
 	assert_int_equal(do_rename(f, ROOT, "a", ROOT, "c", LODE_RENAME_NOREPLACE), 0);
-	assert_int_equal(do_rename(f, ROOT, "c", ROOT, "a",
-				   LODE_RENAME_NOREPLACE | LODE_RENAME_EXCHANGE),
-			 -EINVAL);
+	assert_int_equal(
+	    do_rename(f, ROOT, "c", ROOT, "a", LODE_RENAME_NOREPLACE | LODE_RENAME_EXCHANGE),
+	    -EINVAL);
 }
 
 static void test_rename_exchange_swaps_two_names(void **state)
@@ -829,8 +846,8 @@ static int read_page(struct fx *f, uint64_t dir, uint64_t *cookie, uint32_t max,
 	int eof;
 	struct lode_txn t = R(f);
 
-	assert_int_equal(lode_ns_readdir(&t, &root_cred, dir, *cookie, max, buf, sizeof(buf),
-					 &used, &count, &eof),
+	assert_int_equal(lode_ns_readdir(&t, &root_cred, dir, *cookie, max, buf, sizeof(buf), &used,
+					 &count, &eof),
 			 0);
 	lode_store_abort(&t);
 	for (uint32_t i = 0; i < count; i++) {
@@ -863,7 +880,7 @@ static unsigned times_listed(const struct listing *l, const char *name)
 static void test_readdir_pages_by_cookie_and_reports_eof(void **state)
 {
 	struct fx *f = *state;
-	struct listing l = { 0 };
+	struct listing l = {0};
 	uint64_t cookie = 0;
 	char name[16];
 
@@ -887,7 +904,7 @@ static void test_readdir_pages_by_cookie_and_reports_eof(void **state)
 static void test_readdir_returns_stable_entries_exactly_once_across_changes(void **state)
 {
 	struct fx *f = *state;
-	struct listing l = { 0 };
+	struct listing l = {0};
 	uint64_t cookie = 0;
 	char name[16];
 
@@ -930,12 +947,11 @@ static void test_readdir_fails_with_enotdir_and_eacces(void **state)
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
 	assert_int_equal(do_mkdir_as(f, &root_cred, ROOT, "private", 0700, &d), 0);
 	struct lode_txn t = R(f);
-	assert_int_equal(lode_ns_readdir(&t, &root_cred, ino, 0, 4, buf, sizeof(buf), &used,
-					 &count, &eof),
-			 -ENOTDIR);
-	assert_int_equal(lode_ns_readdir(&t, &alice, d, 0, 4, buf, sizeof(buf), &used, &count,
-					 &eof),
-			 -EACCES);
+	assert_int_equal(
+	    lode_ns_readdir(&t, &root_cred, ino, 0, 4, buf, sizeof(buf), &used, &count, &eof),
+	    -ENOTDIR);
+	assert_int_equal(
+	    lode_ns_readdir(&t, &alice, d, 0, 4, buf, sizeof(buf), &used, &count, &eof), -EACCES);
 	lode_store_abort(&t);
 }
 
@@ -956,9 +972,8 @@ static void test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode
 	assert_int_equal(do_mkdir(f, ROOT, "plus", &d), 0);
 	assert_int_equal(do_create(f, d, "a", &ino), 0);
 	struct lode_txn t = R(f);
-	assert_int_equal(lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
-					     &count, &eof),
-			 0);
+	assert_int_equal(
+	    lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used, &count, &eof), 0);
 	lode_store_abort(&t);
 	assert_int_equal(count, 1);
 	assert_int_equal(used, LODE_NS_DIRENTPLUS_REC(1));
@@ -974,12 +989,11 @@ static void test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode
 	assert_int_equal(lode_kv_del(&t, LODE_DB_INODES, key, sizeof(key)), 0);
 	assert_int_equal(lode_store_commit(&t), 0);
 	t = R(f);
-	assert_int_equal(lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
-					     &count, &eof),
-			 -EIO);
-	assert_int_equal(lode_ns_readdir(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used,
-					 &count, &eof),
-			 0);
+	assert_int_equal(
+	    lode_ns_readdirplus(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used, &count, &eof),
+	    -EIO);
+	assert_int_equal(
+	    lode_ns_readdir(&t, &root_cred, d, 0, 4, buf, sizeof(buf), &used, &count, &eof), 0);
 	assert_int_equal(count, 1);
 	lode_store_abort(&t);
 }
@@ -989,7 +1003,7 @@ static void test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode
 static void test_setattr_chmod_by_a_non_owner_fails_with_eperm(void **state)
 {
 	struct fx *f = *state;
-	struct lode_wire_setattr_req r = { .cred = bob, .valid = LODE_SETATTR_MODE, .mode = 0777 };
+	struct lode_wire_setattr_req r = {.cred = bob, .valid = LODE_SETATTR_MODE, .mode = 0777};
 	uint64_t d;
 
 	assert_int_equal(do_mkdir_as(f, &root_cred, ROOT, "pub", 0777, &d), 0);
@@ -1003,7 +1017,7 @@ static void test_setattr_chmod_by_a_non_owner_fails_with_eperm(void **state)
 static void test_setattr_chown_is_root_only_but_owner_may_chgrp_to_own_group(void **state)
 {
 	struct fx *f = *state;
-	struct lode_wire_setattr_req r = { .cred = alice, .valid = LODE_SETATTR_UID, .uid = 0 };
+	struct lode_wire_setattr_req r = {.cred = alice, .valid = LODE_SETATTR_UID, .uid = 0};
 	uint64_t d;
 
 	assert_int_equal(do_mkdir_as(f, &root_cred, ROOT, "pub", 0777, &d), 0);
@@ -1029,10 +1043,12 @@ static void test_setattr_chown_is_root_only_but_owner_may_chgrp_to_own_group(voi
 static void test_setattr_sets_size_and_times_and_refuses_size_on_a_directory(void **state)
 {
 	struct fx *f = *state;
-	struct lode_wire_setattr_req r = { .cred = root_cred,
-					   .valid = LODE_SETATTR_SIZE | LODE_SETATTR_ATIME |
-						    LODE_SETATTR_MTIME,
-					   .size = 4096, .atime_ns = 11, .mtime_ns = 22 };
+	struct lode_wire_setattr_req r = {.cred = root_cred,
+					  .valid = LODE_SETATTR_SIZE | LODE_SETATTR_ATIME |
+						   LODE_SETATTR_MTIME,
+					  .size = 4096,
+					  .atime_ns = 11,
+					  .mtime_ns = 22};
 	struct lode_wire_attr a;
 
 	assert_int_equal(do_create(f, ROOT, "f", &r.ino), 0);
@@ -1072,12 +1088,11 @@ static void test_xattrs_honor_create_replace_size_and_remove(void **state)
 						  LODE_XATTR_CREATE)),
 			 0);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.a", 6, "x", 1,
-						  LODE_XATTR_CREATE)),
-			 -EEXIST);
+	assert_int_equal(
+	    end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.a", 6, "x", 1, LODE_XATTR_CREATE)),
+	    -EEXIST);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.b", 6, "", 0, 0)),
-			 0);
+	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.b", 6, "", 0, 0)), 0);
 	t = W(f);
 	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "bogus.b", 7, "", 0, 0)),
 			 -EOPNOTSUPP);
@@ -1101,8 +1116,7 @@ static void test_xattrs_honor_create_replace_size_and_remove(void **state)
 	t = W(f);
 	assert_int_equal(end(&t, lode_ns_removexattr(&t, &root_cred, ino, "user.a", 6)), 0);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_removexattr(&t, &root_cred, ino, "user.a", 6)),
-			 -ENODATA);
+	assert_int_equal(end(&t, lode_ns_removexattr(&t, &root_cred, ino, "user.a", 6)), -ENODATA);
 }
 
 static void test_xattrs_of_others_need_permission_and_trusted_is_root_only(void **state)
@@ -1142,14 +1156,13 @@ static void test_deleting_a_file_deletes_its_xattrs(void **state)
 	for (int i = 0; i < 50; i++) {
 		snprintf(name, sizeof(name), "user.%d", i);
 		t = W(f);
-		assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, name, strlen(name),
-							  "v", 1, 0)),
-				 0);
+		assert_int_equal(
+		    end(&t, lode_ns_setxattr(&t, &root_cred, ino, name, strlen(name), "v", 1, 0)),
+		    0);
 	}
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino + 1, "user.keep", 9, "v", 1,
-						  0)),
-			 0);
+	assert_int_equal(
+	    end(&t, lode_ns_setxattr(&t, &root_cred, ino + 1, "user.keep", 9, "v", 1, 0)), 0);
 	assert_int_equal(do_unlink(f, &root_cred, ROOT, "f"), 0);
 	/* the unlinked file's objects are acknowledged gone by every target */
 	for (uint32_t tg = 1; tg <= 4; tg++) {
@@ -1234,7 +1247,8 @@ static void test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target(void
 		for (unsigned s = 0; s < sc; s++) {
 			for (unsigned m = 0; m < 3; m++) {
 				for (unsigned m2 = 0; m2 < m; m2++)
-					assert_int_not_equal(targets[s * 3 + m], targets[s * 3 + m2]);
+					assert_int_not_equal(targets[s * 3 + m],
+							     targets[s * 3 + m2]);
 			}
 		}
 		assert_int_equal(targets[18], 0);
@@ -1289,7 +1303,7 @@ static void test_placement_marks_targets_down_without_heartbeats(void **state)
 static void test_placement_gives_a_reregistered_uuid_its_old_id(void **state)
 {
 	struct fx *f = *state;
-	uint8_t uuid[16] = { 3 };
+	uint8_t uuid[16] = {3};
 	struct lode_placement *pl2;
 	struct lode_txn t = W(f);
 	uint32_t id;
@@ -1382,7 +1396,10 @@ static void test_writer_rolls_back_a_failed_op_alone_and_commits_the_rest(void *
 {
 	struct fx *f = *state;
 	struct test_op ops[4] = {
-		{ .name = "a" }, { .name = "a" }, { .name = "b" }, { .name = "x/y" },
+	    {.name = "a"},
+	    {.name = "a"},
+	    {.name = "b"},
+	    {.name = "x/y"},
 	};
 	struct lode_writer *w;
 
@@ -1458,8 +1475,7 @@ static void test_the_last_good_copy_of_a_stripe_is_never_marked_degraded(void **
 	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[3])), 0);
 	/* the stripe's other copy now holds everything acknowledged: it stays good */
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[2])),
-			 -EBUSY);
+	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[2])), -EBUSY);
 	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
 	/* another stripe's copies are their own business */
 	t = W(f);
@@ -1508,63 +1524,63 @@ static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_fresh_store_has_root_directory_0755_owned_by_root),
-		T(test_a_reported_copy_is_degraded_and_only_that_copy),
-		T(test_the_last_good_copy_of_a_stripe_is_never_marked_degraded),
-		T(test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target),
-		T(test_store_keeps_everything_across_close_and_reopen),
-		T(test_store_refuses_a_newer_format_version),
-		T(test_lookup_finds_a_created_file),
-		T(test_lookup_fails_with_enoent_for_a_missing_name),
-		T(test_lookup_fails_with_enotdir_when_parent_is_a_file),
-		T(test_lookup_fails_with_enametoolong_or_einval_for_bad_names),
-		T(test_lookup_fails_with_enoent_for_a_missing_parent),
-		T(test_create_fails_with_eexist_when_excl_and_name_exists),
-		T(test_create_without_excl_opens_the_existing_file),
-		T(test_create_fails_with_eisdir_when_name_is_a_directory),
-		T(test_create_fails_with_enotdir_when_parent_is_a_file),
-		T(test_create_spreads_an_inherited_layout_over_all_up_targets),
-		T(test_create_uses_an_explicit_layout_with_caller_targets),
-		T(test_create_fails_with_enospc_when_no_target_is_up),
-		T(test_create_in_a_setgid_directory_inherits_its_group),
-		T(test_open_with_trunc_sets_size_zero_and_commit_sets_size),
-		T(test_open_fails_with_eacces_for_writing_without_permission),
-		T(test_mkdir_counts_subdirectories_in_the_parent_nlink),
-		T(test_rmdir_fails_with_enotempty_when_dir_has_entries),
-		T(test_rmdir_fails_with_enotdir_on_a_file),
-		T(test_unlink_fails_with_eisdir_on_a_directory),
-		T(test_unlinking_the_last_link_orphans_objects_until_each_target_acks),
-		T(test_rename_replaces_a_file_and_orphans_the_old_one),
-		T(test_rename_moves_a_directory_across_parents_and_fixes_nlink),
-		T(test_rename_replaces_an_empty_directory_but_not_a_full_one),
-		T(test_rename_fails_with_eisdir_or_enotdir_on_type_mismatch),
-		T(test_rename_noreplace_fails_with_eexist),
-		T(test_rename_exchange_swaps_two_names),
-		T(test_rename_fails_with_einval_moving_a_directory_into_its_subtree),
-		T(test_rename_onto_itself_is_a_no_op),
-		T(test_link_fails_with_eperm_on_a_directory),
-		T(test_symlink_stores_its_target_for_readlink),
-		T(test_readdir_pages_by_cookie_and_reports_eof),
-		T(test_readdir_returns_stable_entries_exactly_once_across_changes),
-		T(test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode),
-		T(test_readdir_fails_with_enotdir_and_eacces),
-		T(test_setattr_chmod_by_a_non_owner_fails_with_eperm),
-		T(test_setattr_chown_is_root_only_but_owner_may_chgrp_to_own_group),
-		T(test_setattr_sets_size_and_times_and_refuses_size_on_a_directory),
-		T(test_xattrs_honor_create_replace_size_and_remove),
-		T(test_xattrs_of_others_need_permission_and_trusted_is_root_only),
-		T(test_deleting_a_file_deletes_its_xattrs),
-		T(test_non_root_cannot_create_in_a_directory_without_write_permission),
-		T(test_lookup_needs_search_permission_on_the_directory),
-		T(test_sticky_directory_lets_only_owners_remove_entries),
-		T(test_statfs_sums_target_capacity),
-		T(test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target),
-		T(test_placement_avoids_repeating_targets_across_stripes_when_it_can),
-		T(test_placement_marks_targets_down_without_heartbeats),
-		T(test_placement_gives_a_reregistered_uuid_its_old_id),
-		T(test_lease_admits_one_writer_until_it_expires),
-		T(test_lease_forgets_handles_of_clients_that_went_away),
-		T(test_writer_rolls_back_a_failed_op_alone_and_commits_the_rest),
+	    T(test_fresh_store_has_root_directory_0755_owned_by_root),
+	    T(test_a_reported_copy_is_degraded_and_only_that_copy),
+	    T(test_the_last_good_copy_of_a_stripe_is_never_marked_degraded),
+	    T(test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target),
+	    T(test_store_keeps_everything_across_close_and_reopen),
+	    T(test_store_refuses_a_newer_format_version),
+	    T(test_lookup_finds_a_created_file),
+	    T(test_lookup_fails_with_enoent_for_a_missing_name),
+	    T(test_lookup_fails_with_enotdir_when_parent_is_a_file),
+	    T(test_lookup_fails_with_enametoolong_or_einval_for_bad_names),
+	    T(test_lookup_fails_with_enoent_for_a_missing_parent),
+	    T(test_create_fails_with_eexist_when_excl_and_name_exists),
+	    T(test_create_without_excl_opens_the_existing_file),
+	    T(test_create_fails_with_eisdir_when_name_is_a_directory),
+	    T(test_create_fails_with_enotdir_when_parent_is_a_file),
+	    T(test_create_spreads_an_inherited_layout_over_all_up_targets),
+	    T(test_create_uses_an_explicit_layout_with_caller_targets),
+	    T(test_create_fails_with_enospc_when_no_target_is_up),
+	    T(test_create_in_a_setgid_directory_inherits_its_group),
+	    T(test_open_with_trunc_sets_size_zero_and_commit_sets_size),
+	    T(test_open_fails_with_eacces_for_writing_without_permission),
+	    T(test_mkdir_counts_subdirectories_in_the_parent_nlink),
+	    T(test_rmdir_fails_with_enotempty_when_dir_has_entries),
+	    T(test_rmdir_fails_with_enotdir_on_a_file),
+	    T(test_unlink_fails_with_eisdir_on_a_directory),
+	    T(test_unlinking_the_last_link_orphans_objects_until_each_target_acks),
+	    T(test_rename_replaces_a_file_and_orphans_the_old_one),
+	    T(test_rename_moves_a_directory_across_parents_and_fixes_nlink),
+	    T(test_rename_replaces_an_empty_directory_but_not_a_full_one),
+	    T(test_rename_fails_with_eisdir_or_enotdir_on_type_mismatch),
+	    T(test_rename_noreplace_fails_with_eexist),
+	    T(test_rename_exchange_swaps_two_names),
+	    T(test_rename_fails_with_einval_moving_a_directory_into_its_subtree),
+	    T(test_rename_onto_itself_is_a_no_op),
+	    T(test_link_fails_with_eperm_on_a_directory),
+	    T(test_symlink_stores_its_target_for_readlink),
+	    T(test_readdir_pages_by_cookie_and_reports_eof),
+	    T(test_readdir_returns_stable_entries_exactly_once_across_changes),
+	    T(test_readdirplus_gives_attributes_and_eio_for_an_entry_without_inode),
+	    T(test_readdir_fails_with_enotdir_and_eacces),
+	    T(test_setattr_chmod_by_a_non_owner_fails_with_eperm),
+	    T(test_setattr_chown_is_root_only_but_owner_may_chgrp_to_own_group),
+	    T(test_setattr_sets_size_and_times_and_refuses_size_on_a_directory),
+	    T(test_xattrs_honor_create_replace_size_and_remove),
+	    T(test_xattrs_of_others_need_permission_and_trusted_is_root_only),
+	    T(test_deleting_a_file_deletes_its_xattrs),
+	    T(test_non_root_cannot_create_in_a_directory_without_write_permission),
+	    T(test_lookup_needs_search_permission_on_the_directory),
+	    T(test_sticky_directory_lets_only_owners_remove_entries),
+	    T(test_statfs_sums_target_capacity),
+	    T(test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target),
+	    T(test_placement_avoids_repeating_targets_across_stripes_when_it_can),
+	    T(test_placement_marks_targets_down_without_heartbeats),
+	    T(test_placement_gives_a_reregistered_uuid_its_old_id),
+	    T(test_lease_admits_one_writer_until_it_expires),
+	    T(test_lease_forgets_handles_of_clients_that_went_away),
+	    T(test_writer_rolls_back_a_failed_op_alone_and_commits_the_rest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,13 +111,13 @@ static int obj_write(struct fixture *f, struct lode_wire_objid id, uint64_t off,
 	struct lode_wire_obj_rep rep;
 	struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
 	struct lode_call call = {
-		.opcode = LODE_OP_OBJ_WRITE,
-		.body = body,
-		.body_len = (uint32_t)(sizeof(*req) + 8 * n),
-		.data = &iov,
-		.data_iovcnt = 1,
-		.reply_body = &rep,
-		.reply_body_max = sizeof(rep),
+	    .opcode = LODE_OP_OBJ_WRITE,
+	    .body = body,
+	    .body_len = (uint32_t)(sizeof(*req) + 8 * n),
+	    .data = &iov,
+	    .data_iovcnt = 1,
+	    .reply_body = &rep,
+	    .reply_body_max = sizeof(rep),
 	};
 
 	req->obj = id;
@@ -149,8 +149,8 @@ static void test_hello_answers_as_an_oss_without_a_target_id_yet(void **state)
 	struct lode_wire_hello_req req = {.client_id = 42, .role = LODE_ROLE_CLIENT};
 	struct lode_wire_hello_rep rep = {0};
 
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_HELLO, &req, sizeof(req), &rep,
-					 sizeof(rep)), 0);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_HELLO, &req, sizeof(req), &rep, sizeof(rep)), 0);
 	assert_int_equal(rep.server_role, LODE_ROLE_OSS);
 	assert_int_equal(rep.target_id, 0);
 	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_PING, NULL, 0, NULL, 0), 0);
@@ -163,16 +163,15 @@ static void test_a_written_object_reads_back_with_matching_sums(void **state)
 	char *data = pattern(len, 1);
 	char *back = malloc(4 * CHUNK);
 	uint64_t body[(sizeof(struct lode_wire_obj_read_rep) + 8 * 64) / 8];
-	struct lode_wire_obj_read_req req = {.obj = oid(7, 1, 0), .offset = 0,
-					     .length = 4 * CHUNK};
+	struct lode_wire_obj_read_req req = {.obj = oid(7, 1, 0), .offset = 0, .length = 4 * CHUNK};
 	struct lode_call call = {
-		.opcode = LODE_OP_OBJ_READ,
-		.body = &req,
-		.body_len = sizeof(req),
-		.reply_body = body,
-		.reply_body_max = sizeof(body),
-		.reply_data = back,
-		.reply_data_max = 4 * CHUNK,
+	    .opcode = LODE_OP_OBJ_READ,
+	    .body = &req,
+	    .body_len = sizeof(req),
+	    .reply_body = body,
+	    .reply_body_max = sizeof(body),
+	    .reply_data = back,
+	    .reply_data_max = 4 * CHUNK,
 	};
 	const struct lode_wire_obj_read_rep *rep;
 	const uint64_t *sums;
@@ -180,7 +179,8 @@ static void test_a_written_object_reads_back_with_matching_sums(void **state)
 	assert_int_equal(obj_write(f, oid(7, 1, 0), 0, data, len, 0), 0);
 	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
 	assert_int_equal(lode_dec_obj_read_rep(body, call.reply_body_len, call.reply_data_len,
-					       req.length, &rep, &sums), 0);
+					       req.length, &rep, &sums),
+			 0);
 	assert_int_equal(rep->object_size, len);
 	assert_int_equal(call.reply_data_len, len);
 	assert_memory_equal(back, data, len);
@@ -201,8 +201,9 @@ static void test_a_write_with_a_bad_sum_fails_with_ebadmsg(void **state)
 	struct lode_wire_obj_rep rep;
 
 	assert_int_equal(obj_write(f, id, 0, data, CHUNK, 1), -EBADMSG);
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, &id, sizeof(id), &rep,
-					 sizeof(rep)), -ENOENT);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, &id, sizeof(id), &rep, sizeof(rep)),
+	    -ENOENT);
 	free(data);
 }
 
@@ -213,11 +214,13 @@ static void test_malformed_and_foreign_requests_get_errors_and_the_connection_li
 	struct lode_wire_obj_rep rep;
 	char junk[5] = {0};
 
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, junk, sizeof(junk), &rep,
-					 sizeof(rep)), -EPROTO);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, junk, sizeof(junk), &rep, sizeof(rep)),
+	    -EPROTO);
 	id.reserved = 1;
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_REMOVE, &id, sizeof(id), &rep,
-					 sizeof(rep)), -EPROTO);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_REMOVE, &id, sizeof(id), &rep, sizeof(rep)),
+	    -EPROTO);
 	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_STATFS, NULL, 0, NULL, 0), -EOPNOTSUPP);
 	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_PING, NULL, 0, NULL, 0), 0);
 }
@@ -233,32 +236,33 @@ static void test_remove_stat_truncate_and_list_answer_over_the_wire(void **state
 	struct lode_wire_objinfo infos[16];
 	struct lode_wire_obj_rep rep;
 	struct lode_call call = {
-		.opcode = LODE_OP_OBJ_LIST,
-		.body = &lr,
-		.body_len = sizeof(lr),
-		.reply_body = &lrep,
-		.reply_body_max = sizeof(lrep),
-		.reply_data = infos,
-		.reply_data_max = sizeof(infos),
+	    .opcode = LODE_OP_OBJ_LIST,
+	    .body = &lr,
+	    .body_len = sizeof(lr),
+	    .reply_body = &lrep,
+	    .reply_body_max = sizeof(lrep),
+	    .reply_data = infos,
+	    .reply_data_max = sizeof(infos),
 	};
 
 	assert_int_equal(obj_write(f, id, 0, data, CHUNK, 0), 0);
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_TRUNCATE, &tr, sizeof(tr), &rep,
-					 sizeof(rep)), 0);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_TRUNCATE, &tr, sizeof(tr), &rep, sizeof(rep)), 0);
 	assert_int_equal(rep.object_size, 100);
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_FSYNC, &id, sizeof(id), &rep,
-					 sizeof(rep)), 0);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_FSYNC, &id, sizeof(id), &rep, sizeof(rep)), 0);
 	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
 	assert_int_equal(lrep.count, 1);
 	assert_int_equal(lrep.eof, 1);
 	assert_int_equal(call.reply_data_len, sizeof(infos[0]));
 	assert_int_equal(infos[0].obj.ino, 10);
 	assert_int_equal(infos[0].size, 100);
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_REMOVE, &id, sizeof(id), &rep,
-					 sizeof(rep)), 0);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_REMOVE, &id, sizeof(id), &rep, sizeof(rep)), 0);
 	assert_int_equal(rep.object_size, 100);
-	assert_int_equal(lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, &id, sizeof(id), &rep,
-					 sizeof(rep)), -ENOENT);
+	assert_int_equal(
+	    lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, &id, sizeof(id), &rep, sizeof(rep)),
+	    -ENOENT);
 	free(data);
 }
 
@@ -277,13 +281,13 @@ static int chained(struct fixture *f, uint8_t op, const void *fixed, size_t flen
 	const struct lode_wire_obj_chain_rep *rep;
 	struct lode_wire_obj_chain_rep rbuf;
 	struct lode_call call = {
-		.opcode = op,
-		.body = body,
-		.body_len = (uint32_t)(flen + lode_chain_size(n)),
-		.data = iov,
-		.data_iovcnt = iov ? 1 : 0,
-		.reply_body = &rbuf,
-		.reply_body_max = sizeof(rbuf),
+	    .opcode = op,
+	    .body = body,
+	    .body_len = (uint32_t)(flen + lode_chain_size(n)),
+	    .data = iov,
+	    .data_iovcnt = iov ? 1 : 0,
+	    .reply_body = &rbuf,
+	    .reply_body_max = sizeof(rbuf),
 	};
 	int rc;
 
@@ -311,13 +315,13 @@ static void expect_object(struct lode_rpc_conn *conn, struct lode_wire_objid id,
 	struct lode_wire_obj_read_req req = {.obj = id, .length = (uint32_t)(4 * CHUNK)};
 	char *back = malloc(4 * CHUNK);
 	struct lode_call call = {
-		.opcode = LODE_OP_OBJ_READ,
-		.body = &req,
-		.body_len = sizeof(req),
-		.reply_body = body,
-		.reply_body_max = sizeof(body),
-		.reply_data = back,
-		.reply_data_max = 4 * CHUNK,
+	    .opcode = LODE_OP_OBJ_READ,
+	    .body = &req,
+	    .body_len = sizeof(req),
+	    .reply_body = body,
+	    .reply_body_max = sizeof(body),
+	    .reply_data = back,
+	    .reply_data_max = 4 * CHUNK,
 	};
 
 	assert_non_null(back);
@@ -357,14 +361,14 @@ static void test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_cop
 	/* head f, then g: both copies hold the bytes, though only f was sent them */
 	ids[0] = 2;
 	addrs[0] = lode_server_address(g->srv, 0);
-	assert_int_equal(chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 1, ids,
-				 addrs, st), 0);
+	assert_int_equal(
+	    chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 1, ids, addrs, st), 0);
 	assert_int_equal(st[0], 0);
 	assert_int_equal(st[1], 0);
 	expect_object(f->conn, id, data, len);
 	expect_object(gconn, id, data, len);
-	assert_int_equal(chained(f, LODE_OP_OBJ_FSYNC, &id, sizeof(id), NULL, 1, 1, ids, addrs,
-				 st), 0);
+	assert_int_equal(chained(f, LODE_OP_OBJ_FSYNC, &id, sizeof(id), NULL, 1, 1, ids, addrs, st),
+			 0);
 	assert_int_equal(st[0] | st[1], 0);
 
 	/* a dead next hop fails alone, and the copy after it is "not reached" */
@@ -374,19 +378,21 @@ static void test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_cop
 	addrs[0] = "tcp://127.0.0.1:1";
 	ids[1] = 2;
 	addrs[1] = lode_server_address(g->srv, 0);
-	assert_int_equal(chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 2, ids,
-				 addrs, st), 0);
+	assert_int_equal(
+	    chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 2, ids, addrs, st), 0);
 	assert_int_equal(st[0], 0);
 	assert_int_equal(st[1], -ECONNREFUSED);
 	assert_int_equal(st[2], -ECANCELED);
 
 	/* a request meant for another target is refused whole, before anything is written */
-	assert_int_equal(chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 7, 1, &ids[1],
-				 &addrs[1], st), -ESTALE);
+	assert_int_equal(
+	    chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 7, 1, &ids[1], &addrs[1], st),
+	    -ESTALE);
 	/* a malformed chain is refused whole: the same target twice */
 	ids[0] = 2;
-	assert_int_equal(chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 2, ids,
-				 addrs, st), -ELOOP);
+	assert_int_equal(
+	    chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 2, ids, addrs, st),
+	    -ELOOP);
 	free(data);
 	teardown(&gs);
 }
@@ -395,12 +401,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
-		T(test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_copy),
-		T(test_hello_answers_as_an_oss_without_a_target_id_yet),
-		T(test_a_written_object_reads_back_with_matching_sums),
-		T(test_a_write_with_a_bad_sum_fails_with_ebadmsg),
-		T(test_malformed_and_foreign_requests_get_errors_and_the_connection_lives),
-		T(test_remove_stat_truncate_and_list_answer_over_the_wire),
+	    T(test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_copy),
+	    T(test_hello_answers_as_an_oss_without_a_target_id_yet),
+	    T(test_a_written_object_reads_back_with_matching_sums),
+	    T(test_a_write_with_a_bad_sum_fails_with_ebadmsg),
+	    T(test_malformed_and_foreign_requests_get_errors_and_the_connection_lives),
+	    T(test_remove_stat_truncate_and_list_answer_over_the_wire),
 #undef T
 	};
 	struct lode_loop *probe;

@@ -221,8 +221,8 @@ static void test_the_link_registers_heartbeats_reregisters_and_removes_orphans(v
 {
 	struct fixture *f = *state;
 	struct lode_wire_objid keep = {.ino = 3, .generation = 1}, gone = {.ino = 4};
-	struct lode_mds_link_opts lo = {.advertise = "tcp://10.0.0.9:7000", .data_dir = f->dir,
-					.st = f->st, .oss = &f->oss};
+	struct lode_mds_link_opts lo = {
+	    .advertise = "tcp://10.0.0.9:7000", .data_dir = f->dir, .st = f->st, .oss = &f->oss};
 	struct lode_obj_result r;
 	struct lode_mds_link *link;
 	uint8_t uuid[16];
@@ -270,11 +270,11 @@ static void test_the_link_registers_heartbeats_reregisters_and_removes_orphans(v
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_the_uuid_file_is_created_once_and_read_back,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_the_link_registers_heartbeats_reregisters_and_removes_orphans, setup,
-			teardown),
+	    cmocka_unit_test_setup_teardown(test_the_uuid_file_is_created_once_and_read_back, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_the_link_registers_heartbeats_reregisters_and_removes_orphans, setup,
+		teardown),
 	};
 	struct lode_loop *probe;
 

@@ -150,8 +150,14 @@ static int do_write(struct fixture *f, struct lode_objstore_io *io,
 		    const struct lode_wire_objid *id, uint64_t off, const char *data, size_t len,
 		    const uint64_t *sums, unsigned flags)
 {
-	struct job j = {.start = start_write, .io = io, .id = *id, .off = off, .data = data,
-			.len = len, .sums = sums, .flags = flags};
+	struct job j = {.start = start_write,
+			.io = io,
+			.id = *id,
+			.off = off,
+			.data = data,
+			.len = len,
+			.sums = sums,
+			.flags = flags};
 	struct done d;
 
 	run_job(f, &j, &d);
@@ -589,8 +595,8 @@ static void test_listing_returns_pages_in_id_order_and_ignores_foreign_files(voi
 		close(fd);
 	}
 
-	struct lode_wire_objid want[] = {oid(1, 1, 5), oid(1, 2, 0), oid(1, 2, 1), oid(2, 0, 0),
-					 oid(0x201, 1, 0), oid(0x300, 1, 0)};
+	struct lode_wire_objid want[] = {oid(1, 1, 5), oid(1, 2, 0),	 oid(1, 2, 1),
+					 oid(2, 0, 0), oid(0x201, 1, 0), oid(0x300, 1, 0)};
 	while (!eof) {
 		got = lode_objstore_list(f->st, &after, 4, page, &eof);
 		assert_true(got >= 0 && got <= 4);
@@ -666,21 +672,21 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
-		T(test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk),
-		T(test_write_with_a_bad_checksum_is_rejected_and_stores_nothing),
-		T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
-		T(test_read_past_the_end_is_short),
-		T(test_a_missing_object_reads_as_empty),
-		T(test_truncate_down_mid_chunk_keeps_the_rest_readable_with_valid_sums),
-		T(test_truncate_up_reads_zeros_with_valid_sums),
-		T(test_a_write_past_a_partial_last_chunk_leaves_holes_that_verify),
-		T(test_a_short_last_chunk_inside_the_object_is_rejected),
-		T(test_remove_makes_the_object_absent),
-		T(test_a_removed_object_is_not_served_from_another_threads_cache),
-		T(test_many_objects_through_a_small_cache_stay_intact),
-		T(test_listing_returns_pages_in_id_order_and_ignores_foreign_files),
-		T(test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum),
-		T(test_objects_survive_a_reopen_of_the_store),
+	    T(test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk),
+	    T(test_write_with_a_bad_checksum_is_rejected_and_stores_nothing),
+	    T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
+	    T(test_read_past_the_end_is_short),
+	    T(test_a_missing_object_reads_as_empty),
+	    T(test_truncate_down_mid_chunk_keeps_the_rest_readable_with_valid_sums),
+	    T(test_truncate_up_reads_zeros_with_valid_sums),
+	    T(test_a_write_past_a_partial_last_chunk_leaves_holes_that_verify),
+	    T(test_a_short_last_chunk_inside_the_object_is_rejected),
+	    T(test_remove_makes_the_object_absent),
+	    T(test_a_removed_object_is_not_served_from_another_threads_cache),
+	    T(test_many_objects_through_a_small_cache_stay_intact),
+	    T(test_listing_returns_pages_in_id_order_and_ignores_foreign_files),
+	    T(test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum),
+	    T(test_objects_survive_a_reopen_of_the_store),
 #undef T
 	};
 	struct lode_loop *probe;

@@ -1017,9 +1017,12 @@ static void test_create_rejects_a_layout_with_zero_stripe_count(void **state)
 
 static void test_create_rejects_a_stripe_size_that_is_not_a_multiple_of_the_chunk(void **state)
 {
-	struct lode_wire_create_req r = {
-	    .parent = 1, .mode = 0644, .flags = LODE_OPEN_WRITE, .name_len = 1, .has_layout = 1,
-	    .has_targets = 1};
+	struct lode_wire_create_req r = {.parent = 1,
+					 .mode = 0644,
+					 .flags = LODE_OPEN_WRITE,
+					 .name_len = 1,
+					 .has_layout = 1,
+					 .has_targets = 1};
 
 	(void)state;
 	r.layout = good_layout();
@@ -1037,9 +1040,12 @@ static void test_create_rejects_a_stripe_size_that_is_not_a_multiple_of_the_chun
 
 static void test_create_rejects_a_layout_with_too_many_targets(void **state)
 {
-	struct lode_wire_create_req r = {
-	    .parent = 1, .mode = 0644, .flags = LODE_OPEN_WRITE, .name_len = 1, .has_layout = 1,
-	    .has_targets = 1};
+	struct lode_wire_create_req r = {.parent = 1,
+					 .mode = 0644,
+					 .flags = LODE_OPEN_WRITE,
+					 .name_len = 1,
+					 .has_layout = 1,
+					 .has_targets = 1};
 
 	(void)state;
 	r.layout = good_layout();
@@ -1315,15 +1321,15 @@ static void test_obj_write_rejects_a_bad_object_id_and_unknown_flags(void **stat
  * returns the body length. */
 static uint32_t put_chain(uint32_t off, uint32_t self, unsigned n, uint32_t timeout_ms)
 {
-	struct lode_wire_chain c = {.self_target = self, .count = (uint16_t)n,
-				    .timeout_ms = timeout_ms};
+	struct lode_wire_chain c = {
+	    .self_target = self, .count = (uint16_t)n, .timeout_ms = timeout_ms};
 
 	memcpy(body_mem.b + off, &c, sizeof(c));
 	for (unsigned i = 0; i < n; i++) {
 		struct lode_wire_chain_hop h = {.target_id = 11 + i};
 
-		h.addr_len = (uint16_t)snprintf(h.addr, sizeof(h.addr), "tcp://127.0.0.1:%u",
-						40000 + i);
+		h.addr_len =
+		    (uint16_t)snprintf(h.addr, sizeof(h.addr), "tcp://127.0.0.1:%u", 40000 + i);
 		memcpy(body_mem.b + off + lode_chain_size(i), &h, sizeof(h));
 	}
 	return off + (uint32_t)lode_chain_size(n);
@@ -1386,9 +1392,8 @@ static void test_obj_write_rejects_a_chain_of_the_wrong_shape(void **state)
 	/* a count over the limit is a bad value, whatever follows */
 	build_chained_write(LODE_CHAIN_MAX);
 	chain_at(CW_CHAIN)->count = LODE_CHAIN_MAX + 1;
-	assert_int_equal(dec_write((uint32_t)(CW_CHAIN + lode_chain_size(LODE_CHAIN_MAX + 1)),
-				   CHUNK),
-			 -EINVAL);
+	assert_int_equal(
+	    dec_write((uint32_t)(CW_CHAIN + lode_chain_size(LODE_CHAIN_MAX + 1)), CHUNK), -EINVAL);
 	build_chained_write(0);
 	chain_at(CW_CHAIN)->count = 0xffff;
 	assert_int_equal(dec_write((uint32_t)CW_CHAIN + 16, CHUNK), -EINVAL);
@@ -1523,7 +1528,7 @@ static void test_obj_chain_rep_accepts_one_status_per_copy_and_nothing_else(void
 
 	(void)state;
 	assert_int_equal(dec_chain_rep(&r, len, 2), 0);
-	assert_int_equal(dec_chain_rep(&r, len, 1), -EPROTO);	/* answers for 3, asked 2 */
+	assert_int_equal(dec_chain_rep(&r, len, 1), -EPROTO); /* answers for 3, asked 2 */
 	assert_int_equal(dec_chain_rep(&r, len - 4, 2), -EPROTO);
 	assert_int_equal(dec_chain_rep(&r, 0, 2), -EPROTO);
 	assert_int_equal(dec_chain_rep(&r, len, LODE_CHAIN_MAX + 1), -EPROTO);
@@ -2125,10 +2130,10 @@ static uint32_t random_body(unsigned char *out, size_t cap)
 
 	switch (rnd() % 5) {
 	case 4: { /* a chained write (one chunk) or fsync, mutated */
-		struct lode_wire_obj_write_req w = {.obj = {.ino = 1 + rnd() % 9},
-						    .flags = LODE_OBJ_F_CHAIN, .nchunks = 1};
-		struct lode_wire_chain c = {.self_target = 1, .count = (uint16_t)(rnd() % 4),
-					    .timeout_ms = 100};
+		struct lode_wire_obj_write_req w = {
+		    .obj = {.ino = 1 + rnd() % 9}, .flags = LODE_OBJ_F_CHAIN, .nchunks = 1};
+		struct lode_wire_chain c = {
+		    .self_target = 1, .count = (uint16_t)(rnd() % 4), .timeout_ms = 100};
 		uint32_t at = rnd() % 2 ? sizeof(w) + 8 : sizeof(w.obj);
 		int flips = (int)(rnd() % 4);
 
@@ -2350,10 +2355,9 @@ static void test_decoders_never_crash_on_random_bodies(void **state)
 					       (const struct lode_wire_readdir_rep **)&p),
 		      "readdirplus_rep");
 		pos = 0;
-		for (int i = 0;
-		     i < 64 && (rc = lode_readdirplus_next(
-				    body, len, &pos, (const struct lode_wire_direntplus **)&p,
-				    &n1)) == 1;
+		for (int i = 0; i < 64 && (rc = lode_readdirplus_next(
+					       body, len, &pos,
+					       (const struct lode_wire_direntplus **)&p, &n1)) == 1;
 		     i++)
 			expect_name_inside(&n1, body, len);
 		expect_errno_or_zero(rc < 0 ? rc : 0, "readdirplus_next", it);

@@ -22,8 +22,11 @@ static _Alignas(8) char buf[LODE_RDMA_MSG_MAX + 64];
 
 static struct lode_wire_hdr hdr_of(uint32_t body_len, uint64_t data_len)
 {
-	struct lode_wire_hdr h = {.magic = LODE_WIRE_MAGIC, .version = LODE_WIRE_VERSION,
-				  .opcode = 1, .req_id = 77, .body_len = body_len,
+	struct lode_wire_hdr h = {.magic = LODE_WIRE_MAGIC,
+				  .version = LODE_WIRE_VERSION,
+				  .opcode = 1,
+				  .req_id = 77,
+				  .body_len = body_len,
 				  .data_len = data_len};
 
 	return h;
@@ -39,8 +42,7 @@ static void test_roundtrip_descs(void **state)
 	long n;
 
 	(void)state;
-	n = lode_rdma_encode(buf, sizeof(buf), 3, LODE_RDMA_F_SINK, &h, "hello", &sink, d, 2,
-			     NULL);
+	n = lode_rdma_encode(buf, sizeof(buf), 3, LODE_RDMA_F_SINK, &h, "hello", &sink, d, 2, NULL);
 	assert_true(n > 0);
 	assert_int_equal(lode_rdma_decode(buf, (size_t)n, &f), 0);
 	assert_int_equal(f.msg.credits, 3);
@@ -80,9 +82,9 @@ static void test_inline_and_placed(void **state)
 
 	/* inline data over the limit cannot be encoded */
 	h = hdr_of(0, LODE_RDMA_INLINE_MAX + 1);
-	assert_int_equal(lode_rdma_encode(buf, sizeof(buf), 0, LODE_RDMA_F_INLINE, &h, NULL, NULL,
-					  NULL, 0, buf),
-			 -EMSGSIZE);
+	assert_int_equal(
+	    lode_rdma_encode(buf, sizeof(buf), 0, LODE_RDMA_F_INLINE, &h, NULL, NULL, NULL, 0, buf),
+	    -EMSGSIZE);
 	/* nor a body over the wire's limit, nor too many descriptors */
 	h = hdr_of(LODE_BODY_MAX + 1, 0);
 	assert_int_equal(lode_rdma_encode(buf, sizeof(buf), 0, 0, &h, buf, NULL, NULL, 0, NULL),
@@ -105,8 +107,8 @@ static void test_malformed(void **state)
 	long n;
 
 	(void)state;
-#define FRESH()                                                                            \
-	n = lode_rdma_encode(buf, sizeof(buf), 0, 0, &h, "12345678", NULL, d, 2, NULL);     \
+#define FRESH()                                                                                    \
+	n = lode_rdma_encode(buf, sizeof(buf), 0, 0, &h, "12345678", NULL, d, 2, NULL);            \
 	assert_true(n > 0)
 	FRESH();
 	assert_int_equal(lode_rdma_decode(buf, (size_t)n, &f), 0);
@@ -284,9 +286,9 @@ static void test_regcache(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_descs), cmocka_unit_test(test_inline_and_placed),
-		cmocka_unit_test(test_malformed),	cmocka_unit_test(test_credits),
-		cmocka_unit_test(test_regcache),
+	    cmocka_unit_test(test_roundtrip_descs), cmocka_unit_test(test_inline_and_placed),
+	    cmocka_unit_test(test_malformed),	    cmocka_unit_test(test_credits),
+	    cmocka_unit_test(test_regcache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

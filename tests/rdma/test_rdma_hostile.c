@@ -71,10 +71,15 @@ static void echo_ok(size_t data_len)
 	char body[16] = "lode-rdma-echo!", rbody[16];
 	char *data = malloc(data_len + 1), *rdata = malloc(data_len + 1);
 	struct iovec iov = {.iov_base = data, .iov_len = data_len};
-	struct lode_call call = {.opcode = LODE_OP_PING, .body = body, .body_len = sizeof(body),
-				 .data = data_len ? &iov : NULL, .data_iovcnt = data_len ? 1 : 0,
-				 .reply_body = rbody, .reply_body_max = sizeof(rbody),
-				 .reply_data = rdata, .reply_data_max = data_len};
+	struct lode_call call = {.opcode = LODE_OP_PING,
+				 .body = body,
+				 .body_len = sizeof(body),
+				 .data = data_len ? &iov : NULL,
+				 .data_iovcnt = data_len ? 1 : 0,
+				 .reply_body = rbody,
+				 .reply_body_max = sizeof(rbody),
+				 .reply_data = rdata,
+				 .reply_data_max = data_len};
 
 	assert_non_null(data);
 	assert_non_null(rdata);
@@ -120,8 +125,10 @@ static void test_300_calls_at_once_wait_for_credits_and_all_complete(void **stat
 	for (int i = 0; i < MANY; i++) {
 		memset(data[i], i & 0xff, sizeof(data[i]));
 		iov[i] = (struct iovec){.iov_base = data[i], .iov_len = sizeof(data[i])};
-		calls[i] = (struct lode_call){.opcode = LODE_OP_PING, .data = &iov[i],
-					      .data_iovcnt = 1, .reply_data = rdata[i],
+		calls[i] = (struct lode_call){.opcode = LODE_OP_PING,
+					      .data = &iov[i],
+					      .data_iovcnt = 1,
+					      .reply_data = rdata[i],
 					      .reply_data_max = sizeof(rdata[i])};
 		lode_rpc_batch_add(&b, conn, &calls[i]);
 	}
@@ -186,13 +193,13 @@ static int next_event(struct raw *r, unsigned ms)
 /* Connects to the echo server, with Lode's hello or without; returns the final event. */
 static int raw_connect_once(struct raw *r, int with_hello)
 {
-	struct lode_rdma_hello h = {.magic = LODE_RDMA_MAGIC, .version = LODE_RDMA_VERSION,
-				    .depth = LODE_RDMA_DEPTH};
-	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1,
-				    .retry_count = 3, .rnr_retry_count = 0};
-	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
-				      .cap = {.max_send_wr = 64, .max_recv_wr = 4,
-					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct lode_rdma_hello h = {
+	    .magic = LODE_RDMA_MAGIC, .version = LODE_RDMA_VERSION, .depth = LODE_RDMA_DEPTH};
+	struct rdma_conn_param p = {
+	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 3, .rnr_retry_count = 0};
+	struct ibv_qp_init_attr qa = {
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 	struct sockaddr_in sin = server_sin;
 
 	memset(r, 0, sizeof(*r));
@@ -239,8 +246,8 @@ static int raw_connect(struct raw *r, int with_hello)
 static void raw_send(struct raw *r, uint32_t len)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)r->buf[1], .length = len, .lkey = r->mr->lkey};
-	struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr wr = {
+	    .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
 	struct ibv_send_wr *bad;
 
 	assert_int_equal(ibv_post_send(r->id->qp, &wr, &bad), 0);
@@ -366,13 +373,13 @@ static void test_a_peer_ignoring_its_credits_is_held_back_and_hurts_nobody(void 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_echo_of_every_data_size_is_byte_exact),
-		cmocka_unit_test(test_300_calls_at_once_wait_for_credits_and_all_complete),
-		cmocka_unit_test(test_an_unanswered_call_times_out_and_the_next_call_works),
-		cmocka_unit_test(test_a_peer_without_lodes_hello_is_rejected),
-		cmocka_unit_test(test_a_peer_that_sends_garbage_is_disconnected),
-		cmocka_unit_test(test_a_peer_naming_unregistered_memory_is_disconnected),
-		cmocka_unit_test(test_a_peer_ignoring_its_credits_is_held_back_and_hurts_nobody),
+	    cmocka_unit_test(test_echo_of_every_data_size_is_byte_exact),
+	    cmocka_unit_test(test_300_calls_at_once_wait_for_credits_and_all_complete),
+	    cmocka_unit_test(test_an_unanswered_call_times_out_and_the_next_call_works),
+	    cmocka_unit_test(test_a_peer_without_lodes_hello_is_rejected),
+	    cmocka_unit_test(test_a_peer_that_sends_garbage_is_disconnected),
+	    cmocka_unit_test(test_a_peer_naming_unregistered_memory_is_disconnected),
+	    cmocka_unit_test(test_a_peer_ignoring_its_credits_is_held_back_and_hurts_nobody),
 	};
 
 	if (!getenv("LODE_RDMA_IP")) {

@@ -89,7 +89,8 @@ int main(int argc, char **argv)
 		unlink(path);
 		t0 = bench_now();
 		for (; done < count; done++) {
-			if (pwrite(fd, buf, 4096, (off_t)(done % 256) * 4096) != 4096 || fdatasync(fd))
+			if (pwrite(fd, buf, 4096, (off_t)(done % 256) * 4096) != 4096 ||
+			    fdatasync(fd))
 				bench_die("micro: write+fdatasync: %s", strerror(errno));
 		}
 		t1 = bench_now();

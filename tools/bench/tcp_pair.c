@@ -37,12 +37,12 @@ struct side {
 	int fd;
 	uint64_t size;
 	size_t bs;
-	int file_fd;	 /* sender: splice (or pread) from this file, or -1 */
+	int file_fd; /* sender: splice (or pread) from this file, or -1 */
 	int use_pread;
 	uint64_t file_size;
-	int verify;	 /* receiver: checksum every chunk */
-	uint64_t sum;	 /* receiver: keeps the checksums from being optimized away */
-	int err; /* errno of the first failure, 0 if none */
+	int verify;   /* receiver: checksum every chunk */
+	uint64_t sum; /* receiver: keeps the checksums from being optimized away */
+	int err;      /* errno of the first failure, 0 if none */
 };
 
 /* Moves s->size bytes of the file into the socket through a pipe, never into user space. */
@@ -71,7 +71,8 @@ static void splice_send(struct side *s)
 			break;
 		}
 		while (in) {
-			out = splice(p[0], NULL, s->fd, NULL, (size_t)in, SPLICE_F_MOVE | SPLICE_F_MORE);
+			out = splice(p[0], NULL, s->fd, NULL, (size_t)in,
+				     SPLICE_F_MOVE | SPLICE_F_MORE);
 			if (out < 0 && errno == EINTR)
 				continue;
 			if (out <= 0) {
@@ -145,8 +146,8 @@ static void *receiver(void *arg)
 		got += (uint64_t)r;
 		for (size_t off = 0; s->verify && off < (size_t)r; off += LODE_CHUNK_SIZE)
 			s->sum ^= lode_chunk_sum(buf + off, (size_t)r - off < LODE_CHUNK_SIZE
-								  ? (size_t)r - off
-								  : LODE_CHUNK_SIZE);
+								? (size_t)r - off
+								: LODE_CHUNK_SIZE);
 	}
 	free(buf);
 	return NULL;
