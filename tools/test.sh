@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
+tools/check-format.sh
 
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup build --reconfigure
 ninja -C build
