@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode_mds: the metadata server's state and its request handler for proto/server.h.
+ * lode_mds: the metadata server's state and its request handler for proto/net/server.h.
  *
  * lode_mds_on_request() runs on a server worker thread: it decodes the request with
- * proto/codec.h (a malformed body is answered with the decoder's errno), answers reads
+ * proto/wire/codec.h (a malformed body is answered with the decoder's errno), answers reads
  * there with a read-only transaction, and hands mutations to the writer thread, which
  * answers them after their group commit.
  */

@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
-	struct lode_server_ops ops = {.on_request = lode_mds_on_request};
+	struct lode_server_ops ops = {.on_request = lode_mds_on_request,
+				      .on_conn_error = lode_log_conn_error};
 	struct lode_server_opts sopts = {.threads = 4, .ops = &ops};
 	struct lode_server *srv;
 	struct lode_mds mds;

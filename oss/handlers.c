@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode-oss request handlers. Each request is decoded with proto/codec.h (a malformed one
+ * lode-oss request handlers. Each request is decoded with proto/wire/codec.h (a malformed one
  * is answered with the decoder's negative errno), run against the object store on the
  * worker's own loop, and answered exactly once from the operation's completion.
  *
  * REMOVE, STAT and LIST are synchronous filesystem calls on the worker thread: they do no
  * data I/O, and LIST is an admin operation (see lode_objstore_list).
  *
- * Chained OBJ_WRITE and OBJ_FSYNC (see "Chained replication" in proto/wire_spec.h) run the
+ * Chained OBJ_WRITE and OBJ_FSYNC (see "Chained replication" in proto/wire/wire_spec.h) run the
  * local operation and send the request on to the next copy at the same time, and answer
  * once both are done, with every copy's status. The request's body and data stay valid
  * until that answer, so the forward sends them straight from the receive buffer.
@@ -521,5 +521,6 @@ static void on_request(void *ctx, struct lode_req *req)
 
 const struct lode_server_ops lode_oss_server_ops = {
     .on_request = on_request,
+    .on_conn_error = lode_log_conn_error,
     .on_worker_start = on_worker_start,
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proto/codec.c: every decoder with a well-formed frame and with each way a frame can be
+ * proto/wire/codec.c: every decoder with a well-formed frame and with each way a frame can be
  * malformed, the header checks, the errno <-> wire status mapping, the record walkers, the
  * chunk checksum rule, and a deterministic random-input run that must never crash (run it
  * under ASan/UBSan: bodies are allocated at their exact length so an over-read is caught).

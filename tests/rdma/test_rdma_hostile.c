@@ -320,7 +320,7 @@ static void test_a_peer_naming_unregistered_memory_is_disconnected(void **state)
 	echo_ok(1 << 20);
 }
 
-#define SERVER_MAX_INFLIGHT 256 /* proto/server.c: a connection's unanswered requests */
+#define SERVER_MAX_INFLIGHT 256 /* proto/net/server.c: a connection's unanswered requests */
 
 static void test_a_peer_ignoring_its_credits_is_held_back_and_hurts_nobody(void **state)
 {

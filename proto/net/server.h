@@ -28,6 +28,10 @@ struct lode_server_ops {
 	void (*on_request)(void *ctx, struct lode_req *req);
 	/* Optional: called once on each worker thread before it serves, with its loop. */
 	void (*on_worker_start)(void *ctx, unsigned worker, struct lode_loop *loop);
+	/* Optional: an accepted connection could not be set up (err < 0: -ENOMEM, a transport
+	 * error); it is dropped. Any worker thread. Library code does not log: a daemon that
+	 * wants a log line says so here. */
+	void (*on_conn_error)(void *ctx, const char *transport, int err);
 };
 
 struct lode_server_opts {

@@ -11,6 +11,9 @@ enum lode_log_level { LODE_LOG_ERR, LODE_LOG_WARN, LODE_LOG_INFO, LODE_LOG_DEBUG
 void lode_log_init(const char *prog, enum lode_log_level max);
 void lode_log(enum lode_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* For lode_server_ops.on_conn_error: one WARN line per connection that could not be set up. */
+void lode_log_conn_error(void *ctx, const char *transport, int err);
+
 #define LODE_ERR(...)	lode_log(LODE_LOG_ERR, __VA_ARGS__)
 #define LODE_WARN(...)	lode_log(LODE_LOG_WARN, __VA_ARGS__)
 #define LODE_INFO(...)	lode_log(LODE_LOG_INFO, __VA_ARGS__)

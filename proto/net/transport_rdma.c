@@ -29,7 +29,6 @@
 #include <rdma/rdma_cma.h>
 
 #include "codec.h"
-#include "log.h"
 #include "rdma_msg.h"
 #include "rdma_regcache.h"
 #include "transport.h"
@@ -516,8 +515,7 @@ static void cm_event(struct lode_tconn *c, const struct rdma_cm_event *ev, bool 
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		break;
 	default:
-		LODE_DEBUG("rdma: %s: %s (status %d)", c->client ? "connect" : "peer",
-			   rdma_event_str(ev->event), ev->status);
+		/* the error reaches the connection's owner through its close */
 		rt_close(c, cm_event_err(ev->event));
 		break;
 	}
@@ -1180,7 +1178,7 @@ static int rt_attach(struct lode_loop *loop, intptr_t cookie, int expect_reply,
 	*out = c;
 	return 0;
 fail:
-	LODE_WARN("rdma: cannot accept a connection: %s", strerror(-err));
+	/* the caller (proto/net/server.c) tells its daemon, which decides whether to log */
 	rdma_reject(id, NULL, 0);
 	tconn_free(c);
 	return err;

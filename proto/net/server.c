@@ -226,6 +226,7 @@ static void attach_on_worker(void *arg)
 	struct attach_msg *m = arg;
 	struct worker *w = m->w;
 	struct sconn *sc;
+	int rc;
 
 	sc = calloc(1, sizeof(*sc));
 	if (!sc || w->draining) {
@@ -238,7 +239,10 @@ static void attach_on_worker(void *arg)
 	sc->ops = m->ops;
 	sc->refs = 1;
 	sc->id = __atomic_add_fetch(&w->srv->next_conn_id, 1, __ATOMIC_RELAXED);
-	if (m->ops->attach(w->loop, m->cookie, 0, &server_cbs, sc, &sc->t)) {
+	rc = m->ops->attach(w->loop, m->cookie, 0, &server_cbs, sc, &sc->t);
+	if (rc) {
+		if (w->srv->ops->on_conn_error)
+			w->srv->ops->on_conn_error(w->srv->ctx, m->ops->scheme, rc);
 		free(sc);
 		free(m);
 		return;

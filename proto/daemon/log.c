@@ -41,3 +41,9 @@ void lode_log(enum lode_log_level lvl, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
 }
+
+void lode_log_conn_error(void *ctx, const char *transport, int err)
+{
+	(void)ctx;
+	LODE_WARN("%s: cannot set up an accepted connection: %s", transport, strerror(-err));
+}
