@@ -12,6 +12,7 @@
  * struct, then the name bytes, then zero padding up to a multiple of 8 bytes.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +90,9 @@ struct wreq {
 	struct lode_wop op;
 	struct lode_mds *m;
 	struct lode_req *req;
-	uint8_t opcode;
-	const void *fixed; /* the decoded fixed struct, inside the request body */
-	struct lode_name n1, n2;
-	uint32_t n_objids;
-	uint64_t handle; /* a write handle this op took (released again if the op fails) */
+	const struct mds_op *row; /* the opcode's row of mds_ops */
+	struct lode_msg msg;	  /* the decoded request, pointing into its body */
+	uint64_t handle;	  /* a write handle this op took (released again if the op fails) */
 	uint32_t target_id;
 	union {
 		struct lode_wire_attr attr;
@@ -103,6 +102,50 @@ struct wreq {
 	} rep;
 	size_t rep_len;
 };
+
+/*
+ * A read is answered on the worker thread that received it. It fills a struct rreply,
+ * which the dispatcher sends (or, if the read failed, frees).
+ */
+struct rreply {
+	union {
+		struct lode_wire_attr attr;
+		struct lode_wire_open_rep open;
+		struct lode_wire_hello_rep hello;
+		struct lode_wire_layout_rep layout;
+		struct lode_wire_statfs_rep statfs;
+		struct lode_wire_readdir_rep readdir;
+		struct lode_wire_xattr_rep xattr;
+		struct lode_wire_target_list_rep targets;
+		struct lode_wire_orphan_list_rep orphans;
+	} body;
+	size_t body_len;
+	void *data; /* malloc'ed, freed with free() once sent; or link below */
+	size_t data_len;
+	char link[LODE_SYMLINK_MAX]; /* READLINK's target, copied by the reply */
+};
+
+/*
+ * One row per opcode the MDS answers: the dispatch table. Every request is decoded by the
+ * message table (proto/wire/msg.c) first; then its row says where it runs:
+ * - read: on the worker thread that received it; with txn set, inside a read-only LMDB
+ *   transaction of its own (readers never block the writer nor each other);
+ * - run: on the writer thread, inside the group commit's batch, in a nested transaction
+ *   that rolls back alone when run fails; the reply waits for the durable commit;
+ * - done: on the writer thread after the commit (status 0) or the rollback: state that must
+ *   follow durability (leases, the in-memory target table). It may turn status into an error.
+ * A row with both read and run sends a request to the writer when mutates() says so.
+ */
+struct mds_op {
+	int (*read)(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		    struct rreply *r);
+	bool txn;
+	int (*run)(struct wreq *w, struct lode_txn *t);
+	int (*done)(struct wreq *w, int status);
+	bool (*mutates)(const struct lode_msg *msg);
+};
+
+/* ---- mutations, on the writer thread ---- */
 
 /* OPEN/CREATE for writing: take the lease as the op's last step, so -EBUSY rolls back
  * everything the op did (a truncation included). */
@@ -137,195 +180,226 @@ static int open_degraded(struct lode_txn *t, struct lode_wire_open_rep *o)
 	return rc;
 }
 
-static int run_commit(struct wreq *w, struct lode_txn *t, const struct lode_wire_commit_req *r)
+static int run_setattr(struct wreq *w, struct lode_txn *t)
 {
-	struct lode_leases *ls = w->m->leases;
+	w->rep_len = sizeof(w->rep.attr);
+	return lode_ns_setattr(t, w->msg.fixed, &w->rep.attr);
+}
+
+static int run_create(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_create_req *r = w->msg.fixed;
+	struct lode_ns_create a = {
+	    .parent = r->parent,
+	    .cred = r->cred,
+	    .name = w->msg.name[0].ptr,
+	    .name_len = w->msg.name[0].len,
+	    .mode = r->mode,
+	    .flags = r->flags,
+	    .layout = r->has_layout ? &r->layout : NULL,
+	    .has_targets = r->has_layout && r->has_targets,
+	    .pl = w->m->pl,
+	    .now_ms = lode_now_ms(),
+	};
+	int created;
+	int rc;
+
+	rc = lode_ns_create(t, &a, &w->rep.open.attr, &w->rep.open.layout, &created);
+	if (!rc)
+		rc = open_degraded(t, &w->rep.open);
+	return rc ? rc : take_lease(w, r->flags);
+}
+
+static int run_open(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_open_req *r = w->msg.fixed;
+	int rc;
+
+	rc = lode_ns_open(t, &r->cred, r->ino, r->flags, &w->rep.open.attr, &w->rep.open.layout);
+	if (!rc)
+		rc = open_degraded(t, &w->rep.open);
+	return rc ? rc : take_lease(w, r->flags);
+}
+
+/* A failed OPEN or CREATE gives back the write handle it took. */
+static int done_open(struct wreq *w, int status)
+{
+	if (status && w->handle)
+		lode_lease_release(w->m->leases, w->handle, w->rep.open.attr.ino);
+	return status;
+}
+
+/* COMMIT and CLOSE of a write handle. */
+static int run_commit(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_commit_req *r = w->msg.fixed;
+	bool is_close = lode_req_hdr(w->req)->opcode == LODE_OP_CLOSE;
 	int rc;
 
 	w->rep_len = sizeof(w->rep.attr);
-	if (w->opcode == LODE_OP_COMMIT || r->commit) {
-		rc = lode_lease_renew(ls, r->handle, r->ino, lode_now_ms());
-		if (rc)
-			return rc;
-	} else {
-		/* CLOSE without commit: the handle just has to exist */
-		rc = lode_lease_renew(ls, r->handle, r->ino, lode_now_ms());
-		if (rc == -EBADF)
-			return rc;
-	}
+	rc = lode_lease_renew(w->m->leases, r->handle, r->ino, lode_now_ms());
+	/* a CLOSE without commit only needs the handle to exist */
+	if (rc && (!is_close || r->commit || rc == -EBADF))
+		return rc;
 	if (r->commit)
 		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, &w->rep.attr);
 	return lode_ns_getattr(t, r->ino, &w->rep.attr);
 }
 
+/* A close ends the handle even when its commit failed. */
+static int done_close(struct wreq *w, int status)
+{
+	const struct lode_wire_commit_req *r = w->msg.fixed;
+
+	if (status != -EBADF && status != -ESHUTDOWN)
+		lode_lease_release(w->m->leases, r->handle, r->ino);
+	return status;
+}
+
+static int run_mkdir(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_mkdir_req *r = w->msg.fixed;
+
+	w->rep_len = sizeof(w->rep.attr);
+	return lode_ns_mkdir(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len,
+			     r->mode, &w->rep.attr);
+}
+
+static int run_unlink(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_lookup_req *r = w->msg.fixed;
+
+	return lode_ns_unlink(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
+}
+
+static int run_rmdir(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_lookup_req *r = w->msg.fixed;
+
+	return lode_ns_rmdir(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
+}
+
+static int run_rename(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_rename_req *r = w->msg.fixed;
+	const struct lode_name *n = w->msg.name;
+
+	return lode_ns_rename(t, &r->cred, r->old_parent, n[0].ptr, n[0].len, r->new_parent,
+			      n[1].ptr, n[1].len, r->flags);
+}
+
+static int run_link(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_link_req *r = w->msg.fixed;
+
+	w->rep_len = sizeof(w->rep.attr);
+	return lode_ns_link(t, &r->cred, r->ino, r->new_parent, w->msg.name[0].ptr,
+			    w->msg.name[0].len, &w->rep.attr);
+}
+
+static int run_symlink(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_symlink_req *r = w->msg.fixed;
+	const struct lode_name *n = w->msg.name;
+
+	w->rep_len = sizeof(w->rep.attr);
+	return lode_ns_symlink(t, &r->cred, r->parent, n[0].ptr, n[0].len, n[1].ptr, n[1].len,
+			       &w->rep.attr);
+}
+
+static int run_setxattr(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_xattr_req *r = w->msg.fixed;
+
+	return lode_ns_setxattr(t, &r->cred, r->ino, w->msg.name[0].ptr, w->msg.name[0].len,
+				lode_req_data(w->req), lode_req_hdr(w->req)->data_len, r->flags);
+}
+
+static int run_removexattr(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_xattr_req *r = w->msg.fixed;
+
+	return lode_ns_removexattr(t, &r->cred, r->ino, w->msg.name[0].ptr, w->msg.name[0].len);
+}
+
+static int run_register(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_target_register_req *r = w->msg.fixed;
+
+	w->rep_len = sizeof(w->rep.hello);
+	return lode_placement_register_txn(t, r->uuid, w->msg.name[0].ptr, w->msg.name[0].len,
+					   r->bytes_total, r->bytes_free, &w->target_id);
+}
+
+/* The target's id is durable now: the in-memory table follows. */
+static int done_register(struct wreq *w, int status)
+{
+	const struct lode_wire_target_register_req *r = w->msg.fixed;
+	const struct lode_name *addr = &w->msg.name[0];
+
+	if (status)
+		return status;
+	status = lode_placement_update(w->m->pl, w->target_id, addr->ptr, addr->len, r->bytes_total,
+				       r->bytes_free, lode_now_ms());
+	w->rep.hello.cluster_id = w->m->cluster_id;
+	w->rep.hello.server_role = 1;
+	w->rep.hello.target_id = w->target_id;
+	if (!status)
+		LODE_INFO("target %u registered at %.*s", w->target_id, (int)addr->len, addr->ptr);
+	return status;
+}
+
+static int run_orphan_done(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_orphan_req *r = w->msg.fixed;
+
+	return lode_ns_orphan_done(t, r->target_id, lode_req_data(w->req), w->msg.count);
+}
+
+static int run_report(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_report_req *r = w->msg.fixed;
+	int rc;
+
+	rc = lode_ns_report_copy(t, r->ino, r->generation, r->stripe, r->target_id);
+	if (!rc)
+		LODE_WARN("inode %llu stripe %u: copy on target %u is degraded (%s)",
+			  (unsigned long long)r->ino, r->stripe, r->target_id,
+			  r->kind == LODE_REPORT_BAD_DATA ? "bad data" : "write failed");
+	return rc;
+}
+
+static int run_set_copy(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_set_copy_req *r = w->msg.fixed;
+	int rc;
+
+	/* only the holder of the write lease may move a copy: no write can race it */
+	rc = lode_lease_renew(w->m->leases, r->handle, r->ino, lode_now_ms());
+	if (rc)
+		return rc;
+	w->rep_len = sizeof(w->rep.layout);
+	rc = lode_ns_set_copy(t, w->m->pl, r->ino, r->index, r->old_target, r->new_target,
+			      &w->rep.layout);
+	if (!rc)
+		LODE_INFO("inode %llu: copy %u moved from target %u to %u, complete",
+			  (unsigned long long)r->ino, r->index, r->old_target, r->new_target);
+	return rc;
+}
+
 static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 {
 	struct wreq *w = lode_container_of(op, struct wreq, op);
-	struct lode_mds *m = w->m;
-	int rc;
 
-	switch (w->opcode) {
-	case LODE_OP_SETATTR:
-		w->rep_len = sizeof(w->rep.attr);
-		return lode_ns_setattr(t, w->fixed, &w->rep.attr);
-	case LODE_OP_CREATE: {
-		const struct lode_wire_create_req *r = w->fixed;
-		struct lode_ns_create a = {
-		    .parent = r->parent,
-		    .cred = r->cred,
-		    .name = w->n1.ptr,
-		    .name_len = w->n1.len,
-		    .mode = r->mode,
-		    .flags = r->flags,
-		    .layout = r->has_layout ? &r->layout : NULL,
-		    .has_targets = r->has_layout && r->has_targets,
-		    .pl = m->pl,
-		    .now_ms = lode_now_ms(),
-		};
-		int created;
-
-		rc = lode_ns_create(t, &a, &w->rep.open.attr, &w->rep.open.layout, &created);
-		if (!rc)
-			rc = open_degraded(t, &w->rep.open);
-		return rc ? rc : take_lease(w, r->flags);
-	}
-	case LODE_OP_OPEN: {
-		const struct lode_wire_open_req *r = w->fixed;
-
-		rc = lode_ns_open(t, &r->cred, r->ino, r->flags, &w->rep.open.attr,
-				  &w->rep.open.layout);
-		if (!rc)
-			rc = open_degraded(t, &w->rep.open);
-		return rc ? rc : take_lease(w, r->flags);
-	}
-	case LODE_OP_COMMIT:
-	case LODE_OP_CLOSE:
-		return run_commit(w, t, w->fixed);
-	case LODE_OP_MKDIR: {
-		const struct lode_wire_mkdir_req *r = w->fixed;
-
-		w->rep_len = sizeof(w->rep.attr);
-		return lode_ns_mkdir(t, &r->cred, r->parent, w->n1.ptr, w->n1.len, r->mode,
-				     &w->rep.attr);
-	}
-	case LODE_OP_UNLINK:
-	case LODE_OP_RMDIR: {
-		const struct lode_wire_lookup_req *r = w->fixed;
-
-		if (w->opcode == LODE_OP_UNLINK)
-			return lode_ns_unlink(t, &r->cred, r->parent, w->n1.ptr, w->n1.len);
-		return lode_ns_rmdir(t, &r->cred, r->parent, w->n1.ptr, w->n1.len);
-	}
-	case LODE_OP_RENAME: {
-		const struct lode_wire_rename_req *r = w->fixed;
-
-		return lode_ns_rename(t, &r->cred, r->old_parent, w->n1.ptr, w->n1.len,
-				      r->new_parent, w->n2.ptr, w->n2.len, r->flags);
-	}
-	case LODE_OP_LINK: {
-		const struct lode_wire_link_req *r = w->fixed;
-
-		w->rep_len = sizeof(w->rep.attr);
-		return lode_ns_link(t, &r->cred, r->ino, r->new_parent, w->n1.ptr, w->n1.len,
-				    &w->rep.attr);
-	}
-	case LODE_OP_SYMLINK: {
-		const struct lode_wire_symlink_req *r = w->fixed;
-
-		w->rep_len = sizeof(w->rep.attr);
-		return lode_ns_symlink(t, &r->cred, r->parent, w->n1.ptr, w->n1.len, w->n2.ptr,
-				       w->n2.len, &w->rep.attr);
-	}
-	case LODE_OP_SETXATTR: {
-		const struct lode_wire_xattr_req *r = w->fixed;
-
-		return lode_ns_setxattr(t, &r->cred, r->ino, w->n1.ptr, w->n1.len,
-					lode_req_data(w->req), lode_req_hdr(w->req)->data_len,
-					r->flags);
-	}
-	case LODE_OP_REMOVEXATTR: {
-		const struct lode_wire_xattr_req *r = w->fixed;
-
-		return lode_ns_removexattr(t, &r->cred, r->ino, w->n1.ptr, w->n1.len);
-	}
-	case LODE_OP_TARGET_REGISTER: {
-		const struct lode_wire_target_register_req *r = w->fixed;
-
-		w->rep_len = sizeof(w->rep.hello);
-		return lode_placement_register_txn(t, r->uuid, w->n1.ptr, w->n1.len, r->bytes_total,
-						   r->bytes_free, &w->target_id);
-	}
-	case LODE_OP_ORPHAN_DONE: {
-		const struct lode_wire_orphan_req *r = w->fixed;
-
-		return lode_ns_orphan_done(t, r->target_id, lode_req_data(w->req), w->n_objids);
-	}
-	case LODE_OP_REPORT_COPY: {
-		const struct lode_wire_report_req *r = w->fixed;
-
-		rc = lode_ns_report_copy(t, r->ino, r->generation, r->stripe, r->target_id);
-		if (!rc)
-			LODE_WARN("inode %llu stripe %u: copy on target %u is degraded (%s)",
-				  (unsigned long long)r->ino, r->stripe, r->target_id,
-				  r->kind == LODE_REPORT_BAD_DATA ? "bad data" : "write failed");
-		return rc;
-	}
-	case LODE_OP_LAYOUT_SET_COPY: {
-		const struct lode_wire_set_copy_req *r = w->fixed;
-
-		/* only the holder of the write lease may move a copy: no write can race it */
-		rc = lode_lease_renew(m->leases, r->handle, r->ino, lode_now_ms());
-		if (rc)
-			return rc;
-		w->rep_len = sizeof(w->rep.layout);
-		rc = lode_ns_set_copy(t, m->pl, r->ino, r->index, r->old_target, r->new_target,
-				      &w->rep.layout);
-		if (!rc)
-			LODE_INFO("inode %llu: copy %u moved from target %u to %u, complete",
-				  (unsigned long long)r->ino, r->index, r->old_target,
-				  r->new_target);
-		return rc;
-	}
-	}
-	return -EOPNOTSUPP;
+	return w->row->run(w, t);
 }
 
-/* After the commit: state that must follow durability, then the reply. */
 static void wreq_done(struct lode_wop *op, int status)
 {
 	struct wreq *w = lode_container_of(op, struct wreq, op);
-	struct lode_mds *m = w->m;
 
-	switch (w->opcode) {
-	case LODE_OP_CREATE:
-	case LODE_OP_OPEN:
-		if (status && w->handle)
-			lode_lease_release(m->leases, w->handle, w->rep.open.attr.ino);
-		break;
-	case LODE_OP_CLOSE: {
-		const struct lode_wire_commit_req *r = w->fixed;
-
-		/* a close ends the handle even when its commit failed */
-		if (status != -EBADF && status != -ESHUTDOWN)
-			lode_lease_release(m->leases, r->handle, r->ino);
-		break;
-	}
-	case LODE_OP_TARGET_REGISTER:
-		if (!status) {
-			const struct lode_wire_target_register_req *r = w->fixed;
-
-			status =
-			    lode_placement_update(m->pl, w->target_id, w->n1.ptr, w->n1.len,
-						  r->bytes_total, r->bytes_free, lode_now_ms());
-			w->rep.hello.cluster_id = m->cluster_id;
-			w->rep.hello.server_role = 1;
-			w->rep.hello.target_id = w->target_id;
-			if (!status)
-				LODE_INFO("target %u registered at %.*s", w->target_id,
-					  (int)w->n1.len, w->n1.ptr);
-		}
-		break;
-	}
+	if (w->row->done)
+		status = w->row->done(w, status);
 	if (status)
 		lode_req_reply_err(w->req, status);
 	else
@@ -333,8 +407,8 @@ static void wreq_done(struct lode_wop *op, int status)
 	free(w);
 }
 
-static void submit(struct lode_mds *m, struct lode_req *req, uint8_t opcode, const void *fixed,
-		   const struct lode_name *n1, const struct lode_name *n2, uint32_t n_objids)
+static void submit(struct lode_mds *m, struct lode_req *req, const struct mds_op *row,
+		   const struct lode_msg *msg)
 {
 	struct wreq *w = calloc(1, sizeof(*w));
 
@@ -346,240 +420,211 @@ static void submit(struct lode_mds *m, struct lode_req *req, uint8_t opcode, con
 	w->op.done = wreq_done;
 	w->m = m;
 	w->req = req;
-	w->opcode = opcode;
-	w->fixed = fixed;
-	if (n1)
-		w->n1 = *n1;
-	if (n2)
-		w->n2 = *n2;
-	w->n_objids = n_objids;
+	w->row = row;
+	w->msg = *msg;
 	lode_writer_submit(m->writer, &w->op);
 }
 
 /* ---- reads, on the worker thread ---- */
 
-static void reply_attr(struct lode_req *req, int rc, const struct lode_wire_attr *a)
+static int read_hello(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		      struct rreply *r)
 {
-	if (rc)
-		lode_req_reply_err(req, rc);
-	else
-		lode_req_reply(req, 0, a, sizeof(*a), NULL, 0, NULL);
+	(void)t, (void)msg;
+	r->body.hello = (struct lode_wire_hello_rep){.cluster_id = m->cluster_id, .server_role = 1};
+	r->body_len = sizeof(r->body.hello);
+	return 0;
 }
 
-static void do_lookup(struct lode_mds *m, struct lode_req *req,
-		      const struct lode_wire_lookup_req *r, const struct lode_name *n)
+static int read_ping(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		     struct rreply *r)
 {
-	struct lode_wire_attr a;
-	struct lode_txn t;
-	int rc = lode_store_read_begin(m->st, &t);
-
-	if (!rc) {
-		rc = lode_ns_lookup(&t, &r->cred, r->parent, n->ptr, n->len, &a);
-		lode_store_abort(&t);
-	}
-	reply_attr(req, rc, &a);
+	(void)m, (void)t, (void)msg, (void)r;
+	return 0;
 }
 
-static void do_getattr(struct lode_mds *m, struct lode_req *req, uint64_t ino)
+static int read_lookup(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		       struct rreply *r)
 {
-	struct lode_wire_attr a;
-	struct lode_txn t;
-	int rc = lode_store_read_begin(m->st, &t);
+	const struct lode_wire_lookup_req *q = msg->fixed;
 
-	if (!rc) {
-		rc = lode_ns_getattr(&t, ino, &a);
-		lode_store_abort(&t);
-	}
-	reply_attr(req, rc, &a);
+	(void)m;
+	r->body_len = sizeof(r->body.attr);
+	return lode_ns_lookup(t, &q->cred, q->parent, msg->name[0].ptr, msg->name[0].len,
+			      &r->body.attr);
 }
 
-static void do_readlink(struct lode_mds *m, struct lode_req *req, uint64_t ino)
+static int read_getattr(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			struct rreply *r)
 {
-	char buf[LODE_SYMLINK_MAX];
-	struct lode_txn t;
-	size_t len = 0;
-	int rc = lode_store_read_begin(m->st, &t);
+	const struct lode_wire_getattr_req *q = msg->fixed;
 
-	if (!rc) {
-		rc = lode_ns_readlink(&t, ino, buf, sizeof(buf), &len);
-		lode_store_abort(&t);
-	}
-	if (rc)
-		lode_req_reply_err(req, rc);
-	else
-		lode_req_reply(req, 0, NULL, 0, buf, len, NULL);
+	(void)m;
+	r->body_len = sizeof(r->body.attr);
+	return lode_ns_getattr(t, q->ino, &r->body.attr);
 }
 
-static void do_readdir(struct lode_mds *m, struct lode_req *req,
-		       const struct lode_wire_readdir_req *r)
+static int read_readlink(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			 struct rreply *r)
 {
-	struct lode_wire_readdir_rep rep = {0};
-	size_t cap, used = 0;
-	struct lode_txn t;
-	void *buf;
+	const struct lode_wire_getattr_req *q = msg->fixed;
+
+	(void)m;
+	r->data = r->link;
+	return lode_ns_readlink(t, q->ino, r->link, sizeof(r->link), &r->data_len);
+}
+
+static int read_readdir(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			struct rreply *r)
+{
+	const struct lode_wire_readdir_req *q = msg->fixed;
+	bool plus = q->flags & LODE_READDIR_ATTRS;
+	size_t cap =
+	    (size_t)q->max_entries * (plus ? LODE_NS_DIRENTPLUS_REC_MAX : LODE_NS_DIRENT_REC_MAX);
 	int eof = 0;
 	int rc;
 
-	if (r->max_entries == 0 || r->max_entries > LODE_READDIR_MAX) {
-		lode_req_reply_err(req, -EINVAL);
-		return;
-	}
-	cap = (size_t)r->max_entries * ((r->flags & LODE_READDIR_ATTRS) ? LODE_NS_DIRENTPLUS_REC_MAX
-									: LODE_NS_DIRENT_REC_MAX);
-	buf = malloc(cap);
-	if (!buf) {
-		lode_req_reply_err(req, -ENOMEM);
-		return;
-	}
-	rc = lode_store_read_begin(m->st, &t);
-	if (!rc) {
-		rc = ((r->flags & LODE_READDIR_ATTRS) ? lode_ns_readdirplus : lode_ns_readdir)(
-		    &t, &r->cred, r->ino, r->cookie, r->max_entries, buf, cap, &used, &rep.count,
-		    &eof);
-		lode_store_abort(&t);
-	}
-	if (rc) {
-		free(buf);
-		lode_req_reply_err(req, rc);
-		return;
-	}
-	rep.eof = (uint32_t)eof;
-	lode_req_reply(req, 0, &rep, sizeof(rep), buf, used, free);
+	(void)m;
+	r->data = malloc(cap);
+	if (!r->data)
+		return -ENOMEM;
+	rc = (plus ? lode_ns_readdirplus
+		   : lode_ns_readdir)(t, &q->cred, q->ino, q->cookie, q->max_entries, r->data, cap,
+				      &r->data_len, &r->body.readdir.count, &eof);
+	r->body.readdir.eof = (uint32_t)eof;
+	r->body_len = sizeof(r->body.readdir);
+	return rc;
 }
 
-static void do_statfs(struct lode_mds *m, struct lode_req *req)
+static int read_statfs(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		       struct rreply *r)
 {
-	struct lode_wire_statfs_rep s;
-	struct lode_txn t;
-	int rc = lode_store_read_begin(m->st, &t);
-
-	if (!rc) {
-		rc = lode_ns_statfs(&t, m->pl, lode_now_ms(), &s);
-		lode_store_abort(&t);
-	}
-	if (rc)
-		lode_req_reply_err(req, rc);
-	else
-		lode_req_reply(req, 0, &s, sizeof(s), NULL, 0, NULL);
+	(void)msg;
+	r->body_len = sizeof(r->body.statfs);
+	return lode_ns_statfs(t, m->pl, lode_now_ms(), &r->body.statfs);
 }
 
-static void do_getxattr(struct lode_mds *m, struct lode_req *req, uint8_t opcode,
-			const struct lode_wire_xattr_req *r, const struct lode_name *n)
+/* GETXATTR and LISTXATTR: a size of 0 asks only for the length. */
+static int read_xattr(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		      struct rreply *r)
 {
-	size_t max = opcode == LODE_OP_GETXATTR ? LODE_XATTR_VALUE_MAX : LODE_DATA_MAX;
-	size_t size = r->size < max ? r->size : max;
-	struct lode_wire_xattr_rep rep = {0};
-	struct lode_txn t;
-	void *buf = NULL;
+	const struct lode_wire_xattr_req *q = msg->fixed;
+	bool get = msg->name[0].len != 0; /* LISTXATTR has no name */
+	size_t max = get ? LODE_XATTR_VALUE_MAX : LODE_DATA_MAX;
+	size_t size = q->size < max ? q->size : max;
 	size_t len = 0;
 	int rc;
 
+	(void)m;
 	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			lode_req_reply_err(req, -ENOMEM);
-			return;
-		}
+		r->data = malloc(size);
+		if (!r->data)
+			return -ENOMEM;
 	}
-	rc = lode_store_read_begin(m->st, &t);
-	if (!rc) {
-		if (opcode == LODE_OP_GETXATTR)
-			rc =
-			    lode_ns_getxattr(&t, &r->cred, r->ino, n->ptr, n->len, buf, size, &len);
-		else
-			rc = lode_ns_listxattr(&t, &r->cred, r->ino, buf, size, &len);
-		lode_store_abort(&t);
-	}
-	if (rc) {
-		free(buf);
-		lode_req_reply_err(req, rc);
-		return;
-	}
-	rep.size = (uint32_t)len;
-	if (!size) {
-		lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
-		return;
-	}
-	lode_req_reply(req, 0, &rep, sizeof(rep), buf, len, free);
-}
-
-static void do_open_read(struct lode_mds *m, struct lode_req *req,
-			 const struct lode_wire_open_req *r)
-{
-	struct lode_wire_open_rep rep = {0};
-	struct lode_txn t;
-	int rc = lode_store_read_begin(m->st, &t);
-
-	if (!rc) {
-		rc = lode_ns_open(&t, &r->cred, r->ino, r->flags, &rep.attr, &rep.layout);
-		if (!rc)
-			rc = open_degraded(&t, &rep);
-		lode_store_abort(&t);
-	}
-	if (rc) {
-		lode_req_reply_err(req, rc);
-		return;
-	}
-	rep.handle = lode_lease_read_handle();
-	lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
-}
-
-static void do_layout_get(struct lode_mds *m, struct lode_req *req, uint64_t ino)
-{
-	struct lode_wire_layout_rep rep;
-	struct lode_txn t;
-	int rc = lode_store_read_begin(m->st, &t);
-
-	if (!rc) {
-		rc = lode_ns_layout_get(&t, ino, &rep);
-		lode_store_abort(&t);
-	}
-	if (rc)
-		lode_req_reply_err(req, rc);
+	if (get)
+		rc = lode_ns_getxattr(t, &q->cred, q->ino, msg->name[0].ptr, msg->name[0].len,
+				      r->data, size, &len);
 	else
-		lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+		rc = lode_ns_listxattr(t, &q->cred, q->ino, r->data, size, &len);
+	r->body.xattr = (struct lode_wire_xattr_rep){.size = (uint32_t)len};
+	r->body_len = sizeof(r->body.xattr);
+	r->data_len = size ? len : 0;
+	return rc;
+}
+
+/* OPEN for reading only: no lease, so no commit either. */
+static int read_open(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		     struct rreply *r)
+{
+	const struct lode_wire_open_req *q = msg->fixed;
+	struct lode_wire_open_rep *o = &r->body.open;
+	int rc;
+
+	(void)m;
+	memset(o, 0, sizeof(*o));
+	rc = lode_ns_open(t, &q->cred, q->ino, q->flags, &o->attr, &o->layout);
+	if (!rc)
+		rc = open_degraded(t, o);
+	o->handle = lode_lease_read_handle();
+	r->body_len = sizeof(*o);
+	return rc;
+}
+
+static bool open_mutates(const struct lode_msg *msg)
+{
+	return ((const struct lode_wire_open_req *)msg->fixed)->flags &
+	       (LODE_OPEN_WRITE | LODE_OPEN_TRUNC);
+}
+
+/* COMMIT and CLOSE of a write handle go to the writer; of a read handle, they stay here. */
+static bool handle_mutates(const struct lode_msg *msg)
+{
+	return !(((const struct lode_wire_commit_req *)msg->fixed)->handle & LODE_LEASE_READ_BIT);
+}
+
+static int read_commit(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		       struct rreply *r)
+{
+	(void)m, (void)t, (void)msg, (void)r;
+	return -EBADF; /* a read handle has nothing to commit */
 }
 
 /* CLOSE of a read handle: nothing to release, nothing to commit. */
-static void do_close_read(struct lode_mds *m, struct lode_req *req,
-			  const struct lode_wire_commit_req *r)
+static int read_close(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		      struct rreply *r)
 {
-	struct lode_wire_attr a = {0};
-	struct lode_txn t;
+	const struct lode_wire_commit_req *q = msg->fixed;
 	int rc;
 
-	if (r->commit) {
-		lode_req_reply_err(req, -EBADF);
-		return;
-	}
-	rc = lode_store_read_begin(m->st, &t);
-	if (!rc) {
-		rc = lode_ns_getattr(&t, r->ino, &a);
-		lode_store_abort(&t);
-	}
+	(void)m;
+	if (q->commit)
+		return -EBADF;
+	r->body_len = sizeof(r->body.attr);
+	rc = lode_ns_getattr(t, q->ino, &r->body.attr);
 	if (rc == -ENOENT) {
 		/* closing a file that was removed meanwhile is fine */
-		memset(&a, 0, sizeof(a));
+		memset(&r->body.attr, 0, sizeof(r->body.attr));
 		rc = 0;
 	}
-	reply_attr(req, rc, &a);
+	return rc;
 }
 
-static void do_target_list(struct lode_mds *m, struct lode_req *req)
+static int read_layout(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		       struct rreply *r)
 {
-	struct lode_wire_target_list_rep rep = {0};
-	struct lode_placement_target *list;
-	unsigned n;
-	size_t pos = 0;
-	char *buf;
+	const struct lode_wire_getattr_req *q = msg->fixed;
 
+	(void)m;
+	r->body_len = sizeof(r->body.layout);
+	return lode_ns_layout_get(t, q->ino, &r->body.layout);
+}
+
+/* Health lives in memory only: it is not durable, and never waits for the writer. */
+static int read_heartbeat(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			  struct rreply *r)
+{
+	const struct lode_wire_target_heartbeat_req *q = msg->fixed;
+
+	(void)t, (void)r;
+	return lode_placement_heartbeat(m->pl, q->target_id, q->bytes_total, q->bytes_free,
+					q->objects, lode_now_ms());
+}
+
+static int read_target_list(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			    struct rreply *r)
+{
+	struct lode_placement_target *list;
+	char *buf;
+	size_t pos = 0;
+	unsigned n;
+
+	(void)t, (void)msg;
 	list = malloc(LODE_TARGETS_MAX * sizeof(*list));
 	buf = malloc(LODE_TARGETS_MAX * LODE_NS_TARGET_REC(LODE_ADDR_MAX));
 	if (!list || !buf) {
 		free(list);
 		free(buf);
-		lode_req_reply_err(req, -ENOMEM);
-		return;
+		return -ENOMEM;
 	}
 	lode_placement_list(m->pl, lode_now_ms(), list, LODE_TARGETS_MAX, &n);
 	for (unsigned i = 0; i < n; i++) {
@@ -600,295 +645,129 @@ static void do_target_list(struct lode_mds *m, struct lode_req *req)
 		pos += rec;
 	}
 	free(list);
-	rep.count = n;
-	lode_req_reply(req, 0, &rep, sizeof(rep), buf, pos, free);
+	r->body.targets = (struct lode_wire_target_list_rep){.count = n};
+	r->body_len = sizeof(r->body.targets);
+	r->data = buf;
+	r->data_len = pos;
+	return 0;
 }
 
-static void do_orphan_list(struct lode_mds *m, struct lode_req *req,
-			   const struct lode_wire_orphan_req *r)
+static int read_orphan_list(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			    struct rreply *r)
 {
-	struct lode_wire_orphan_list_rep rep = {0};
-	uint32_t max = r->max < LODE_OBJLIST_MAX ? r->max : LODE_OBJLIST_MAX;
-	struct lode_wire_objid *ids;
-	struct lode_txn t;
+	const struct lode_wire_orphan_req *q = msg->fixed;
+	struct lode_wire_objid *ids = calloc(q->max, sizeof(*ids));
 	uint32_t n = 0;
 	int rc;
 
-	if (max == 0) {
-		lode_req_reply_err(req, -EINVAL);
-		return;
-	}
-	ids = calloc(max, sizeof(*ids));
-	if (!ids) {
-		lode_req_reply_err(req, -ENOMEM);
-		return;
-	}
-	rc = lode_store_read_begin(m->st, &t);
-	if (!rc) {
-		rc = lode_ns_orphan_list(&t, r->target_id, lode_ns_now(), m->orphan_grace_ns, ids,
-					 max, &n);
-		lode_store_abort(&t);
-	}
-	if (rc) {
-		free(ids);
-		lode_req_reply_err(req, rc);
-		return;
-	}
-	rep.count = n;
-	lode_req_reply(req, 0, &rep, sizeof(rep), ids, n * sizeof(*ids), free);
+	if (!ids)
+		return -ENOMEM;
+	r->data = ids;
+	rc = lode_ns_orphan_list(t, q->target_id, lode_ns_now(), m->orphan_grace_ns, ids, q->max,
+				 &n);
+	r->body.orphans = (struct lode_wire_orphan_list_rep){.count = n};
+	r->body_len = sizeof(r->body.orphans);
+	r->data_len = n * sizeof(*ids);
+	return rc;
 }
 
+/* ---- the table ---- */
+
+#define READ(fn)                                                                                   \
+	{                                                                                          \
+		.read = fn, .txn = true                                                            \
+	}
+#define MUTATE(fn)                                                                                 \
+	{                                                                                          \
+		.run = fn                                                                          \
+	}
+
+static const struct mds_op mds_ops[LODE_OP_MAX_] = {
+    [LODE_OP_HELLO] = {.read = read_hello},
+    [LODE_OP_PING] = {.read = read_ping},
+    [LODE_OP_LOOKUP] = READ(read_lookup),
+    [LODE_OP_GETATTR] = READ(read_getattr),
+    [LODE_OP_SETATTR] = MUTATE(run_setattr),
+    [LODE_OP_CREATE] = {.run = run_create, .done = done_open},
+    [LODE_OP_MKDIR] = MUTATE(run_mkdir),
+    [LODE_OP_UNLINK] = MUTATE(run_unlink),
+    [LODE_OP_RMDIR] = MUTATE(run_rmdir),
+    [LODE_OP_RENAME] = MUTATE(run_rename),
+    [LODE_OP_LINK] = MUTATE(run_link),
+    [LODE_OP_SYMLINK] = MUTATE(run_symlink),
+    [LODE_OP_READLINK] = READ(read_readlink),
+    [LODE_OP_READDIR] = READ(read_readdir),
+    [LODE_OP_STATFS] = READ(read_statfs),
+    [LODE_OP_SETXATTR] = MUTATE(run_setxattr),
+    [LODE_OP_GETXATTR] = READ(read_xattr),
+    [LODE_OP_LISTXATTR] = READ(read_xattr),
+    [LODE_OP_REMOVEXATTR] = MUTATE(run_removexattr),
+    [LODE_OP_OPEN] = {.read = read_open,
+		      .txn = true,
+		      .run = run_open,
+		      .done = done_open,
+		      .mutates = open_mutates},
+    [LODE_OP_CLOSE] = {.read = read_close,
+		       .txn = true,
+		       .run = run_commit,
+		       .done = done_close,
+		       .mutates = handle_mutates},
+    [LODE_OP_COMMIT] = {.read = read_commit, .run = run_commit, .mutates = handle_mutates},
+    [LODE_OP_TARGET_REGISTER] = {.run = run_register, .done = done_register},
+    [LODE_OP_TARGET_HEARTBEAT] = {.read = read_heartbeat},
+    [LODE_OP_TARGET_LIST] = {.read = read_target_list},
+    [LODE_OP_ORPHAN_LIST] = READ(read_orphan_list),
+    [LODE_OP_ORPHAN_DONE] = MUTATE(run_orphan_done),
+    [LODE_OP_REPORT_COPY] = MUTATE(run_report),
+    [LODE_OP_LAYOUT_GET] = READ(read_layout),
+    [LODE_OP_LAYOUT_SET_COPY] = MUTATE(run_set_copy),
+};
+
 /* ---- dispatch ---- */
+
+static void answer_read(struct lode_mds *m, struct lode_req *req, const struct mds_op *row,
+			const struct lode_msg *msg)
+{
+	struct rreply r = {.body_len = 0};
+	struct lode_txn t;
+	int rc = 0;
+
+	if (row->txn)
+		rc = lode_store_read_begin(m->st, &t);
+	if (!rc) {
+		rc = row->read(m, &t, msg, &r);
+		if (row->txn)
+			lode_store_abort(&t);
+	}
+	if (rc) {
+		if (r.data != r.link)
+			free(r.data);
+		lode_req_reply_err(req, rc);
+	} else {
+		/* the link is copied by the reply; anything else was malloc'ed for it */
+		lode_req_reply(req, 0, &r.body, r.body_len, r.data, r.data_len,
+			       r.data == r.link ? NULL : free);
+	}
+}
 
 void lode_mds_on_request(void *ctx, struct lode_req *req)
 {
 	struct lode_mds *m = ctx;
 	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
-	const void *body = lode_req_body(req);
-	uint32_t len = hdr->body_len;
-	uint64_t dlen = hdr->data_len;
-	uint8_t opc = hdr->opcode;
-	struct lode_name n1 = {0}, n2 = {0};
+	const struct mds_op *row = &mds_ops[hdr->opcode];
+	struct lode_msg msg;
 	int rc;
 
-	switch (opc) {
-	case LODE_OP_HELLO: {
-		const struct lode_wire_hello_req *r;
-		struct lode_wire_hello_rep rep = {.cluster_id = m->cluster_id, .server_role = 1};
-
-		rc = lode_dec_hello(body, len, dlen, &r);
-		if (rc)
-			break;
-		lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	rc = lode_msg_decode(hdr->opcode, lode_req_body(req), hdr->body_len, hdr->data_len, &msg);
+	if (!rc && !row->read && !row->run)
+		rc = -EOPNOTSUPP; /* object operations belong to the OSS */
+	if (rc) {
+		LODE_DEBUG("%s: %s", lode_op_name(hdr->opcode), strerror(-rc));
+		lode_req_reply_err(req, rc);
 		return;
 	}
-	case LODE_OP_PING:
-		if (len || dlen) {
-			rc = -EPROTO;
-			break;
-		}
-		lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
-		return;
-	case LODE_OP_LOOKUP: {
-		const struct lode_wire_lookup_req *r;
-
-		rc = lode_dec_lookup(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		do_lookup(m, req, r, &n1);
-		return;
-	}
-	case LODE_OP_GETATTR:
-	case LODE_OP_READLINK: {
-		const struct lode_wire_getattr_req *r;
-
-		rc = lode_dec_getattr(body, len, dlen, &r);
-		if (rc)
-			break;
-		if (opc == LODE_OP_GETATTR)
-			do_getattr(m, req, r->ino);
-		else
-			do_readlink(m, req, r->ino);
-		return;
-	}
-	case LODE_OP_SETATTR: {
-		const struct lode_wire_setattr_req *r;
-
-		rc = lode_dec_setattr(body, len, dlen, &r);
-		if (rc)
-			break;
-		submit(m, req, opc, r, NULL, NULL, 0);
-		return;
-	}
-	case LODE_OP_CREATE: {
-		const struct lode_wire_create_req *r;
-
-		rc = lode_dec_create(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_OPEN: {
-		const struct lode_wire_open_req *r;
-
-		rc = lode_dec_open(body, len, dlen, &r);
-		if (rc)
-			break;
-		if (r->flags & (LODE_OPEN_WRITE | LODE_OPEN_TRUNC))
-			submit(m, req, opc, r, NULL, NULL, 0);
-		else
-			do_open_read(m, req, r);
-		return;
-	}
-	case LODE_OP_COMMIT:
-	case LODE_OP_CLOSE: {
-		const struct lode_wire_commit_req *r;
-
-		rc = lode_dec_commit(body, len, dlen, &r);
-		if (rc)
-			break;
-		if (r->handle & LODE_LEASE_READ_BIT) {
-			if (opc == LODE_OP_COMMIT)
-				lode_req_reply_err(req, -EBADF);
-			else
-				do_close_read(m, req, r);
-			return;
-		}
-		submit(m, req, opc, r, NULL, NULL, 0);
-		return;
-	}
-	case LODE_OP_MKDIR: {
-		const struct lode_wire_mkdir_req *r;
-
-		rc = lode_dec_mkdir(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_UNLINK:
-	case LODE_OP_RMDIR: {
-		const struct lode_wire_lookup_req *r;
-
-		rc = lode_dec_lookup(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_RENAME: {
-		const struct lode_wire_rename_req *r;
-
-		rc = lode_dec_rename(body, len, dlen, &r, &n1, &n2);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, &n2, 0);
-		return;
-	}
-	case LODE_OP_LINK: {
-		const struct lode_wire_link_req *r;
-
-		rc = lode_dec_link(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_SYMLINK: {
-		const struct lode_wire_symlink_req *r;
-
-		rc = lode_dec_symlink(body, len, dlen, &r, &n1, &n2);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, &n2, 0);
-		return;
-	}
-	case LODE_OP_READDIR: {
-		const struct lode_wire_readdir_req *r;
-
-		rc = lode_dec_readdir(body, len, dlen, &r);
-		if (rc)
-			break;
-		do_readdir(m, req, r);
-		return;
-	}
-	case LODE_OP_STATFS:
-		rc = lode_dec_statfs(body, len, dlen);
-		if (rc)
-			break;
-		do_statfs(m, req);
-		return;
-	case LODE_OP_SETXATTR:
-	case LODE_OP_GETXATTR:
-	case LODE_OP_LISTXATTR:
-	case LODE_OP_REMOVEXATTR: {
-		const struct lode_wire_xattr_req *r;
-
-		rc = lode_dec_xattr(opc, body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		if (opc == LODE_OP_GETXATTR || opc == LODE_OP_LISTXATTR)
-			do_getxattr(m, req, opc, r, &n1);
-		else
-			submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_TARGET_REGISTER: {
-		const struct lode_wire_target_register_req *r;
-
-		rc = lode_dec_target_register(body, len, dlen, &r, &n1);
-		if (rc)
-			break;
-		submit(m, req, opc, r, &n1, NULL, 0);
-		return;
-	}
-	case LODE_OP_TARGET_HEARTBEAT: {
-		const struct lode_wire_target_heartbeat_req *r;
-
-		rc = lode_dec_target_heartbeat(body, len, dlen, &r);
-		if (rc)
-			break;
-		/* memory only: health is not durable */
-		rc = lode_placement_heartbeat(m->pl, r->target_id, r->bytes_total, r->bytes_free,
-					      r->objects, lode_now_ms());
-		if (rc)
-			break;
-		lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
-		return;
-	}
-	case LODE_OP_TARGET_LIST:
-		rc = lode_dec_target_list(body, len, dlen);
-		if (rc)
-			break;
-		do_target_list(m, req);
-		return;
-	case LODE_OP_ORPHAN_LIST:
-	case LODE_OP_ORPHAN_DONE: {
-		const struct lode_wire_orphan_req *r;
-		uint32_t n = 0;
-
-		rc = lode_dec_orphan(opc, body, len, dlen, &r, &n);
-		if (rc)
-			break;
-		if (opc == LODE_OP_ORPHAN_LIST)
-			do_orphan_list(m, req, r);
-		else
-			submit(m, req, opc, r, NULL, NULL, n);
-		return;
-	}
-	case LODE_OP_REPORT_COPY: {
-		const struct lode_wire_report_req *r;
-
-		rc = lode_dec_report(body, len, dlen, &r);
-		if (rc)
-			break;
-		submit(m, req, opc, r, NULL, NULL, 0);
-		return;
-	}
-	case LODE_OP_LAYOUT_GET: {
-		const struct lode_wire_getattr_req *r;
-
-		rc = lode_dec_getattr(body, len, dlen, &r);
-		if (rc)
-			break;
-		do_layout_get(m, req, r->ino);
-		return;
-	}
-	case LODE_OP_LAYOUT_SET_COPY: {
-		const struct lode_wire_set_copy_req *r;
-
-		rc = lode_dec_set_copy(body, len, dlen, &r);
-		if (rc)
-			break;
-		submit(m, req, opc, r, NULL, NULL, 0);
-		return;
-	}
-	default:
-		/* object operations belong to the OSS */
-		rc = -EOPNOTSUPP;
-		break;
-	}
-	LODE_DEBUG("%s: %s", lode_op_name(opc), strerror(-rc));
-	lode_req_reply_err(req, rc);
+	if (row->run && (!row->read || row->mutates(&msg)))
+		submit(m, req, row, &msg);
+	else
+		answer_read(m, req, row, &msg);
 }

@@ -374,149 +374,154 @@ static int chain_start(struct lode_oss *oss, struct lode_req *req, const void *f
 	return 0;
 }
 
-static void on_request(void *ctx, struct lode_req *req)
+/*
+ * One row per opcode the OSS answers: the dispatch table. The message table
+ * (proto/wire/msg.c) has decoded the request; a row answers it exactly once, from the
+ * operation's completion or at once. io is the worker's I/O context (NULL if it could not
+ * be made: the row answers -ENOMEM).
+ */
+typedef int (*oss_op)(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		      const struct lode_msg *msg);
+
+static int op_hello(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg)
 {
-	struct lode_oss *oss = ctx;
-	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
-	const void *body = lode_req_body(req);
-	uint32_t blen = hdr->body_len;
-	uint64_t dlen = hdr->data_len;
-	struct lode_objstore_io *io = worker_io;
-	struct lode_obj_result res = {0};
+	struct lode_wire_hello_rep rep = {0};
+
+	(void)io, (void)msg;
+	rep.cluster_id = atomic_load(&oss->cluster_id);
+	rep.server_role = LODE_ROLE_OSS;
+	rep.target_id = atomic_load(&oss->target_id);
+	lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	return 0;
+}
+
+static int op_ping(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		   const struct lode_msg *msg)
+{
+	(void)oss, (void)io, (void)msg;
+	lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
+	return 0;
+}
+
+static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg)
+{
+	const struct lode_wire_obj_write_req *wr = msg->fixed;
+	size_t dlen = (size_t)lode_req_hdr(req)->data_len;
+	struct chain_op *op;
 	int err;
 
-	switch (hdr->opcode) {
-	case LODE_OP_HELLO: {
-		const struct lode_wire_hello_req *hr;
-		struct lode_wire_hello_rep rep = {0};
-
-		err = lode_dec_hello(body, blen, dlen, &hr);
-		if (err)
-			break;
-		rep.cluster_id = atomic_load(&oss->cluster_id);
-		rep.server_role = LODE_ROLE_OSS;
-		rep.target_id = atomic_load(&oss->target_id);
-		lode_req_reply(req, 0, &rep, sizeof(rep), NULL, 0, NULL);
-		return;
+	if (!io)
+		return -ENOMEM;
+	if (!msg->chain) {
+		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums,
+				    wr->flags, obj_done, req);
+		return 0;
 	}
-	case LODE_OP_PING:
-		err = blen || dlen ? -EPROTO : 0;
-		if (err)
-			break;
-		lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
-		return;
-	case LODE_OP_OBJ_WRITE: {
-		const struct lode_wire_obj_write_req *wr;
-		const struct lode_wire_chain *ch;
-		const uint64_t *sums;
-		struct chain_op *op;
+	if (!worker_fwd)
+		return -ENOMEM;
+	err = chain_start(oss, req, wr, sizeof(*wr) + wr->nchunks * sizeof(uint64_t), msg->chain,
+			  &op);
+	if (err)
+		return err;
+	lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums,
+			    wr->flags & LODE_OBJ_F_SYNC, chain_local_done, op);
+	return 0;
+}
 
-		err = lode_dec_obj_write(body, blen, dlen, &wr, &sums, &ch);
-		if (err)
-			break;
-		if (!io) {
-			err = -ENOMEM;
-			break;
-		}
-		if (!ch) {
-			lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req),
-					    (size_t)dlen, sums, wr->flags, obj_done, req);
-			return;
-		}
-		if (!worker_fwd) {
-			err = -ENOMEM;
-			break;
-		}
-		err =
-		    chain_start(oss, req, body, sizeof(*wr) + wr->nchunks * sizeof(*sums), ch, &op);
-		if (err)
-			break;
-		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), (size_t)dlen,
-				    sums, wr->flags & LODE_OBJ_F_SYNC, chain_local_done, op);
-		return;
-	}
-	case LODE_OP_OBJ_READ: {
-		const struct lode_wire_obj_read_req *rr;
+static int op_read(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		   const struct lode_msg *msg)
+{
+	const struct lode_wire_obj_read_req *rr = msg->fixed;
 
-		err = lode_dec_obj_read(body, blen, dlen, &rr);
-		if (err)
-			break;
-		if (!io) {
-			err = -ENOMEM;
-			break;
-		}
-		lode_objstore_read_fd(io, &rr->obj, rr->offset, rr->length, read_done, req);
-		return;
-	}
-	case LODE_OP_OBJ_TRUNCATE: {
-		const struct lode_wire_obj_truncate_req *tr;
+	(void)oss;
+	if (!io)
+		return -ENOMEM;
+	lode_objstore_read_fd(io, &rr->obj, rr->offset, rr->length, read_done, req);
+	return 0;
+}
 
-		err = lode_dec_obj_truncate(body, blen, dlen, &tr);
-		if (err)
-			break;
-		if (!io) {
-			err = -ENOMEM;
-			break;
-		}
-		lode_objstore_truncate(io, &tr->obj, tr->size, obj_done, req);
-		return;
-	}
-	case LODE_OP_OBJ_FSYNC: {
-		const struct lode_wire_chain *ch;
-		const struct lode_wire_objid *id;
-		struct chain_op *op;
+static int op_truncate(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		       const struct lode_msg *msg)
+{
+	const struct lode_wire_obj_truncate_req *tr = msg->fixed;
 
-		err = lode_dec_obj_fsync(body, blen, dlen, &id, &ch);
-		if (err)
-			break;
-		if (!io || (ch && !worker_fwd)) {
-			err = -ENOMEM;
-			break;
-		}
-		if (!ch) {
-			lode_objstore_fsync(io, id, obj_done, req);
-			return;
-		}
-		err = chain_start(oss, req, id, sizeof(*id), ch, &op);
-		if (err)
-			break;
-		lode_objstore_fsync(io, id, chain_local_done, op);
-		return;
-	}
-	case LODE_OP_OBJ_REMOVE: {
-		const struct lode_wire_objid *id;
+	(void)oss;
+	if (!io)
+		return -ENOMEM;
+	lode_objstore_truncate(io, &tr->obj, tr->size, obj_done, req);
+	return 0;
+}
 
-		err = lode_dec_objid(body, blen, dlen, &id);
-		if (err)
-			break;
-		err = lode_objstore_remove(oss->st, io, id, &res);
-		reply_obj(req, err, &res);
-		return;
-	}
-	case LODE_OP_OBJ_STAT: {
-		const struct lode_wire_objid *id;
+static int op_fsync(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg)
+{
+	const struct lode_wire_objid *id = msg->fixed;
+	struct chain_op *op;
+	int err;
 
-		err = lode_dec_objid(body, blen, dlen, &id);
-		if (err)
-			break;
-		err = lode_objstore_stat(oss->st, id, &res);
-		reply_obj(req, err, &res);
-		return;
+	if (!io || (msg->chain && !worker_fwd))
+		return -ENOMEM;
+	if (!msg->chain) {
+		lode_objstore_fsync(io, id, obj_done, req);
+		return 0;
 	}
-	case LODE_OP_OBJ_LIST: {
-		const struct lode_wire_obj_list_req *lr;
+	err = chain_start(oss, req, id, sizeof(*id), msg->chain, &op);
+	if (err)
+		return err;
+	lode_objstore_fsync(io, id, chain_local_done, op);
+	return 0;
+}
 
-		err = lode_dec_obj_list(body, blen, dlen, &lr);
-		if (err)
-			break;
-		do_list(oss, req, lr);
-		return;
-	}
-	default:
+static int op_remove(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		     const struct lode_msg *msg)
+{
+	struct lode_obj_result res = {0};
+
+	reply_obj(req, lode_objstore_remove(oss->st, io, msg->fixed, &res), &res);
+	return 0;
+}
+
+static int op_stat(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		   const struct lode_msg *msg)
+{
+	struct lode_obj_result res = {0};
+
+	(void)io;
+	reply_obj(req, lode_objstore_stat(oss->st, msg->fixed, &res), &res);
+	return 0;
+}
+
+static int op_list(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		   const struct lode_msg *msg)
+{
+	(void)io;
+	do_list(oss, req, msg->fixed);
+	return 0;
+}
+
+static const oss_op oss_ops[LODE_OP_MAX_] = {
+    [LODE_OP_HELLO] = op_hello,		  [LODE_OP_PING] = op_ping,
+    [LODE_OP_OBJ_WRITE] = op_write,	  [LODE_OP_OBJ_READ] = op_read,
+    [LODE_OP_OBJ_TRUNCATE] = op_truncate, [LODE_OP_OBJ_FSYNC] = op_fsync,
+    [LODE_OP_OBJ_REMOVE] = op_remove,	  [LODE_OP_OBJ_STAT] = op_stat,
+    [LODE_OP_OBJ_LIST] = op_list,
+};
+
+static void on_request(void *ctx, struct lode_req *req)
+{
+	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
+	struct lode_msg msg;
+	int err;
+
+	err = lode_msg_decode(hdr->opcode, lode_req_body(req), hdr->body_len, hdr->data_len, &msg);
+	if (!err && !oss_ops[hdr->opcode])
 		err = -EOPNOTSUPP; /* a metadata request sent to the wrong server */
-		break;
-	}
-	lode_req_reply_err(req, err);
+	if (!err)
+		err = oss_ops[hdr->opcode](ctx, worker_io, req, &msg);
+	if (err)
+		lode_req_reply_err(req, err);
 }
 
 const struct lode_server_ops lode_oss_server_ops = {

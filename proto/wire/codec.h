@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bounds-checked encoding and decoding of Lode frames.
+ * Bounds-checked encoding and decoding of Lode frames: the interface of proto/wire.
+ *
+ *   msg.c       the message table (one row per opcode) and the request decoder; headers
+ *   values.c    wire status codes, names, layouts, the encoding buffer
+ *   chain.c     forwarding chains of chained replication
+ *   replies.c   reply-side decoders and record walkers, for clients
+ *   checksum.c  chunk checksums (chunk_sum_avx2.c: the AVX2 path)
  *
  * Decoders take what was received (header + body + data lengths) and check every length
  * and reserved field before reading; they return 0 or a negative errno (-EPROTO for a
@@ -49,74 +55,30 @@ int lode_name_check(const char *name, size_t len);
 int lode_xattr_name_check(const char *name, size_t len);
 
 /*
- * Per-opcode request decoders. Each takes the body as received and returns a pointer to
- * the fixed struct (aligned: bodies are received into 8-byte aligned buffers) plus the
- * names that follow it. data_len is the frame's bulk data length where the opcode allows
- * data (otherwise a non-zero data_len is -EPROTO).
+ * A decoded request. fixed points at the opcode's struct inside the body (aligned: bodies
+ * are received into 8-byte aligned buffers; NULL for an empty body); names[] at the names
+ * that follow it, in the order the struct lists their lengths (unused ones are {NULL, 0}).
+ * Everything points into the body and stays valid as long as it does.
  */
-int lode_dec_hello(const void *body, uint32_t len, uint64_t data_len,
-		   const struct lode_wire_hello_req **req);
-int lode_dec_lookup(const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_lookup_req **req, struct lode_name *name);
-int lode_dec_getattr(const void *body, uint32_t len, uint64_t data_len,
-		     const struct lode_wire_getattr_req **req);
-int lode_dec_setattr(const void *body, uint32_t len, uint64_t data_len,
-		     const struct lode_wire_setattr_req **req);
-int lode_dec_create(const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_create_req **req, struct lode_name *name);
-int lode_dec_open(const void *body, uint32_t len, uint64_t data_len,
-		  const struct lode_wire_open_req **req);
-int lode_dec_commit(const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_commit_req **req);
-int lode_dec_mkdir(const void *body, uint32_t len, uint64_t data_len,
-		   const struct lode_wire_mkdir_req **req, struct lode_name *name);
-int lode_dec_rename(const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_rename_req **req, struct lode_name *old_name,
-		    struct lode_name *new_name);
-int lode_dec_link(const void *body, uint32_t len, uint64_t data_len,
-		  const struct lode_wire_link_req **req, struct lode_name *name);
-int lode_dec_symlink(const void *body, uint32_t len, uint64_t data_len,
-		     const struct lode_wire_symlink_req **req, struct lode_name *name,
-		     struct lode_name *target);
-int lode_dec_readdir(const void *body, uint32_t len, uint64_t data_len,
-		     const struct lode_wire_readdir_req **req);
-int lode_dec_statfs(const void *body, uint32_t len, uint64_t data_len);
-/* SETXATTR carries the value as data (<= LODE_XATTR_VALUE_MAX); the others no data.
- * LISTXATTR has no name; the others need one. */
-int lode_dec_xattr(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,
-		   const struct lode_wire_xattr_req **req, struct lode_name *name);
-int lode_dec_target_register(const void *body, uint32_t len, uint64_t data_len,
-			     const struct lode_wire_target_register_req **req,
-			     struct lode_name *addr);
-int lode_dec_target_heartbeat(const void *body, uint32_t len, uint64_t data_len,
-			      const struct lode_wire_target_heartbeat_req **req);
-int lode_dec_target_list(const void *body, uint32_t len, uint64_t data_len);
-/* ORPHAN_LIST: no data; ORPHAN_DONE: data = n lode_wire_objid (n <= LODE_OBJLIST_MAX). */
-int lode_dec_orphan(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_orphan_req **req, uint32_t *n_objids);
+struct lode_msg {
+	const void *fixed;
+	struct lode_name name[2];
+	const uint64_t *sums; /* OBJ_WRITE: one checksum per chunk of data */
+	const struct lode_wire_chain
+	    *chain;	/* OBJ_WRITE, OBJ_FSYNC: the forwarding chain, or NULL */
+	uint32_t count; /* ORPHAN_DONE: lode_wire_objid records in the data */
+};
 
-int lode_dec_report(const void *body, uint32_t len, uint64_t data_len,
-		    const struct lode_wire_report_req **req);
-int lode_dec_set_copy(const void *body, uint32_t len, uint64_t data_len,
-		      const struct lode_wire_set_copy_req **req);
-
-/* OBJ_WRITE: checks alignment, nchunks == ceil(data_len / CHUNK), data_len > 0. Returns the
- * checksum array (nchunks entries) that follows the fixed struct, and in *chain the
- * forwarding chain that follows them with LODE_OBJ_F_CHAIN (checked as lode_dec_chain
- * does), or NULL without. */
-int lode_dec_obj_write(const void *body, uint32_t len, uint64_t data_len,
-		       const struct lode_wire_obj_write_req **req, const uint64_t **sums,
-		       const struct lode_wire_chain **chain);
-int lode_dec_obj_read(const void *body, uint32_t len, uint64_t data_len,
-		      const struct lode_wire_obj_read_req **req);
-int lode_dec_obj_truncate(const void *body, uint32_t len, uint64_t data_len,
-			  const struct lode_wire_obj_truncate_req **req);
-/* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC */
-int lode_dec_objid(const void *body, uint32_t len, uint64_t data_len,
-		   const struct lode_wire_objid **obj);
-/* OBJ_FSYNC, plain (*chain = NULL) or chained (objid + chain + hops). */
-int lode_dec_obj_fsync(const void *body, uint32_t len, uint64_t data_len,
-		       const struct lode_wire_objid **obj, const struct lode_wire_chain **chain);
+/*
+ * Decodes the body of a request with the given opcode, as its row of the message table
+ * (proto/wire/msg.c) describes it: the fixed struct, the names that follow it exactly, zero
+ * reserved fields, the bulk data the opcode allows (data_len), then the values only that
+ * opcode checks. Returns 0 and fills *m, or -EPROTO for a malformed frame (unknown opcode,
+ * wrong length, non-zero reserved field, data where none belongs), or the value's errno
+ * (-EINVAL, -ENAMETOOLONG, -EFBIG, -E2BIG, -ELOOP, ...). *m is written only on success.
+ */
+int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,
+		    struct lode_msg *m);
 
 /*
  * A forwarding chain of len bytes: the fixed struct, then exactly count hops. -EPROTO when
@@ -135,8 +97,6 @@ static inline size_t lode_chain_size(unsigned count)
 {
 	return sizeof(struct lode_wire_chain) + (size_t)count * sizeof(struct lode_wire_chain_hop);
 }
-int lode_dec_obj_list(const void *body, uint32_t len, uint64_t data_len,
-		      const struct lode_wire_obj_list_req **req);
 
 /* Reply-side decoders used by clients: they validate what a server sent back. */
 int lode_dec_readdir_rep(const void *body, uint32_t len, const void *data, uint64_t data_len,

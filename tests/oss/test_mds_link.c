@@ -57,23 +57,21 @@ static void fake_request(void *ctx, struct lode_req *req)
 	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
 	const void *body = lode_req_body(req);
 	struct lode_wire_hello_rep hrep = {.cluster_id = 77, .server_role = 1};
-	int err = 0;
+	struct lode_msg msg;
+	int err;
 
+	err = lode_msg_decode(hdr->opcode, body, hdr->body_len, hdr->data_len, &msg);
 	pthread_mutex_lock(&m->lock);
 	switch (hdr->opcode) {
 	case LODE_OP_HELLO: {
-		const struct lode_wire_hello_req *r;
-
-		err = lode_dec_hello(body, hdr->body_len, hdr->data_len, &r);
 		if (!err)
 			lode_req_reply(req, 0, &hrep, sizeof(hrep), NULL, 0, NULL);
 		break;
 	}
 	case LODE_OP_TARGET_REGISTER: {
-		const struct lode_wire_target_register_req *r;
-		struct lode_name a;
+		const struct lode_wire_target_register_req *r = msg.fixed;
+		struct lode_name a = msg.name[0];
 
-		err = lode_dec_target_register(body, hdr->body_len, hdr->data_len, &r, &a);
 		if (err)
 			break;
 		memcpy(m->uuid, r->uuid, 16);
@@ -85,9 +83,8 @@ static void fake_request(void *ctx, struct lode_req *req)
 		break;
 	}
 	case LODE_OP_TARGET_HEARTBEAT: {
-		const struct lode_wire_target_heartbeat_req *r;
+		const struct lode_wire_target_heartbeat_req *r = msg.fixed;
 
-		err = lode_dec_target_heartbeat(body, hdr->body_len, hdr->data_len, &r);
 		if (!err && (r->target_id != 5 || m->forget_next_heartbeat))
 			err = -ENOENT;
 		m->forget_next_heartbeat = false;
@@ -99,11 +96,9 @@ static void fake_request(void *ctx, struct lode_req *req)
 	}
 	case LODE_OP_ORPHAN_LIST:
 	case LODE_OP_ORPHAN_DONE: {
-		const struct lode_wire_orphan_req *r;
 		struct lode_wire_orphan_list_rep rep = {0};
-		uint32_t n;
+		uint32_t n = msg.count;
 
-		err = lode_dec_orphan(hdr->opcode, body, hdr->body_len, hdr->data_len, &r, &n);
 		if (err)
 			break;
 		if (hdr->opcode == LODE_OP_ORPHAN_DONE) {

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The message table: one row per opcode, saying what a request body looks like, and the one
+ * decoder that walks it.
+ *
+ * A row gives the fixed struct's size, the names that follow it (where each one's length
+ * field sits in the struct, and what kind of name it is), the reserved fields that must be
+ * zero, what bulk data the opcode may carry, and an optional check of the values that only
+ * that opcode knows (flags, modes, ranges, what follows the struct when it is not names).
+ * lode_msg_decode() applies them in that order, so a frame is checked the same way whatever
+ * its opcode: shape first (-EPROTO), then names, then values.
+ *
+ * A new opcode is its structs in wire_spec.h, one row here, and one row in the table of the
+ * server that answers it.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "codec.h"
+
+/* What a name that follows the fixed struct may hold. */
+enum name_kind {
+	NAME_ENTRY = 1, /* a path component: lode_name_check */
+	NAME_XATTR,	/* an xattr name: lode_xattr_name_check */
+	NAME_EMPTY,	/* the length field must be 0 (LISTXATTR) */
+	NAME_SYMLINK,	/* a symlink target: 1..LODE_SYMLINK_MAX bytes, no NUL */
+	NAME_ADDR,	/* a server address: 1..LODE_ADDR_MAX bytes, no NUL */
+};
+
+/* What bulk data may follow the body. */
+enum data_kind {
+	DATA_NONE,   /* none: data_len 0 */
+	DATA_XATTR,  /* an xattr value, <= LODE_XATTR_VALUE_MAX (-E2BIG) */
+	DATA_OBJIDS, /* whole lode_wire_objid records, at most LODE_OBJLIST_MAX */
+	DATA_OBJECT, /* object bytes: 1..LODE_DATA_MAX */
+};
+
+struct msg_spec {
+	const char *name;
+	uint16_t fixed;	   /* bytes of the opcode's fixed struct */
+	uint8_t data;	   /* enum data_kind */
+	uint8_t rest;	   /* 1: check() validates what follows the struct (no names) */
+	struct {
+		uint16_t len_off; /* offset of the u16 length field in the struct */
+		uint8_t kind;	  /* enum name_kind; 0 ends the list */
+	} names[2];
+	struct {
+		uint16_t off;
+		uint8_t size; /* 0 ends the list */
+	} zero[3];
+	/* Values only this opcode knows. body_len is the whole body's. Returns 0 or -errno. */
+	int (*check)(struct lode_msg *m, uint32_t body_len, uint64_t data_len);
+};
+
+#define NAME(T, f, k) {offsetof(T, f), k}
+#define ZERO(T, f) {offsetof(T, f), sizeof(((T *)0)->f)}
+
+/* ---- the values each opcode checks ---- */
+
+static int check_hello(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_hello_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->role == LODE_ROLE_CLIENT || r->role == LODE_ROLE_OSS ? 0 : -EINVAL;
+}
+
+static int check_setattr(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_setattr_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->valid & ~LODE_SETATTR_ALL_)
+		return -EINVAL;
+	if ((r->valid & LODE_SETATTR_MODE) && (r->mode & ~07777u))
+		return -EINVAL;
+	if ((r->valid & LODE_SETATTR_SIZE) && r->size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	return 0;
+}
+
+static int check_create(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_create_req *r = m->fixed;
+	struct lode_wire_layout l;
+
+	(void)blen, (void)dlen;
+	if (r->has_layout > 1 || r->has_targets > 1)
+		return -EPROTO;
+	if ((r->flags & ~LODE_OPEN_ALL_) || (r->mode & ~07777u))
+		return -EINVAL;
+	if (r->has_targets && !r->has_layout)
+		return -EINVAL;
+	if (!r->has_layout) {
+		static const struct lode_wire_layout zero;
+
+		/* unused means zero, like any reserved field */
+		return memcmp(&r->layout, &zero, sizeof(zero)) ? -EINVAL : 0;
+	}
+	l = r->layout;
+	if (!r->has_targets) {
+		for (unsigned i = 0; i < LODE_LAYOUT_TARGETS_MAX; i++)
+			if (l.targets[i])
+				return -EINVAL;
+	}
+	return lode_layout_check(&l);
+}
+
+static int check_open(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	uint32_t f = ((const struct lode_wire_open_req *)m->fixed)->flags;
+
+	(void)blen, (void)dlen;
+	if (f & ~(LODE_OPEN_READ | LODE_OPEN_WRITE | LODE_OPEN_TRUNC))
+		return -EINVAL;
+	if (!(f & (LODE_OPEN_READ | LODE_OPEN_WRITE)))
+		return -EINVAL;
+	if ((f & LODE_OPEN_TRUNC) && !(f & LODE_OPEN_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+static int check_commit(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_commit_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->commit > 1)
+		return -EPROTO;
+	return r->size > (uint64_t)INT64_MAX ? -EFBIG : 0;
+}
+
+static int check_mode(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	(void)blen, (void)dlen;
+	return ((const struct lode_wire_mkdir_req *)m->fixed)->mode & ~07777u ? -EINVAL : 0;
+}
+
+static int check_rename(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	uint32_t f = ((const struct lode_wire_rename_req *)m->fixed)->flags;
+
+	(void)blen, (void)dlen;
+	if (f & ~(LODE_RENAME_NOREPLACE | LODE_RENAME_EXCHANGE))
+		return -EINVAL;
+	return f == (LODE_RENAME_NOREPLACE | LODE_RENAME_EXCHANGE) ? -EINVAL : 0;
+}
+
+static int check_readdir(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_readdir_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->flags & ~LODE_READDIR_ATTRS)
+		return -EPROTO;
+	return r->max_entries == 0 || r->max_entries > LODE_READDIR_MAX ? -EINVAL : 0;
+}
+
+static int check_setxattr(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	uint32_t f = ((const struct lode_wire_xattr_req *)m->fixed)->flags;
+
+	(void)blen, (void)dlen;
+	return f & ~(LODE_XATTR_CREATE | LODE_XATTR_REPLACE) ? -EINVAL : 0;
+}
+
+static int check_no_xattr_flags(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	(void)blen, (void)dlen;
+	return ((const struct lode_wire_xattr_req *)m->fixed)->flags ? -EPROTO : 0;
+}
+
+static int check_orphan_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	uint32_t max = ((const struct lode_wire_orphan_req *)m->fixed)->max;
+
+	(void)blen, (void)dlen;
+	return max == 0 || max > LODE_OBJLIST_MAX ? -EINVAL : 0;
+}
+
+static int check_report(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_report_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->ino == 0 || r->target_id == 0)
+		return -EPROTO;
+	if (r->kind != LODE_REPORT_WRITE_FAILED && r->kind != LODE_REPORT_BAD_DATA)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_set_copy(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_set_copy_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->ino == 0)
+		return -EPROTO;
+	if (r->index >= LODE_LAYOUT_TARGETS_MAX || !r->old_target || !r->new_target)
+		return -EINVAL;
+	return 0;
+}
+
+/* Object ids: ino is never 0 and reserved is 0; the OBJ_* structs start with one. */
+static int objid_ok(const struct lode_wire_objid *o)
+{
+	return o->reserved == 0 && o->ino != 0;
+}
+
+static int check_objid(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	(void)blen, (void)dlen;
+	return objid_ok(m->fixed) ? 0 : -EPROTO;
+}
+
+/* OBJ_WRITE: nchunks checksums follow the struct, then a chain with LODE_OBJ_F_CHAIN. */
+static int check_obj_write(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_write_req *r = m->fixed;
+	uint64_t nchunks = (dlen + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
+	uint64_t fixed = sizeof(*r) + nchunks * sizeof(uint64_t);
+	int rc;
+
+	if (!objid_ok(&r->obj) || (r->flags & ~LODE_OBJ_F_ALL_))
+		return -EPROTO;
+	if (r->nchunks != nchunks || blen < fixed)
+		return -EPROTO;
+	if (r->flags & LODE_OBJ_F_CHAIN) {
+		rc = lode_dec_chain((const char *)r + fixed, blen - fixed, &m->chain);
+		if (rc)
+			return rc;
+	} else if (blen != fixed) {
+		return -EPROTO;
+	}
+	if (r->offset % LODE_CHUNK_SIZE)
+		return -EINVAL;
+	if (r->offset > (uint64_t)INT64_MAX - dlen)
+		return -EFBIG;
+	m->sums = (const uint64_t *)(r + 1);
+	return 0;
+}
+
+static int check_obj_read(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_read_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (!objid_ok(&r->obj))
+		return -EPROTO;
+	if (r->offset % LODE_CHUNK_SIZE || r->length == 0 || r->length > LODE_DATA_MAX)
+		return -EINVAL;
+	return r->offset > (uint64_t)INT64_MAX - r->length ? -EFBIG : 0;
+}
+
+static int check_obj_truncate(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_truncate_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (!objid_ok(&r->obj))
+		return -EPROTO;
+	return r->size > (uint64_t)INT64_MAX ? -EFBIG : 0;
+}
+
+/* OBJ_FSYNC: an objid, then a forwarding chain when the body is longer. */
+static int check_obj_fsync(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_objid *o = m->fixed;
+
+	(void)dlen;
+	if (!objid_ok(o))
+		return -EPROTO;
+	if (blen == sizeof(*o))
+		return 0;
+	return lode_dec_chain(o + 1, blen - sizeof(*o), &m->chain);
+}
+
+static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_list_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->max == 0 || r->max > LODE_OBJLIST_MAX ? -EINVAL : 0;
+}
+
+/* ---- the table ---- */
+
+#define LOOKUP_LIKE(nm)                                                                            \
+	{                                                                                          \
+		.name = nm, .fixed = sizeof(struct lode_wire_lookup_req),                          \
+		.names = {NAME(struct lode_wire_lookup_req, name_len, NAME_ENTRY)},                \
+		.zero = {ZERO(struct lode_wire_lookup_req, reserved0),                             \
+			 ZERO(struct lode_wire_lookup_req, reserved1)},                            \
+	}
+#define BY_INO(nm) {.name = nm, .fixed = sizeof(struct lode_wire_getattr_req)}
+#define XATTR(nm, k, ck, d)                                                                        \
+	{                                                                                          \
+		.name = nm, .fixed = sizeof(struct lode_wire_xattr_req), .data = d,                \
+		.names = {NAME(struct lode_wire_xattr_req, name_len, k)},                          \
+		.zero = {ZERO(struct lode_wire_xattr_req, reserved0),                              \
+			 ZERO(struct lode_wire_xattr_req, reserved1)},                             \
+		.check = ck,                                                                       \
+	}
+#define COMMIT_LIKE(nm)                                                                            \
+	{                                                                                          \
+		.name = nm, .fixed = sizeof(struct lode_wire_commit_req),                          \
+		.zero = {ZERO(struct lode_wire_commit_req, reserved)}, .check = check_commit,      \
+	}
+#define OBJID(nm) {.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid}
+
+static const struct msg_spec msgs[LODE_OP_MAX_] = {
+    [LODE_OP_HELLO] = {.name = "HELLO",
+		       .fixed = sizeof(struct lode_wire_hello_req),
+		       .zero = {ZERO(struct lode_wire_hello_req, reserved)},
+		       .check = check_hello},
+    [LODE_OP_PING] = {.name = "PING"},
+    [LODE_OP_LOOKUP] = LOOKUP_LIKE("LOOKUP"),
+    [LODE_OP_GETATTR] = BY_INO("GETATTR"),
+    [LODE_OP_SETATTR] = {.name = "SETATTR",
+			 .fixed = sizeof(struct lode_wire_setattr_req),
+			 .check = check_setattr},
+    [LODE_OP_CREATE] = {.name = "CREATE",
+			.fixed = sizeof(struct lode_wire_create_req),
+			.names = {NAME(struct lode_wire_create_req, name_len, NAME_ENTRY)},
+			.zero = {ZERO(struct lode_wire_create_req, reserved)},
+			.check = check_create},
+    [LODE_OP_MKDIR] = {.name = "MKDIR",
+		       .fixed = sizeof(struct lode_wire_mkdir_req),
+		       .names = {NAME(struct lode_wire_mkdir_req, name_len, NAME_ENTRY)},
+		       .zero = {ZERO(struct lode_wire_mkdir_req, reserved)},
+		       .check = check_mode},
+    [LODE_OP_UNLINK] = LOOKUP_LIKE("UNLINK"),
+    [LODE_OP_RMDIR] = LOOKUP_LIKE("RMDIR"),
+    [LODE_OP_RENAME] = {.name = "RENAME",
+			.fixed = sizeof(struct lode_wire_rename_req),
+			.names = {NAME(struct lode_wire_rename_req, old_name_len, NAME_ENTRY),
+				  NAME(struct lode_wire_rename_req, new_name_len, NAME_ENTRY)},
+			.check = check_rename},
+    [LODE_OP_LINK] = {.name = "LINK",
+		      .fixed = sizeof(struct lode_wire_link_req),
+		      .names = {NAME(struct lode_wire_link_req, name_len, NAME_ENTRY)},
+		      .zero = {ZERO(struct lode_wire_link_req, reserved0),
+			       ZERO(struct lode_wire_link_req, reserved1)}},
+    [LODE_OP_SYMLINK] = {.name = "SYMLINK",
+			 .fixed = sizeof(struct lode_wire_symlink_req),
+			 .names = {NAME(struct lode_wire_symlink_req, name_len, NAME_ENTRY),
+				   NAME(struct lode_wire_symlink_req, target_len, NAME_SYMLINK)},
+			 .zero = {ZERO(struct lode_wire_symlink_req, reserved)}},
+    [LODE_OP_READLINK] = BY_INO("READLINK"),
+    [LODE_OP_READDIR] = {.name = "READDIR",
+			 .fixed = sizeof(struct lode_wire_readdir_req),
+			 .check = check_readdir},
+    [LODE_OP_STATFS] = {.name = "STATFS"},
+    [LODE_OP_SETXATTR] = XATTR("SETXATTR", NAME_XATTR, check_setxattr, DATA_XATTR),
+    [LODE_OP_GETXATTR] = XATTR("GETXATTR", NAME_XATTR, check_no_xattr_flags, DATA_NONE),
+    [LODE_OP_LISTXATTR] = XATTR("LISTXATTR", NAME_EMPTY, check_no_xattr_flags, DATA_NONE),
+    [LODE_OP_REMOVEXATTR] = XATTR("REMOVEXATTR", NAME_XATTR, check_no_xattr_flags, DATA_NONE),
+    [LODE_OP_OPEN] = {.name = "OPEN",
+		      .fixed = sizeof(struct lode_wire_open_req),
+		      .zero = {ZERO(struct lode_wire_open_req, reserved)},
+		      .check = check_open},
+    [LODE_OP_CLOSE] = COMMIT_LIKE("CLOSE"),
+    [LODE_OP_COMMIT] = COMMIT_LIKE("COMMIT"),
+    [LODE_OP_TARGET_REGISTER] =
+	{.name = "TARGET_REGISTER",
+	 .fixed = sizeof(struct lode_wire_target_register_req),
+	 .names = {NAME(struct lode_wire_target_register_req, addr_len, NAME_ADDR)},
+	 .zero = {ZERO(struct lode_wire_target_register_req, reserved0),
+		  ZERO(struct lode_wire_target_register_req, reserved1)}},
+    [LODE_OP_TARGET_HEARTBEAT] = {.name = "TARGET_HEARTBEAT",
+				  .fixed = sizeof(struct lode_wire_target_heartbeat_req),
+				  .zero = {ZERO(struct lode_wire_target_heartbeat_req, reserved)}},
+    [LODE_OP_TARGET_LIST] = {.name = "TARGET_LIST"},
+    [LODE_OP_ORPHAN_LIST] = {.name = "ORPHAN_LIST",
+			     .fixed = sizeof(struct lode_wire_orphan_req),
+			     .check = check_orphan_list},
+    [LODE_OP_ORPHAN_DONE] = {.name = "ORPHAN_DONE",
+			     .fixed = sizeof(struct lode_wire_orphan_req),
+			     .data = DATA_OBJIDS},
+    [LODE_OP_REPORT_COPY] = {.name = "REPORT_COPY",
+			     .fixed = sizeof(struct lode_wire_report_req),
+			     .zero = {ZERO(struct lode_wire_report_req, reserved)},
+			     .check = check_report},
+    [LODE_OP_LAYOUT_GET] = BY_INO("LAYOUT_GET"),
+    [LODE_OP_LAYOUT_SET_COPY] = {.name = "LAYOUT_SET_COPY",
+				 .fixed = sizeof(struct lode_wire_set_copy_req),
+				 .zero = {ZERO(struct lode_wire_set_copy_req, reserved)},
+				 .check = check_set_copy},
+    [LODE_OP_OBJ_WRITE] = {.name = "OBJ_WRITE",
+			   .fixed = sizeof(struct lode_wire_obj_write_req),
+			   .data = DATA_OBJECT,
+			   .rest = 1,
+			   .check = check_obj_write},
+    [LODE_OP_OBJ_READ] = {.name = "OBJ_READ",
+			  .fixed = sizeof(struct lode_wire_obj_read_req),
+			  .zero = {ZERO(struct lode_wire_obj_read_req, reserved)},
+			  .check = check_obj_read},
+    [LODE_OP_OBJ_TRUNCATE] = {.name = "OBJ_TRUNCATE",
+			      .fixed = sizeof(struct lode_wire_obj_truncate_req),
+			      .check = check_obj_truncate},
+    [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE"),
+    [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT"),
+    [LODE_OP_OBJ_LIST] = {.name = "OBJ_LIST",
+			  .fixed = sizeof(struct lode_wire_obj_list_req),
+			  .zero = {ZERO(struct lode_wire_obj_list_req, reserved),
+				   ZERO(struct lode_wire_obj_list_req, after.reserved)},
+			  .check = check_obj_list},
+    [LODE_OP_OBJ_FSYNC] = {.name = "OBJ_FSYNC",
+			   .fixed = sizeof(struct lode_wire_objid),
+			   .rest = 1,
+			   .check = check_obj_fsync},
+};
+
+/* ---- opcodes and headers ---- */
+
+int lode_op_known(unsigned opcode)
+{
+	return opcode < LODE_OP_MAX_ && msgs[opcode].name != NULL;
+}
+
+const char *lode_op_name(unsigned opcode)
+{
+	return lode_op_known(opcode) ? msgs[opcode].name : "?";
+}
+
+int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
+{
+	if (hdr->magic != LODE_WIRE_MAGIC || hdr->version != LODE_WIRE_VERSION)
+		return -EPROTO;
+	if (!lode_op_known(hdr->opcode))
+		return -EPROTO;
+	if (hdr->flags != (expect_reply ? LODE_WIRE_F_REPLY : 0))
+		return -EPROTO;
+	if (hdr->reserved != 0)
+		return -EPROTO;
+	if (!expect_reply && hdr->status != 0)
+		return -EPROTO;
+	if (hdr->body_len > LODE_BODY_MAX || hdr->data_len > LODE_DATA_MAX)
+		return -EPROTO;
+	return 0;
+}
+
+void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, uint32_t body_len,
+		   uint64_t data_len)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = LODE_WIRE_MAGIC;
+	hdr->version = LODE_WIRE_VERSION;
+	hdr->opcode = opcode;
+	hdr->req_id = req_id;
+	hdr->body_len = body_len;
+	hdr->data_len = data_len;
+}
+
+/* ---- the decoder ---- */
+
+static int data_ok(uint8_t kind, uint64_t data_len, uint32_t *count)
+{
+	switch (kind) {
+	case DATA_NONE:
+		return data_len ? -EPROTO : 0;
+	case DATA_XATTR:
+		return data_len > LODE_XATTR_VALUE_MAX ? -E2BIG : 0;
+	case DATA_OBJIDS:
+		if (data_len % sizeof(struct lode_wire_objid) ||
+		    data_len / sizeof(struct lode_wire_objid) > LODE_OBJLIST_MAX)
+			return -EPROTO;
+		*count = (uint32_t)(data_len / sizeof(struct lode_wire_objid));
+		return 0;
+	case DATA_OBJECT:
+		return data_len == 0 || data_len > LODE_DATA_MAX ? -EPROTO : 0;
+	}
+	return -EPROTO;
+}
+
+static int name_ok(uint8_t kind, const struct lode_name *n)
+{
+	switch (kind) {
+	case NAME_ENTRY:
+		return lode_name_check(n->ptr, n->len);
+	case NAME_XATTR:
+		return lode_xattr_name_check(n->ptr, n->len);
+	case NAME_EMPTY:
+		return n->len ? -EPROTO : 0;
+	case NAME_SYMLINK:
+		if (n->len == 0)
+			return -ENOENT;
+		if (n->len > LODE_SYMLINK_MAX)
+			return -ENAMETOOLONG;
+		return memchr(n->ptr, '\0', n->len) ? -EINVAL : 0;
+	case NAME_ADDR:
+		if (n->len == 0 || n->len > LODE_ADDR_MAX || memchr(n->ptr, '\0', n->len))
+			return -EINVAL;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,
+		    struct lode_msg *out)
+{
+	const struct msg_spec *s;
+	struct lode_msg m = {.fixed = body};
+	const char *p = body;
+	size_t need;
+	int rc;
+
+	if (!lode_op_known(opcode))
+		return -EPROTO;
+	s = &msgs[opcode];
+	if ((!body && len) || len < s->fixed)
+		return -EPROTO;
+	rc = data_ok(s->data, data_len, &m.count);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < 3 && s->zero[i].size; i++) {
+		const uint8_t *f = (const uint8_t *)p + s->zero[i].off;
+
+		for (unsigned k = 0; k < s->zero[i].size; k++)
+			if (f[k])
+				return -EPROTO;
+	}
+	/* the names follow the struct back to back and fill the body exactly */
+	need = s->fixed;
+	for (unsigned i = 0; i < 2 && s->names[i].kind; i++) {
+		uint16_t nlen;
+
+		memcpy(&nlen, p + s->names[i].len_off, sizeof(nlen));
+		m.name[i].ptr = p + need;
+		m.name[i].len = nlen;
+		need += nlen;
+	}
+	if (!s->rest && need != len)
+		return -EPROTO;
+	for (unsigned i = 0; i < 2 && s->names[i].kind; i++) {
+		rc = name_ok(s->names[i].kind, &m.name[i]);
+		if (rc)
+			return rc;
+	}
+	if (s->check) {
+		rc = s->check(&m, len, data_len);
+		if (rc)
+			return rc;
+	}
+	if (!len)
+		m.fixed = NULL;
+	*out = m;
+	return 0;
+}
