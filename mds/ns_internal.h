@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the namespace's source files (namespace.c, ns_*.c) share and handlers.c does not
+ * see: loading the directories and entries an operation works on, link counts, deletion,
+ * and the layout rules. Same conventions as namespace.h: the caller's txn, 0 or a negative
+ * errno, output parameters written only on success.
+ */
+#ifndef LODE_MDS_NS_INTERNAL_H
+#define LODE_MDS_NS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mds_spec.h"
+#include "namespace.h"
+#include "perm.h"
+#include "records.h"
+
+/* ---- namespace.c: loading what an operation works on ---- */
+
+/* The inode of a call by number whose caller found the number under a name: -ESTALE when
+ * it is gone or no name leads to it any more. */
+int lode_ns_get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
+/* Loads a directory the caller is about to look into (mask LODE_MAY_X) or change
+ * (LODE_MAY_W | LODE_MAY_X): -ENOTDIR, -EACCES. */
+int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mask,
+		    struct lode_disk_inode *dir);
+/* The entry `name` of directory `parent`, which the caller may search: the directory, the
+ * entry and the inode it names. An entry whose inode is missing is corruption (-EIO). */
+int lode_ns_find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		       size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d,
+		       struct lode_disk_inode *in);
+/* Changes a directory's link count by delta and stamps mtime/ctime. */
+int lode_ns_touch_dir(struct lode_txn *t, uint64_t ino, int delta, int64_t now);
+/* A stripe size a layout may have: a whole number of chunks, at most 1 GiB. */
+bool lode_ns_stripe_size_ok(uint32_t s);
+
+/* ---- ns_remove.c: names and inodes going away ---- */
+
+/* One name of ino went away: directories go at once (their single link), others when
+ * nlink reaches 0. */
+int lode_ns_drop_link(struct lode_txn *t, uint64_t ino, int64_t now);
+
+/* ---- ns_orphan.c ---- */
+
+/* Records the objects of a file being deleted for their targets to delete. Returns 1 when
+ * objects were recorded, 0 when the file had none, or -errno. */
+int lode_ns_orphan_record(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in);
+
+/* ---- ns_layout_xattr.c: the virtual xattr "user.lode.layout" ---- */
+
+bool lode_ns_is_layout_xattr(const char *name, size_t len);
+int lode_ns_layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino,
+			     const void *value, size_t len, uint32_t flags);
+int lode_ns_layout_xattr_get(const struct lode_disk_inode *in, void *buf, size_t size, size_t *len);
+
+#endif
