@@ -85,6 +85,63 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 	return 0;
 }
 
+/* Common start of mkdir/symlink/link: parent writable, name free. */
+static int prepare_new_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
+			     const char *name, size_t len, struct lode_disk_inode *dir)
+{
+	struct lode_disk_dirent d;
+	int rc = lode_ns_name_check(name, len);
+
+	if (rc)
+		return rc;
+	rc = lode_ns_get_dir(t, c, parent, LODE_MAY_X, dir);
+	if (rc)
+		return rc;
+	rc = lode_rec_dirent_get(t, parent, name, len, &d);
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	return lode_perm_may(c, dir, LODE_MAY_W | LODE_MAY_X);
+}
+
+/* Enters ino under `name` in dir, whose record the caller read and this writes back with
+ * the new cookie, one more link for a subdirectory, and the times. */
+static int enter_name(struct lode_txn *t, uint64_t parent, struct lode_disk_inode *dir,
+		      const char *name, size_t len, uint64_t ino, uint32_t mode, int64_t now)
+{
+	int rc = lode_rec_dirent_add(t, parent, dir, name, len, ino, mode);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(mode))
+		dir->nlink++;
+	dir->mtime_ns = dir->ctime_ns = now;
+	return lode_rec_inode_put(t, parent, dir);
+}
+
+/* Stores the new inode `in` under a fresh number (a symlink with its target, in->size
+ * bytes) and enters it in dir as enter_name() does. */
+static int add_inode(struct lode_txn *t, uint64_t parent, struct lode_disk_inode *dir,
+		     const char *name, size_t len, const struct lode_disk_inode *in,
+		     const char *target, int64_t now, uint64_t *ino)
+{
+	uint64_t n;
+	int rc = lode_store_alloc_ino(t, &n);
+
+	if (rc)
+		return rc;
+	if (S_ISLNK(in->mode))
+		rc = lode_rec_symlink_put(t, n, target, in->size);
+	if (!rc)
+		rc = lode_rec_inode_put(t, n, in);
+	if (!rc)
+		rc = enter_name(t, parent, dir, name, len, n, in->mode, now);
+	if (!rc)
+		*ino = n;
+	return rc;
+}
+
 int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lode_wire_attr *attr,
 		   struct lode_wire_layout *layout, int *created)
 {
@@ -125,41 +182,13 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lo
 	rc = make_layout(a, &dir, &in.layout);
 	if (rc)
 		return rc;
-	rc = lode_store_alloc_ino(t, &ino);
-	if (!rc)
-		rc = lode_rec_inode_put(t, ino, &in);
-	if (!rc)
-		rc = lode_rec_dirent_add(t, a->parent, &dir, a->name, a->name_len, ino, in.mode);
-	if (rc)
-		return rc;
-	dir.mtime_ns = dir.ctime_ns = now;
-	rc = lode_rec_inode_put(t, a->parent, &dir);
+	rc = add_inode(t, a->parent, &dir, a->name, a->name_len, &in, NULL, now, &ino);
 	if (rc)
 		return rc;
 	lode_rec_to_attr(ino, &in, attr);
 	lode_rec_to_layout(&in, layout);
 	*created = 1;
 	return 0;
-}
-
-/* Common start of mkdir/symlink/link: parent writable, name free. */
-static int prepare_new_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
-			     const char *name, size_t len, struct lode_disk_inode *dir)
-{
-	struct lode_disk_dirent d;
-	int rc = lode_ns_name_check(name, len);
-
-	if (rc)
-		return rc;
-	rc = lode_ns_get_dir(t, c, parent, LODE_MAY_X, dir);
-	if (rc)
-		return rc;
-	rc = lode_rec_dirent_get(t, parent, name, len, &d);
-	if (rc == 0)
-		return -EEXIST;
-	if (rc != -ENOENT)
-		return rc;
-	return lode_perm_may(c, dir, LODE_MAY_W | LODE_MAY_X);
 }
 
 int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
@@ -181,16 +210,7 @@ int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const
 	in.layout.stripe_count = dir.layout.stripe_count;
 	in.layout.mirror_count = dir.layout.mirror_count;
 
-	rc = lode_store_alloc_ino(t, &ino);
-	if (!rc)
-		rc = lode_rec_inode_put(t, ino, &in);
-	if (!rc)
-		rc = lode_rec_dirent_add(t, parent, &dir, name, len, ino, in.mode);
-	if (rc)
-		return rc;
-	dir.nlink++;
-	dir.mtime_ns = dir.ctime_ns = now;
-	rc = lode_rec_inode_put(t, parent, &dir);
+	rc = add_inode(t, parent, &dir, name, len, &in, NULL, now, &ino);
 	if (rc)
 		return rc;
 	lode_rec_to_attr(ino, &in, attr);
@@ -217,18 +237,7 @@ int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, con
 	init_inode(&in, c, &dir, S_IFLNK | 0777, now);
 	in.size = target_len;
 
-	rc = lode_store_alloc_ino(t, &ino);
-	if (rc)
-		return rc;
-	rc = lode_rec_symlink_put(t, ino, target, target_len);
-	if (!rc)
-		rc = lode_rec_inode_put(t, ino, &in);
-	if (!rc)
-		rc = lode_rec_dirent_add(t, parent, &dir, name, len, ino, in.mode);
-	if (rc)
-		return rc;
-	dir.mtime_ns = dir.ctime_ns = now;
-	rc = lode_rec_inode_put(t, parent, &dir);
+	rc = add_inode(t, parent, &dir, name, len, &in, target, now, &ino);
 	if (rc)
 		return rc;
 	lode_rec_to_attr(ino, &in, attr);
@@ -250,11 +259,7 @@ int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t 
 	rc = prepare_new_entry(t, c, new_parent, name, len, &dir);
 	if (rc)
 		return rc;
-	rc = lode_rec_dirent_add(t, new_parent, &dir, name, len, ino, in.mode);
-	if (rc)
-		return rc;
-	dir.mtime_ns = dir.ctime_ns = now;
-	rc = lode_rec_inode_put(t, new_parent, &dir);
+	rc = enter_name(t, new_parent, &dir, name, len, ino, in.mode, now);
 	if (rc)
 		return rc;
 	in.nlink++;
