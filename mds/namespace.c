@@ -53,7 +53,6 @@ int lode_ns_get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_i
 	return rc;
 }
 
-/* Loads a directory the caller is about to look into (needs x) or change (needs w and x). */
 int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mask,
 		    struct lode_disk_inode *dir)
 {
@@ -66,7 +65,6 @@ int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int ma
 	return lode_perm_may(c, dir, mask);
 }
 
-/* Changes a directory's link count by delta and stamps mtime/ctime. */
 int lode_ns_touch_dir(struct lode_txn *t, uint64_t ino, int delta, int64_t now)
 {
 	struct lode_disk_inode dir;
@@ -79,11 +77,15 @@ int lode_ns_touch_dir(struct lode_txn *t, uint64_t ino, int delta, int64_t now)
 	return lode_rec_inode_put(t, ino, &dir);
 }
 
-/* The entry `name` of directory `parent`, which the caller may search: the directory, the
- * entry and the inode it names. An entry whose inode is missing is corruption (-EIO). */
-int lode_ns_find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
-		       size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d,
-		       struct lode_disk_inode *in)
+int lode_ns_get_linked_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out)
+{
+	int rc = lode_rec_inode_get(t, ino, out);
+
+	return rc == -ENOENT ? -EIO : rc;
+}
+
+int lode_ns_look_in(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		    size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d)
 {
 	int rc = lode_ns_name_check(name, len);
 
@@ -93,10 +95,42 @@ int lode_ns_find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, 
 	if (rc)
 		return rc;
 	rc = lode_rec_dirent_get(t, parent, name, len, d);
+	if (rc == -ENOENT)
+		return 0;
+	return rc ? rc : 1;
+}
+
+int lode_ns_find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		       size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d,
+		       struct lode_disk_inode *in)
+{
+	int rc = lode_ns_look_in(t, c, parent, name, len, dir, d);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return -ENOENT;
+	return lode_ns_get_linked_inode(t, d->ino, in);
+}
+
+int lode_ns_check_empty(struct lode_txn *t, uint64_t ino)
+{
+	int rc = lode_rec_dir_empty(t, ino);
+
+	if (rc < 0)
+		return rc;
+	return rc ? 0 : -ENOTEMPTY;
+}
+
+int lode_ns_put_attr(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in,
+		     struct lode_wire_attr *attr)
+{
+	int rc = lode_rec_inode_put(t, ino, in);
+
 	if (rc)
 		return rc;
-	rc = lode_rec_inode_get(t, d->ino, in);
-	return rc == -ENOENT ? -EIO : rc;
+	lode_rec_to_attr(ino, in, attr);
+	return 0;
 }
 
 bool lode_ns_stripe_size_ok(uint32_t s)

@@ -90,18 +90,12 @@ static int prepare_new_entry(struct lode_txn *t, const lode_cred *c, uint64_t pa
 			     const char *name, size_t len, struct lode_disk_inode *dir)
 {
 	struct lode_disk_dirent d;
-	int rc = lode_ns_name_check(name, len);
+	int rc = lode_ns_look_in(t, c, parent, name, len, dir, &d);
 
-	if (rc)
+	if (rc < 0)
 		return rc;
-	rc = lode_ns_get_dir(t, c, parent, LODE_MAY_X, dir);
-	if (rc)
-		return rc;
-	rc = lode_rec_dirent_get(t, parent, name, len, &d);
-	if (rc == 0)
+	if (rc == 1)
 		return -EEXIST;
-	if (rc != -ENOENT)
-		return rc;
 	return lode_perm_may(c, dir, LODE_MAY_W | LODE_MAY_X);
 }
 
@@ -153,14 +147,10 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lo
 
 	if (a->flags & ~LODE_OPEN_ALL_)
 		return -EINVAL;
-	rc = lode_ns_name_check(a->name, a->name_len);
-	if (rc)
+	rc = lode_ns_look_in(t, &a->cred, a->parent, a->name, a->name_len, &dir, &d);
+	if (rc < 0)
 		return rc;
-	rc = lode_ns_get_dir(t, &a->cred, a->parent, LODE_MAY_X, &dir);
-	if (rc)
-		return rc;
-	rc = lode_rec_dirent_get(t, a->parent, a->name, a->name_len, &d);
-	if (rc == 0) {
+	if (rc == 1) {
 		if ((a->flags & LODE_OPEN_EXCL) || !(a->flags & LODE_OPEN_CREATE))
 			return -EEXIST;
 		if (S_ISDIR(d.mode))
@@ -172,8 +162,6 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lo
 		*created = 0;
 		return 0;
 	}
-	if (rc != -ENOENT)
-		return rc;
 	rc = lode_perm_may(&a->cred, &dir, LODE_MAY_W | LODE_MAY_X);
 	if (rc)
 		return rc;
@@ -264,9 +252,5 @@ int lode_ns_link(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint64_t 
 		return rc;
 	in.nlink++;
 	in.ctime_ns = now;
-	rc = lode_rec_inode_put(t, ino, &in);
-	if (rc)
-		return rc;
-	lode_rec_to_attr(ino, &in, attr);
-	return 0;
+	return lode_ns_put_attr(t, ino, &in, attr);
 }

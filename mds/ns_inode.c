@@ -114,11 +114,7 @@ int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 		in.mtime_ns = req->mtime_ns;
 	in.ctime_ns = (valid & LODE_SETATTR_CTIME) ? req->ctime_ns : now;
 
-	rc = lode_rec_inode_put(t, req->ino, &in);
-	if (rc)
-		return rc;
-	lode_rec_to_attr(req->ino, &in, attr);
-	return 0;
+	return lode_ns_put_attr(t, req->ino, &in, attr);
 }
 
 int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t flags,
@@ -170,11 +166,7 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 	in.size = size;
 	in.mtime_ns = mtime_ns ? mtime_ns : now;
 	in.ctime_ns = now;
-	rc = lode_rec_inode_put(t, ino, &in);
-	if (rc)
-		return rc;
-	lode_rec_to_attr(ino, &in, attr);
-	return 0;
+	return lode_ns_put_attr(t, ino, &in, attr);
 }
 
 int lode_ns_readlink(struct lode_txn *t, uint64_t ino, char *buf, size_t cap, size_t *len)

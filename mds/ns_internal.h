@@ -26,13 +26,25 @@ int lode_ns_get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_i
  * (LODE_MAY_W | LODE_MAY_X): -ENOTDIR, -EACCES. */
 int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mask,
 		    struct lode_disk_inode *dir);
-/* The entry `name` of directory `parent`, which the caller may search: the directory, the
- * entry and the inode it names. An entry whose inode is missing is corruption (-EIO). */
+/* An inode the namespace points at (from an entry or a parent pointer): one that is missing
+ * is a damaged namespace, -EIO. */
+int lode_ns_get_linked_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
+/* Looks for `name` in directory `parent`, which c may search: 1 when it is there (*d is its
+ * entry), 0 when it is not, or -errno (a bad name, no such directory, no x permission). */
+int lode_ns_look_in(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		    size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d);
+/* The entry `name` of directory `parent`, which c may search: the directory, the entry and
+ * the inode it names (-ENOENT when there is no such entry). */
 int lode_ns_find_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		       size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d,
 		       struct lode_disk_inode *in);
 /* Changes a directory's link count by delta and stamps mtime/ctime. */
 int lode_ns_touch_dir(struct lode_txn *t, uint64_t ino, int delta, int64_t now);
+/* 0 if directory ino has no entries, -ENOTEMPTY if it has, or -errno. */
+int lode_ns_check_empty(struct lode_txn *t, uint64_t ino);
+/* Writes inode `in` back whole and gives its attributes. */
+int lode_ns_put_attr(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in,
+		     struct lode_wire_attr *attr);
 /* A stripe size a layout may have: a whole number of chunks, at most 1 GiB. */
 bool lode_ns_stripe_size_ok(uint32_t s);
 

@@ -43,10 +43,10 @@ static int delete_inode(struct lode_txn *t, uint64_t ino, const struct lode_disk
 int lode_ns_drop_link(struct lode_txn *t, uint64_t ino, int64_t now)
 {
 	struct lode_disk_inode in;
-	int rc = lode_rec_inode_get(t, ino, &in);
+	int rc = lode_ns_get_linked_inode(t, ino, &in);
 
 	if (rc)
-		return rc == -ENOENT ? -EIO : rc;
+		return rc;
 	if (S_ISDIR(in.mode) || in.nlink <= 1)
 		return delete_inode(t, ino, &in);
 	in.nlink--;
@@ -76,11 +76,9 @@ static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
 	if (!want_dir && S_ISDIR(in.mode))
 		return -EISDIR;
 	if (want_dir) {
-		rc = lode_rec_dir_empty(t, d.ino);
-		if (rc < 0)
+		rc = lode_ns_check_empty(t, d.ino);
+		if (rc)
 			return rc;
-		if (!rc)
-			return -ENOTEMPTY;
 	}
 	rc = lode_rec_dirent_del(t, parent, name, len, &d);
 	if (!rc)

@@ -24,9 +24,9 @@ static int check_not_below(struct lode_txn *t, uint64_t ino, uint64_t anc)
 			return -EINVAL;
 		if (ino == LODE_MDS_ROOT_INO)
 			return 0;
-		rc = lode_rec_inode_get(t, ino, &in);
+		rc = lode_ns_get_linked_inode(t, ino, &in);
 		if (rc)
-			return rc == -ENOENT ? -EIO : rc;
+			return rc;
 		ino = in.parent;
 	}
 	return -ELOOP;
@@ -117,6 +117,15 @@ static int rename_exchange(struct lode_txn *t, uint64_t op, const char *on, size
 	return rc;
 }
 
+/* The inode of an entry in dir that c is about to remove or replace (the sticky bit). */
+static int removable(struct lode_txn *t, const lode_cred *c, const struct lode_disk_inode *dir,
+		     uint64_t ino, struct lode_disk_inode *in)
+{
+	int rc = lode_ns_get_linked_inode(t, ino, in);
+
+	return rc ? rc : lode_perm_sticky_ok(c, dir, in);
+}
+
 int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const char *on, size_t ol,
 		   uint64_t np, const char *nn, size_t nl, uint32_t flags)
 {
@@ -157,20 +166,11 @@ int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const ch
 		rc = lode_perm_may(c, &ndir, LODE_MAY_W | LODE_MAY_X);
 	if (rc)
 		return rc;
-	rc = lode_rec_inode_get(t, src.ino, &src_in);
-	if (rc)
-		return rc == -ENOENT ? -EIO : rc;
-	rc = lode_perm_sticky_ok(c, &odir, &src_in);
+	rc = removable(t, c, &odir, src.ino, &src_in);
+	if (!rc && have_dst)
+		rc = removable(t, c, &ndir, dst.ino, &dst_in);
 	if (rc)
 		return rc;
-	if (have_dst) {
-		rc = lode_rec_inode_get(t, dst.ino, &dst_in);
-		if (rc)
-			return rc == -ENOENT ? -EIO : rc;
-		rc = lode_perm_sticky_ok(c, &ndir, &dst_in);
-		if (rc)
-			return rc;
-	}
 	/* both names already refer to the same inode: POSIX says do nothing */
 	if (have_dst && src.ino == dst.ino)
 		return 0;
@@ -191,11 +191,9 @@ int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const ch
 		if (!S_ISDIR(src.mode) && S_ISDIR(dst.mode))
 			return -EISDIR;
 		if (S_ISDIR(dst.mode)) {
-			rc = lode_rec_dir_empty(t, dst.ino);
-			if (rc < 0)
+			rc = lode_ns_check_empty(t, dst.ino);
+			if (rc)
 				return rc;
-			if (!rc)
-				return -ENOTEMPTY;
 		}
 		rc = lode_rec_dirent_del(t, np, nn, nl, &dst);
 		if (!rc)
