@@ -23,6 +23,10 @@ int64_t lode_ns_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The same rule as proto's lode_name_check(), which the codec applies to every name on the
+ * wire. A copy, because the storage layer is built against proto's headers only and its
+ * tests link without proto's code (mds/meson.build). The namespace checks names itself
+ * so that its rules hold whoever calls it. */
 int lode_ns_name_check(const char *name, size_t len)
 {
 	if (len == 0)
