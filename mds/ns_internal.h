@@ -53,6 +53,11 @@ bool lode_ns_stripe_size_ok(uint32_t s);
 /* One name of ino went away: directories go at once (their single link), others when
  * nlink reaches 0. */
 int lode_ns_drop_link(struct lode_txn *t, uint64_t ino, int64_t now);
+/* Takes `name` (its entry d) out of directory parent and drops the link it held; a
+ * directory (is_dir) must be empty (-ENOTEMPTY). The caller updates parent's link count
+ * and times. */
+int lode_ns_unname(struct lode_txn *t, uint64_t parent, const char *name, size_t len,
+		   const struct lode_disk_dirent *d, bool is_dir, int64_t now);
 
 /* ---- ns_orphan.c ---- */
 

@@ -54,6 +54,22 @@ int lode_ns_drop_link(struct lode_txn *t, uint64_t ino, int64_t now)
 	return lode_rec_inode_put(t, ino, &in);
 }
 
+int lode_ns_unname(struct lode_txn *t, uint64_t parent, const char *name, size_t len,
+		   const struct lode_disk_dirent *d, bool is_dir, int64_t now)
+{
+	int rc;
+
+	if (is_dir) {
+		rc = lode_ns_check_empty(t, d->ino);
+		if (rc)
+			return rc;
+	}
+	rc = lode_rec_dirent_del(t, parent, name, len, d);
+	if (!rc)
+		rc = lode_ns_drop_link(t, d->ino, now);
+	return rc;
+}
+
 /* Common part of unlink and rmdir. */
 static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 			size_t len, int want_dir)
@@ -75,14 +91,7 @@ static int remove_entry(struct lode_txn *t, const lode_cred *c, uint64_t parent,
 		return -ENOTDIR;
 	if (!want_dir && S_ISDIR(in.mode))
 		return -EISDIR;
-	if (want_dir) {
-		rc = lode_ns_check_empty(t, d.ino);
-		if (rc)
-			return rc;
-	}
-	rc = lode_rec_dirent_del(t, parent, name, len, &d);
-	if (!rc)
-		rc = lode_ns_drop_link(t, d.ino, now);
+	rc = lode_ns_unname(t, parent, name, len, &d, want_dir, now);
 	if (!rc)
 		rc = lode_ns_touch_dir(t, parent, want_dir ? -1 : 0, now);
 	return rc;

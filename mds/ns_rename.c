@@ -190,14 +190,7 @@ int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const ch
 			return -ENOTDIR;
 		if (!S_ISDIR(src.mode) && S_ISDIR(dst.mode))
 			return -EISDIR;
-		if (S_ISDIR(dst.mode)) {
-			rc = lode_ns_check_empty(t, dst.ino);
-			if (rc)
-				return rc;
-		}
-		rc = lode_rec_dirent_del(t, np, nn, nl, &dst);
-		if (!rc)
-			rc = lode_ns_drop_link(t, dst.ino, now);
+		rc = lode_ns_unname(t, np, nn, nl, &dst, S_ISDIR(dst.mode), now);
 		if (!rc && S_ISDIR(dst.mode))
 			rc = lode_ns_touch_dir(t, np, -1, now);
 		if (rc)
