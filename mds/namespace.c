@@ -137,6 +137,18 @@ int lode_ns_put_attr(struct lode_txn *t, uint64_t ino, const struct lode_disk_in
 	return 0;
 }
 
+bool lode_ns_stripe_holds(const uint32_t *targets, unsigned mirror_count, unsigned index,
+			  uint32_t id)
+{
+	unsigned first = index - index % mirror_count;
+
+	for (unsigned i = first; i < first + mirror_count; i++) {
+		if (i != index && targets[i] == id)
+			return true;
+	}
+	return false;
+}
+
 bool lode_ns_stripe_size_ok(uint32_t s)
 {
 	return s && s % LODE_CHUNK_SIZE == 0 && s <= (1u << 30);

@@ -76,7 +76,6 @@ int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino
 {
 	struct lode_disk_layout *l;
 	struct lode_disk_inode in;
-	unsigned first;
 	int rc = lode_rec_inode_get(t, ino, &in);
 
 	if (rc)
@@ -90,11 +89,8 @@ int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino
 		return -ESTALE; /* someone else repaired or moved it first */
 	if (!pl || !lode_placement_known(pl, new_target))
 		return -EINVAL;
-	/* never two copies of one stripe on one target */
-	first = index - index % l->mirror_count;
-	for (unsigned i = first; i < first + l->mirror_count; i++)
-		if (i != index && l->targets[i] == new_target)
-			return -EINVAL;
+	if (lode_ns_stripe_holds(l->targets, l->mirror_count, index, new_target))
+		return -EINVAL;
 	l->targets[index] = new_target;
 	in.degraded &= ~(1ull << index);
 	in.ctime_ns = lode_ns_now();

@@ -66,11 +66,8 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 			}
 			if (!id || !a->pl || !lode_placement_known(a->pl, id))
 				return -EINVAL;
-			/* never two mirrors of one stripe on one target */
-			for (unsigned j = i - i % l.mirror_count; j < i; j++) {
-				if (req->targets[j] == id)
-					return -EINVAL;
-			}
+			if (lode_ns_stripe_holds(req->targets, l.mirror_count, i, id))
+				return -EINVAL;
 			l.targets[i] = id;
 		}
 	} else {

@@ -45,6 +45,10 @@ int lode_ns_check_empty(struct lode_txn *t, uint64_t ino);
 /* Writes inode `in` back whole and gives its attributes. */
 int lode_ns_put_attr(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in,
 		     struct lode_wire_attr *attr);
+/* Whether a copy of the stripe of copy `index` other than that one is on target id: a
+ * layout never puts two copies of one stripe on one target. mirror_count > 0. */
+bool lode_ns_stripe_holds(const uint32_t *targets, unsigned mirror_count, unsigned index,
+			  uint32_t id);
 /* A stripe size a layout may have: a whole number of chunks, at most 1 GiB. */
 bool lode_ns_stripe_size_ok(uint32_t s);
 
