@@ -57,6 +57,15 @@ int lode_ns_get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_i
 	return rc;
 }
 
+int lode_ns_get_file(struct lode_txn *t, uint64_t ino, int not_file, struct lode_disk_inode *in)
+{
+	int rc = lode_rec_inode_get(t, ino, in);
+
+	if (rc)
+		return rc;
+	return S_ISREG(in->mode) ? 0 : not_file;
+}
+
 int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mask,
 		    struct lode_disk_inode *dir)
 {

@@ -45,12 +45,10 @@ int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, u
 {
 	const struct lode_disk_layout *l;
 	struct lode_disk_inode in;
-	int rc = lode_rec_inode_get(t, ino, &in);
+	int rc = lode_ns_get_file(t, ino, -ENOENT, &in);
 
 	if (rc)
 		return rc;
-	if (!S_ISREG(in.mode))
-		return -ENOENT;
 	l = &in.layout;
 	if (l->generation != generation)
 		return -ESTALE;
@@ -76,12 +74,10 @@ int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino
 {
 	struct lode_disk_layout *l;
 	struct lode_disk_inode in;
-	int rc = lode_rec_inode_get(t, ino, &in);
+	int rc = lode_ns_get_file(t, ino, -EINVAL, &in);
 
 	if (rc)
 		return rc;
-	if (!S_ISREG(in.mode))
-		return -EINVAL;
 	l = &in.layout;
 	if (index >= (unsigned)l->stripe_count * l->mirror_count)
 		return -EINVAL;

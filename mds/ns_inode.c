@@ -157,12 +157,10 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 {
 	struct lode_disk_inode in;
 	int64_t now = lode_ns_now();
-	int rc = lode_rec_inode_get(t, ino, &in);
+	int rc = lode_ns_get_file(t, ino, -EINVAL, &in);
 
 	if (rc)
 		return rc;
-	if (!S_ISREG(in.mode))
-		return -EINVAL;
 	in.size = size;
 	in.mtime_ns = mtime_ns ? mtime_ns : now;
 	in.ctime_ns = now;

@@ -22,6 +22,9 @@
 /* The inode of a call by number whose caller found the number under a name: -ESTALE when
  * it is gone or no name leads to it any more. */
 int lode_ns_get_named_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
+/* Loads a regular file; another kind of inode is not_file (each operation says which
+ * -errno that is for it). */
+int lode_ns_get_file(struct lode_txn *t, uint64_t ino, int not_file, struct lode_disk_inode *in);
 /* Loads a directory the caller is about to look into (mask LODE_MAY_X) or change
  * (LODE_MAY_W | LODE_MAY_X): -ENOTDIR, -EACCES. */
 int lode_ns_get_dir(struct lode_txn *t, const lode_cred *c, uint64_t ino, int mask,
