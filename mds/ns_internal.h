@@ -2,8 +2,9 @@
 /*
  * What the namespace's source files (namespace.c, ns_*.c) share and handlers.c does not
  * see: loading the directories and entries an operation works on, link counts, deletion,
- * and the layout rules. Same conventions as namespace.h: the caller's txn, 0 or a negative
- * errno, output parameters written only on success.
+ * and the layout rules. As in namespace.h: the caller's txn, 0 or a negative errno. Unlike
+ * it, the loaders (get_*, look_in, find_entry) may have filled their output records when
+ * they fail; callers pass locals they drop on error.
  */
 #ifndef LODE_MDS_NS_INTERNAL_H
 #define LODE_MDS_NS_INTERNAL_H
