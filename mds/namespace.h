@@ -17,6 +17,10 @@
  *
  * Names are (ptr, len) pairs, not NUL-terminated: 1..LODE_NAME_MAX bytes, no '/', no NUL,
  * not "." or ".." (-EINVAL; -ENAMETOOLONG past LODE_NAME_MAX).
+ *
+ * The operations live in ns_*.c, one concern a file (ns_inode, ns_create, ns_remove,
+ * ns_rename, ns_readdir, ns_xattr, ns_layout_xattr, ns_orphan, ns_copies), on top of
+ * namespace.c (what they share, ns_internal.h), records.c (the LMDB records) and perm.c.
  */
 #ifndef LODE_MDS_NAMESPACE_H
 #define LODE_MDS_NAMESPACE_H

@@ -148,47 +148,43 @@ int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], cons
 	return 0;
 }
 
+/* A target told its space and is alive now. The caller holds pl->lock. */
+static void heard_from(struct target *t, uint64_t bytes_total, uint64_t bytes_free, uint64_t now_ms)
+{
+	t->bytes_total = bytes_total;
+	t->bytes_free = bytes_free;
+	t->seen_ms = now_ms ? now_ms : 1; /* 0 means never heard from */
+}
+
 int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const char *addr,
 			  uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
 			  uint64_t now_ms)
 {
 	struct target *t;
-	int rc = 0;
 
 	pthread_mutex_lock(&pl->lock);
 	t = slot(pl, target_id, 1);
-	if (!t) {
-		rc = -ENOSPC;
-		goto unlock;
+	if (t) {
+		set_addr(t, addr, addr_len);
+		heard_from(t, bytes_total, bytes_free, now_ms);
 	}
-	set_addr(t, addr, addr_len);
-	t->bytes_total = bytes_total;
-	t->bytes_free = bytes_free;
-	t->seen_ms = now_ms ? now_ms : 1;
-unlock:
 	pthread_mutex_unlock(&pl->lock);
-	return rc;
+	return t ? 0 : -ENOSPC;
 }
 
 int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id, uint64_t bytes_total,
 			     uint64_t bytes_free, uint64_t objects, uint64_t now_ms)
 {
 	struct target *t;
-	int rc = 0;
 
 	pthread_mutex_lock(&pl->lock);
 	t = slot(pl, target_id, 0);
-	if (!t) {
-		rc = -ENOENT;
-		goto unlock;
+	if (t) {
+		heard_from(t, bytes_total, bytes_free, now_ms);
+		t->objects = objects;
 	}
-	t->bytes_total = bytes_total;
-	t->bytes_free = bytes_free;
-	t->objects = objects;
-	t->seen_ms = now_ms ? now_ms : 1;
-unlock:
 	pthread_mutex_unlock(&pl->lock);
-	return rc;
+	return t ? 0 : -ENOENT;
 }
 
 void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,

@@ -74,10 +74,10 @@ uint64_t lode_store_cluster_id(const struct lode_store *st)
 	return st->cluster_id;
 }
 
-int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
+static int txn_begin(struct lode_store *st, MDB_txn *parent, unsigned flags, struct lode_txn *t)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+	int rc = mdb_txn_begin(st->env, parent, flags, &txn);
 
 	t->st = st;
 	t->txn = NULL;
@@ -87,17 +87,14 @@ int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
 	return 0;
 }
 
+int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
+{
+	return txn_begin(st, NULL, MDB_RDONLY, t);
+}
+
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t)
 {
-	MDB_txn *txn;
-	int rc = mdb_txn_begin(st->env, parent ? parent->txn : NULL, 0, &txn);
-
-	t->st = st;
-	t->txn = NULL;
-	if (rc)
-		return lode_store_errno(rc);
-	t->txn = txn;
-	return 0;
+	return txn_begin(st, parent ? parent->txn : NULL, 0, t);
 }
 
 int lode_store_commit(struct lode_txn *t)

@@ -128,23 +128,44 @@ end(struct lode_txn *t, int rc)
 	return rc;
 }
 
+/* CREATE arguments: a new file `name` (0600) in the root, by root, with the root's layout,
+ * placed by the fixture's targets; tests change what they need. */
+static struct lode_ns_create create_req(struct fx *f, const char *name)
+{
+	struct lode_ns_create a = {.parent = ROOT,
+				   .cred = root_cred,
+				   .name = name,
+				   .name_len = strlen(name),
+				   .mode = 0600,
+				   .flags = LODE_OPEN_EXCL,
+				   .pl = f->pl,
+				   .now_ms = NOW_MS};
+
+	return a;
+}
+
+static int run_create(struct fx *f, const struct lode_ns_create *a, struct lode_wire_attr *attr,
+		      struct lode_wire_layout *l, int *created)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_create(&t, a, attr, l, created));
+}
+
 static int do_create_as(struct fx *f, const lode_cred *c, uint64_t parent, const char *name,
 			uint32_t flags, uint64_t *ino)
 {
-	struct lode_ns_create a = {.parent = parent,
-				   .cred = *c,
-				   .name = name,
-				   .name_len = strlen(name),
-				   .mode = 0644,
-				   .flags = flags,
-				   .pl = f->pl,
-				   .now_ms = NOW_MS};
+	struct lode_ns_create a = create_req(f, name);
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
-	struct lode_txn t = W(f);
 	int created;
-	int rc = end(&t, lode_ns_create(&t, &a, &attr, &l, &created));
+	int rc;
 
+	a.parent = parent;
+	a.cred = *c;
+	a.mode = 0644;
+	a.flags = flags;
+	rc = run_create(f, &a, &attr, &l, &created);
 	if (!rc && ino)
 		*ino = attr.ino;
 	return rc;
@@ -227,6 +248,54 @@ static int do_setattr(struct fx *f, struct lode_wire_setattr_req *req)
 	struct lode_txn t = W(f);
 
 	return end(&t, lode_ns_setattr(&t, req, &a));
+}
+
+static int do_link(struct fx *f, uint64_t ino, uint64_t parent, const char *name,
+		   struct lode_wire_attr *attr)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_link(&t, &root_cred, ino, parent, name, strlen(name), attr));
+}
+
+static int do_setxattr(struct fx *f, const lode_cred *c, uint64_t ino, const char *name,
+		       const char *value, uint32_t flags)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t,
+		   lode_ns_setxattr(&t, c, ino, name, strlen(name), value, strlen(value), flags));
+}
+
+static int do_removexattr(struct fx *f, uint64_t ino, const char *name)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_removexattr(&t, &root_cred, ino, name, strlen(name)));
+}
+
+static int do_orphan_done(struct fx *f, uint32_t target, const struct lode_wire_objid *ids,
+			  uint32_t n)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_orphan_done(&t, target, ids, n));
+}
+
+static int do_report_copy(struct fx *f, uint64_t ino, uint64_t generation, uint32_t stripe,
+			  uint32_t target)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_report_copy(&t, ino, generation, stripe, target));
+}
+
+static int do_set_copy(struct fx *f, uint64_t ino, uint32_t index, uint32_t old_target,
+		       uint32_t new_target, struct lode_wire_layout_rep *out)
+{
+	struct lode_txn t = W(f);
+
+	return end(&t, lode_ns_set_copy(&t, f->pl, ino, index, old_target, new_target, out));
 }
 
 /* ---- store ---- */
@@ -365,20 +434,12 @@ static void test_create_fails_with_enotdir_when_parent_is_a_file(void **state)
 static void test_create_spreads_an_inherited_layout_over_all_up_targets(void **state)
 {
 	struct fx *f = *state;
-	struct lode_ns_create a = {.parent = ROOT,
-				   .cred = root_cred,
-				   .name = "f",
-				   .name_len = 1,
-				   .mode = 0600,
-				   .flags = LODE_OPEN_EXCL,
-				   .pl = f->pl,
-				   .now_ms = NOW_MS};
+	struct lode_ns_create a = create_req(f, "f");
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
-	struct lode_txn t = W(f);
 	int created;
 
-	assert_int_equal(end(&t, lode_ns_create(&t, &a, &attr, &l, &created)), 0);
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), 0);
 	assert_int_equal(created, 1);
 	assert_int_equal(l.stripe_size, 1u << 20);
 	assert_int_equal(l.stripe_count, 4);
@@ -405,22 +466,14 @@ static void test_create_uses_an_explicit_layout_with_caller_targets(void **state
 	struct fx *f = *state;
 	struct lode_wire_layout req = {
 	    .stripe_size = 4u << 20, .stripe_count = 2, .mirror_count = 2, .targets = {1, 2, 3, 4}};
-	struct lode_ns_create a = {.parent = ROOT,
-				   .cred = root_cred,
-				   .name = "f",
-				   .name_len = 1,
-				   .mode = 0600,
-				   .flags = LODE_OPEN_EXCL,
-				   .layout = &req,
-				   .has_targets = 1,
-				   .pl = f->pl,
-				   .now_ms = NOW_MS};
+	struct lode_ns_create a = create_req(f, "f");
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
-	struct lode_txn t = W(f);
 	int created;
 
-	assert_int_equal(end(&t, lode_ns_create(&t, &a, &attr, &l, &created)), 0);
+	a.layout = &req;
+	a.has_targets = 1;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), 0);
 	assert_int_equal(l.stripe_size, 4u << 20);
 	assert_int_equal(l.stripe_count, 2);
 	assert_int_equal(l.mirror_count, 2);
@@ -429,31 +482,22 @@ static void test_create_uses_an_explicit_layout_with_caller_targets(void **state
 	/* two mirrors of one stripe on one target is refused */
 	req.targets[1] = 1;
 	a.name = "g";
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_create(&t, &a, &attr, &l, &created)), -EINVAL);
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EINVAL);
 	/* so is an unknown target */
 	req.targets[1] = 77;
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_create(&t, &a, &attr, &l, &created)), -EINVAL);
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EINVAL);
 }
 
 static void test_create_fails_with_enospc_when_no_target_is_up(void **state)
 {
 	struct fx *f = *state;
-	struct lode_ns_create a = {.parent = ROOT,
-				   .cred = root_cred,
-				   .name = "f",
-				   .name_len = 1,
-				   .mode = 0600,
-				   .flags = LODE_OPEN_EXCL,
-				   .pl = f->pl,
-				   .now_ms = NOW_MS + 60000};
+	struct lode_ns_create a = create_req(f, "f");
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
-	struct lode_txn t = W(f);
 	int created;
 
-	assert_int_equal(end(&t, lode_ns_create(&t, &a, &attr, &l, &created)), -ENOSPC);
+	a.now_ms = NOW_MS + 60000;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -ENOSPC);
 	assert_int_equal(do_lookup(f, ROOT, "f", NULL), -ENOENT);
 }
 
@@ -581,8 +625,7 @@ static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(
 	uint64_t ino;
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, ino, ROOT, "g", 1, &a)), 0);
+	assert_int_equal(do_link(f, ino, ROOT, "g", &a), 0);
 	assert_int_equal(a.nlink, 2);
 	assert_int_equal(do_unlink(f, &root_cred, ROOT, "f"), 0);
 	assert_int_equal(getattr(f, ino).nlink, 1);
@@ -612,14 +655,12 @@ static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(
 
 	/* each target's acknowledgement clears only its own objects */
 	assert_int_equal(orphans_of(f, 2, ids, 8), 2);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_orphan_done(&t, 2, ids, 2)), 0);
+	assert_int_equal(do_orphan_done(f, 2, ids, 2), 0);
 	assert_int_equal(orphans_of(f, 2, ids, 8), 0);
 	assert_int_equal(orphans_of(f, 3, ids, 8), 2);
 	for (uint32_t tg = 1; tg <= 4; tg++) {
 		if (orphans_of(f, tg, ids, 8) == 2) {
-			t = W(f);
-			assert_int_equal(end(&t, lode_ns_orphan_done(&t, tg, ids, 2)), 0);
+			assert_int_equal(do_orphan_done(f, tg, ids, 2), 0);
 		}
 	}
 	t = R(f);
@@ -664,14 +705,11 @@ static void test_rename_replaces_a_file_and_orphans_the_old_one(void **state)
 	lode_store_abort(&t);
 	/* nor does it get a name back (a link through the stale name): its objects are
 	 * already orphans, so the name would have no data */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, dst, ROOT, "back", 4, &a)), -ESTALE);
+	assert_int_equal(do_link(f, dst, ROOT, "back", &a), -ESTALE);
 	assert_int_equal(do_lookup(f, ROOT, "back", NULL), -ENOENT);
 	assert_int_equal(getattr(f, dst).nlink, 0);
 	assert_int_equal(orphans_of(f, 1, ids, 4), 2);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, src + 1000, ROOT, "x", 1, &a)),
-			 -ESTALE);
+	assert_int_equal(do_link(f, src + 1000, ROOT, "x", &a), -ESTALE);
 }
 
 static void test_rename_moves_a_directory_across_parents_and_fixes_nlink(void **state)
@@ -775,8 +813,7 @@ static void test_rename_onto_itself_is_a_no_op(void **state)
 	assert_int_equal(do_lookup(f, ROOT, "a", &at), 0);
 	assert_int_equal(at.ino, ino);
 	/* a hard link to the same inode: also nothing happens */
-	struct lode_txn t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, ino, ROOT, "b", 1, &at)), 0);
+	assert_int_equal(do_link(f, ino, ROOT, "b", &at), 0);
 	assert_int_equal(do_rename(f, ROOT, "a", ROOT, "b", 0), 0);
 	assert_int_equal(do_lookup(f, ROOT, "a", NULL), 0);
 	assert_int_equal(getattr(f, ino).nlink, 2);
@@ -791,13 +828,10 @@ static void test_link_fails_with_eperm_on_a_directory(void **state)
 	uint64_t d, fino;
 
 	assert_int_equal(do_mkdir(f, ROOT, "d", &d), 0);
-	struct lode_txn t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, d, ROOT, "e", 1, &at)), -EPERM);
+	assert_int_equal(do_link(f, d, ROOT, "e", &at), -EPERM);
 	assert_int_equal(do_create(f, ROOT, "f", &fino), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, fino, ROOT, "f", 1, &at)), -EEXIST);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_link(&t, &root_cred, fino, fino, "g", 1, &at)), -ENOTDIR);
+	assert_int_equal(do_link(f, fino, ROOT, "f", &at), -EEXIST);
+	assert_int_equal(do_link(f, fino, fino, "g", &at), -ENOTDIR);
 }
 
 static void test_symlink_stores_its_target_for_readlink(void **state)
@@ -1079,23 +1113,13 @@ static void test_xattrs_honor_create_replace_size_and_remove(void **state)
 	struct lode_txn t;
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.a", 6, "hello", 5,
-						  LODE_XATTR_REPLACE)),
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "user.a", "hello", LODE_XATTR_REPLACE),
 			 -ENODATA);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.a", 6, "hello", 5,
-						  LODE_XATTR_CREATE)),
-			 0);
-	t = W(f);
-	assert_int_equal(
-	    end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.a", 6, "x", 1, LODE_XATTR_CREATE)),
-	    -EEXIST);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "user.b", 6, "", 0, 0)), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "bogus.b", 7, "", 0, 0)),
-			 -EOPNOTSUPP);
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "user.a", "hello", LODE_XATTR_CREATE), 0);
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "user.a", "x", LODE_XATTR_CREATE),
+			 -EEXIST);
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "user.b", "", 0), 0);
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "bogus.b", "", 0), -EOPNOTSUPP);
 
 	t = R(f);
 	assert_int_equal(lode_ns_getxattr(&t, &root_cred, ino, "user.a", 6, NULL, 0, &len), 0);
@@ -1113,10 +1137,8 @@ static void test_xattrs_honor_create_replace_size_and_remove(void **state)
 	assert_memory_equal(buf, "user.a\0user.b\0", 14);
 	lode_store_abort(&t);
 
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_removexattr(&t, &root_cred, ino, "user.a", 6)), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_removexattr(&t, &root_cred, ino, "user.a", 6)), -ENODATA);
+	assert_int_equal(do_removexattr(f, ino, "user.a"), 0);
+	assert_int_equal(do_removexattr(f, ino, "user.a"), -ENODATA);
 }
 
 static void test_xattrs_of_others_need_permission_and_trusted_is_root_only(void **state)
@@ -1127,15 +1149,9 @@ static void test_xattrs_of_others_need_permission_and_trusted_is_root_only(void 
 	struct lode_txn t;
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0); /* 0644 root */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &root_cred, ino, "trusted.t", 9, "v", 1, 0)),
-			 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &alice, ino, "user.a", 6, "v", 1, 0)),
-			 -EACCES);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_setxattr(&t, &alice, ino, "trusted.a", 9, "v", 1, 0)),
-			 -EPERM);
+	assert_int_equal(do_setxattr(f, &root_cred, ino, "trusted.t", "v", 0), 0);
+	assert_int_equal(do_setxattr(f, &alice, ino, "user.a", "v", 0), -EACCES);
+	assert_int_equal(do_setxattr(f, &alice, ino, "trusted.a", "v", 0), -EPERM);
 	t = R(f);
 	assert_int_equal(lode_ns_listxattr(&t, &alice, ino, NULL, 0, &len), 0);
 	assert_int_equal(len, 0);
@@ -1155,22 +1171,16 @@ static void test_deleting_a_file_deletes_its_xattrs(void **state)
 	assert_int_equal(do_create(f, ROOT, "g", NULL), 0);
 	for (int i = 0; i < 50; i++) {
 		snprintf(name, sizeof(name), "user.%d", i);
-		t = W(f);
-		assert_int_equal(
-		    end(&t, lode_ns_setxattr(&t, &root_cred, ino, name, strlen(name), "v", 1, 0)),
-		    0);
+		assert_int_equal(do_setxattr(f, &root_cred, ino, name, "v", 0), 0);
 	}
-	t = W(f);
-	assert_int_equal(
-	    end(&t, lode_ns_setxattr(&t, &root_cred, ino + 1, "user.keep", 9, "v", 1, 0)), 0);
+	assert_int_equal(do_setxattr(f, &root_cred, ino + 1, "user.keep", "v", 0), 0);
 	assert_int_equal(do_unlink(f, &root_cred, ROOT, "f"), 0);
 	/* the unlinked file's objects are acknowledged gone by every target */
 	for (uint32_t tg = 1; tg <= 4; tg++) {
 		struct lode_wire_objid ids[8];
 		int n = orphans_of(f, tg, ids, 8);
 
-		t = W(f);
-		assert_int_equal(end(&t, lode_ns_orphan_done(&t, tg, ids, (uint32_t)n)), 0);
+		assert_int_equal(do_orphan_done(f, tg, ids, (uint32_t)n), 0);
 	}
 	t = R(f);
 	assert_int_equal(lode_kv_count(&t, LODE_DB_XATTRS, &count), 0);
@@ -1437,7 +1447,6 @@ static void test_a_reported_copy_is_degraded_and_only_that_copy(void **state)
 {
 	struct fx *f = *state;
 	struct lode_wire_layout_rep r;
-	struct lode_txn t;
 	uint64_t ino;
 	uint32_t target;
 
@@ -1445,20 +1454,15 @@ static void test_a_reported_copy_is_degraded_and_only_that_copy(void **state)
 	r = layout_of(f, ino);
 	assert_int_equal(r.degraded, 0);
 	target = r.layout.targets[3]; /* stripe 1, second copy */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, target)), 0);
+	assert_int_equal(do_report_copy(f, ino, 1, 1, target), 0);
 	r = layout_of(f, ino);
 	assert_int_equal(r.degraded, 1ull << 3);
 	/* reporting it again changes nothing; a target holding no copy of that stripe is
 	 * ENOENT; another generation is ESTALE */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, target)), 0);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, 99)), -ENOENT);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 2, 1, target)), -ESTALE);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 9, target)), -ENOENT);
+	assert_int_equal(do_report_copy(f, ino, 1, 1, target), 0);
+	assert_int_equal(do_report_copy(f, ino, 1, 1, 99), -ENOENT);
+	assert_int_equal(do_report_copy(f, ino, 2, 1, target), -ESTALE);
+	assert_int_equal(do_report_copy(f, ino, 1, 9, target), -ENOENT);
 	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
 }
 
@@ -1466,20 +1470,16 @@ static void test_the_last_good_copy_of_a_stripe_is_never_marked_degraded(void **
 {
 	struct fx *f = *state;
 	struct lode_wire_layout_rep r;
-	struct lode_txn t;
 	uint64_t ino;
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
 	r = layout_of(f, ino);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[3])), 0);
+	assert_int_equal(do_report_copy(f, ino, 1, 1, r.layout.targets[3]), 0);
 	/* the stripe's other copy now holds everything acknowledged: it stays good */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 1, r.layout.targets[2])), -EBUSY);
+	assert_int_equal(do_report_copy(f, ino, 1, 1, r.layout.targets[2]), -EBUSY);
 	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3);
 	/* another stripe's copies are their own business */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 0, r.layout.targets[0])), 0);
+	assert_int_equal(do_report_copy(f, ino, 1, 0, r.layout.targets[0]), 0);
 	assert_int_equal(layout_of(f, ino).degraded, 1ull << 3 | 1ull << 0);
 }
 
@@ -1487,7 +1487,6 @@ static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(
 {
 	struct fx *f = *state;
 	struct lode_wire_layout_rep r, out;
-	struct lode_txn t;
 	uint32_t old, other, spare = 0;
 	uint64_t ino;
 
@@ -1498,19 +1497,14 @@ static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(
 	for (uint32_t id = 1; id <= 4 && !spare; id++)
 		if (id != old && id != other)
 			spare = id;
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_report_copy(&t, ino, 1, 0, old)), 0);
+	assert_int_equal(do_report_copy(f, ino, 1, 0, old), 0);
 	/* not onto the target that holds the stripe's other copy */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, other, &out)), -EINVAL);
+	assert_int_equal(do_set_copy(f, ino, 0, old, other, &out), -EINVAL);
 	/* not when the copy is no longer where the caller thinks */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, spare, old, &out)), -ESTALE);
+	assert_int_equal(do_set_copy(f, ino, 0, spare, old, &out), -ESTALE);
 	/* not onto an unknown target */
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, 77, &out)), -EINVAL);
-	t = W(f);
-	assert_int_equal(end(&t, lode_ns_set_copy(&t, f->pl, ino, 0, old, spare, &out)), 0);
+	assert_int_equal(do_set_copy(f, ino, 0, old, 77, &out), -EINVAL);
+	assert_int_equal(do_set_copy(f, ino, 0, old, spare, &out), 0);
 	assert_int_equal(out.layout.targets[0], spare);
 	assert_int_equal(out.degraded, 0);
 	r = layout_of(f, ino);
