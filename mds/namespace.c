@@ -23,23 +23,6 @@ int64_t lode_ns_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The same rule as proto's lode_name_check(), which the codec applies to every name on the
- * wire. A copy, because the storage layer is built against proto's headers only and its
- * tests link without proto's code (mds/meson.build). The namespace checks names itself
- * so that its rules hold whoever calls it. */
-int lode_ns_name_check(const char *name, size_t len)
-{
-	if (len == 0)
-		return -EINVAL;
-	if (len > LODE_NAME_MAX)
-		return -ENAMETOOLONG;
-	if (memchr(name, '/', len) || memchr(name, '\0', len))
-		return -EINVAL;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return -EINVAL;
-	return 0;
-}
-
 /*
  * The inode of a call by number whose caller found the number under a name (OPEN, LINK).
  * An inode that is gone, or that no name leads to any more (deleted, or kept unlinked for
@@ -100,7 +83,7 @@ int lode_ns_get_linked_inode(struct lode_txn *t, uint64_t ino, struct lode_disk_
 int lode_ns_look_in(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		    size_t len, struct lode_disk_inode *dir, struct lode_disk_dirent *d)
 {
-	int rc = lode_ns_name_check(name, len);
+	int rc = lode_name_check(name, len);
 
 	if (rc)
 		return rc;

@@ -50,8 +50,6 @@
 
 typedef struct lode_wire_cred lode_cred;
 
-int lode_ns_name_check(const char *name, size_t len);
-
 int lode_ns_lookup(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		   size_t len, struct lode_wire_attr *attr);
 int lode_ns_getattr(struct lode_txn *t, uint64_t ino, struct lode_wire_attr *attr);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "mds_spec.h"
 #include "namespace.h"
 #include "perm.h"

@@ -139,9 +139,9 @@ int lode_ns_rename(struct lode_txn *t, const lode_cred *c, uint64_t op, const ch
 		return -EINVAL;
 	if ((flags & LODE_RENAME_NOREPLACE) && (flags & LODE_RENAME_EXCHANGE))
 		return -EINVAL;
-	rc = lode_ns_name_check(on, ol);
+	rc = lode_name_check(on, ol);
 	if (!rc)
-		rc = lode_ns_name_check(nn, nl);
+		rc = lode_name_check(nn, nl);
 	if (rc)
 		return rc;
 	rc = lode_ns_get_dir(t, c, op, LODE_MAY_X, &odir);

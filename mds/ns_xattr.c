@@ -16,8 +16,10 @@ enum xattr_ns { XNS_USER, XNS_TRUSTED, XNS_SECURITY };
 
 static int xattr_namespace(const char *name, size_t len, enum xattr_ns *ns)
 {
-	if (len == 0 || len > LODE_XATTR_NAME_MAX || memchr(name, '\0', len))
-		return len > LODE_XATTR_NAME_MAX ? -ERANGE : -EINVAL;
+	int rc = lode_xattr_name_check(name, len);
+
+	if (rc)
+		return rc;
 	/* a known prefix with nothing after it is an invalid name, as on Linux */
 	if ((len == 5 && !memcmp(name, "user.", 5)) || (len == 8 && !memcmp(name, "trusted.", 8)) ||
 	    (len == 9 && !memcmp(name, "security.", 9)))
