@@ -177,6 +177,11 @@ int main(int argc, char **argv)
 		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
 		return 1;
 	}
+	rc = lode_lock_data_dir(data, "lode-mds", why, sizeof(why));
+	if (rc) {
+		LODE_ERR("%s", why);
+		return 1;
+	}
 
 	/* block the stop signals before any thread starts, so only sigwait() sees them */
 	sigemptyset(&sigs);

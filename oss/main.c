@@ -171,6 +171,7 @@ int main(int argc, char **argv)
 	static struct lode_oss oss;
 	const char *bound;
 	uint8_t uuid[16];
+	char why[256];
 	sigset_t sigs;
 	struct args a;
 	int sig, err;
@@ -197,6 +198,11 @@ int main(int argc, char **argv)
 	err = lode_make_dirs(a.data, 0755);
 	if (err) {
 		LODE_ERR("creating %s: %s", a.data, strerror(-err));
+		return 1;
+	}
+	err = lode_lock_data_dir(a.data, PROG, why, sizeof(why));
+	if (err) {
+		LODE_ERR("%s", why);
 		return 1;
 	}
 	err = lode_objstore_open(&st, a.data);

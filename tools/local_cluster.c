@@ -13,6 +13,7 @@
  * of a new cluster listen on: "rdma://10.0.2.15" runs the whole cluster over RDMA.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -61,6 +62,21 @@ static int write_file(const char *path, const char *text)
 	return fclose(f) ? -errno : 0;
 }
 
+/* Whether pid has exited and waits to be reaped (state Z, or X while it goes). */
+static bool is_zombie(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *paren;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_file(path, buf, sizeof(buf)))
+		return false; /* gone, or no /proc: kill() above decides */
+	/* "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'
+	 */
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 static pid_t running_pid(const char *dir)
 {
 	char path[PATH_MAX], buf[32];
@@ -74,6 +90,10 @@ static pid_t running_pid(const char *dir)
 		return 0;
 	/* a zombie of ours is not running */
 	if (waitpid((pid_t)pid, NULL, WNOHANG) == pid)
+		return 0;
+	/* nor is anyone else's: kill(pid, 0) succeeds on a zombie whose parent has not reaped it
+	 * yet, which in a container whose init reaps late lasts a while after a kill -9 */
+	if (is_zombie((pid_t)pid))
 		return 0;
 	return (pid_t)pid;
 }

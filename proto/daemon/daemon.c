@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Start-up helpers shared by lode-mds and lode-oss. */
+/* Start-up helpers shared by lode-mds and lode-oss: data directories, their instance lock,
+ * port files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,4 +53,43 @@ int lode_write_port_file(const char *path, const char *addr)
 	if (rc)
 		unlink(tmp);
 	return rc;
+}
+
+int lode_lock_data_dir(const char *dir, const char *prog, char *why, size_t why_len)
+{
+	char path[PATH_MAX], pid[32] = "";
+	ssize_t n;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/lode.lock", dir) >= (int)sizeof(path)) {
+		snprintf(why, why_len, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int err = -errno;
+
+		snprintf(why, why_len, "cannot open %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (err == -EBUSY)
+			snprintf(why, why_len, "%s is in use by another %s%s%s%s", dir, prog,
+				 pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+		else
+			snprintf(why, why_len, "cannot lock %s: %s", path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	/* the holder's pid, for the message above; the lock itself is what counts */
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
+		/* only the message above loses its pid: the lock is held */
+	}
+	return 0; /* fd stays open, and the lock held, until the process exits */
 }

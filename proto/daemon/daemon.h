@@ -11,4 +11,12 @@ int lode_make_dirs(const char *path, mode_t mode);
  * process waiting for the file sees all of it or none. Returns 0 or -errno. */
 int lode_write_port_file(const char *path, const char *addr);
 
+/*
+ * Takes the exclusive lock of a data directory (DIR/lode.lock, flock), held until the process
+ * exits, so that no two daemons ever serve one directory (two MDS on one LMDB, two OSS as one
+ * target). The kernel drops it when the holder dies, even by kill -9. Returns 0, or -EBUSY when
+ * another process holds it (why says which pid), or -errno; why gets a one-line reason.
+ */
+int lode_lock_data_dir(const char *dir, const char *prog, char *why, size_t why_len);
+
 #endif
