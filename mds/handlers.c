@@ -32,7 +32,8 @@
 
 int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *why, size_t why_len)
 {
-	struct lode_store_opts so = {.dir = opts->dir, .map_size = opts->map_size};
+	struct lode_store_opts so = {
+	    .dir = opts->dir, .map_size = opts->map_size, .format = opts->format};
 	struct lode_txn t;
 	int rc;
 

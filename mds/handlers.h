@@ -25,6 +25,7 @@ struct lode_mds_opts {
 	unsigned up_ms;		 /* 0: LODE_PLACEMENT_UP_MS */
 	unsigned lease_ms;	 /* 0: LODE_LEASE_MS */
 	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
+	int format;		 /* 1: format a store with data but no version (lode_store_opts) */
 };
 
 struct lode_mds {

@@ -43,6 +43,8 @@ static void usage(FILE *out)
 		"                      (default 5000)\n"
 		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
 		"                      deletion after S seconds (default 60)\n"
+		"  --format            format the store even though it holds data but no format\n"
+		"                      version (a damaged store: its namespace is lost)\n"
 		"  --version           print the version and exit\n"
 		"  --help              print this help and exit\n");
 }
@@ -96,6 +98,7 @@ int main(int argc, char **argv)
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
+	    {"format", no_argument, NULL, 'F'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -146,6 +149,9 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 0, 30 * 86400, &num))
 				return bad_args("--orphan-grace wants seconds, not '%s'", optarg);
 			mopts.orphan_grace_ns = (int64_t)num * 1000000000;
+			break;
+		case 'F':
+			mopts.format = 1;
 			break;
 		case 'L':
 			if (parse_level(optarg, &level))

@@ -11,6 +11,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "mds_spec.h"
 #include "store.h"
@@ -271,6 +274,47 @@ static int64_t wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * The cluster id is kept with a checksum: {id, xxh3-64 of id}. A damaged id would make every
+ * OSS refuse the MDS (or, worse, accept another cluster's), so it is checked at each open.
+ * Stores written before the checksum hold the bare id, which is checked in at first open.
+ */
+struct cluster_id_rec {
+	uint64_t id;
+	uint64_t check;
+};
+
+static int put_cluster_id(struct lode_txn *t, uint64_t id)
+{
+	struct cluster_id_rec r = {.id = id, .check = XXH3_64bits(&id, sizeof(id))};
+
+	return lode_kv_put(t, LODE_DB_META, "cluster_id", 10, &r, sizeof(r), 0);
+}
+
+static int get_cluster_id(struct lode_txn *t, uint64_t *id, char *why, size_t why_len)
+{
+	struct cluster_id_rec r = {0};
+	size_t len;
+	int rc = lode_kv_get(t, LODE_DB_META, "cluster_id", 10, &r, sizeof(r), &len);
+
+	if (rc) {
+		snprintf(why, why_len, "cannot read the cluster id: %s", strerror(-rc));
+		return rc == -ENOENT ? -EUCLEAN : rc;
+	}
+	if (len == sizeof(r.id) && r.id) {
+		rc = put_cluster_id(t, r.id); /* a store from before the checksum */
+		if (rc) {
+			snprintf(why, why_len, "cannot write the cluster id: %s", strerror(-rc));
+			return rc;
+		}
+	} else if (len != sizeof(r) || !r.id || r.check != XXH3_64bits(&r.id, sizeof(r.id))) {
+		snprintf(why, why_len, "the cluster id is damaged (its checksum does not match)");
+		return -EUCLEAN;
+	}
+	*id = r.id;
+	return 0;
+}
+
 /* First open: everything a fresh file system needs, in the caller's write txn. */
 static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 {
@@ -287,7 +331,7 @@ static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 	}
 	rc = lode_kv_put(t, LODE_DB_META, "format_version", 14, &version, sizeof(version), 0);
 	if (!rc)
-		rc = meta_put_u64(t, "cluster_id", id);
+		rc = put_cluster_id(t, id);
 	if (!rc)
 		rc = meta_put_u64(t, "next_ino", LODE_MDS_ROOT_INO + 1);
 	if (!rc)
@@ -311,8 +355,13 @@ static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 	return 0;
 }
 
-/* Opens the named dbs and checks (or writes) the format, all in one write txn. */
-static int open_dbs(struct lode_store *st, char *why, size_t why_len)
+/*
+ * Opens the named dbs and checks (or writes) the format, all in one write txn. A store is
+ * formatted only when it was empty before this open (no data file), or when the caller asks
+ * (format): a store that holds data but no readable format version is damaged, and
+ * formatting it would replace its cluster (new id, inode numbers from 1) silently.
+ */
+static int open_dbs(struct lode_store *st, int was_empty, int format, char *why, size_t why_len)
 {
 	struct lode_txn t;
 	uint32_t version = 0;
@@ -334,14 +383,21 @@ static int open_dbs(struct lode_store *st, char *why, size_t why_len)
 	}
 
 	rc = lode_kv_get(&t, LODE_DB_META, "format_version", 14, &version, sizeof(version), &len);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && (was_empty || format)) {
 		rc = format_fresh(&t, &st->cluster_id);
 		if (rc) {
 			snprintf(why, why_len, "cannot format a fresh store: %s", strerror(-rc));
 			goto abort_txn;
 		}
-	} else if (rc || len != sizeof(version)) {
-		rc = rc ? rc : -EIO;
+	} else if (rc == -ENOENT) {
+		rc = -EUCLEAN;
+		snprintf(
+		    why, why_len,
+		    "the store holds data but no format version: it is damaged or not "
+		    "Lode's; refusing to format over it (--format would, losing its namespace)");
+		goto abort_txn;
+	} else if (rc || len != sizeof(version) || version == 0) {
+		rc = rc ? rc : -EUCLEAN;
 		snprintf(why, why_len, "cannot read the format version: %s", strerror(-rc));
 		goto abort_txn;
 	} else if (version > LODE_MDS_FORMAT_VERSION) {
@@ -352,11 +408,9 @@ static int open_dbs(struct lode_store *st, char *why, size_t why_len)
 			 version, LODE_MDS_FORMAT_VERSION);
 		goto abort_txn;
 	} else {
-		rc = meta_get_u64(&t, "cluster_id", &st->cluster_id);
-		if (rc) {
-			snprintf(why, why_len, "cannot read the cluster id: %s", strerror(-rc));
+		rc = get_cluster_id(&t, &st->cluster_id, why, why_len);
+		if (rc)
 			goto abort_txn;
-		}
 	}
 
 	rc = lode_store_commit(&t);
@@ -369,11 +423,52 @@ abort_txn:
 	return rc;
 }
 
+/*
+ * LMDB maps its file and trusts it: a data file shorter than the pages its meta page names
+ * (a truncated copy, a disk that lost its tail) ends in SIGBUS at the first read past the
+ * end. So the file's size is checked against LMDB's own view (the last page in use, read
+ * from the meta pages with read(), not through the map) before any page is touched.
+ */
+static int check_size(struct lode_store *st, const char *dir, char *why, size_t why_len)
+{
+	char path[4096];
+	MDB_envinfo info;
+	MDB_stat ms;
+	struct stat sb;
+	uint64_t need;
+	int rc;
+
+	rc = lode_store_errno(mdb_env_info(st->env, &info));
+	if (!rc)
+		rc = lode_store_errno(mdb_env_stat(st->env, &ms));
+	if (rc) {
+		snprintf(why, why_len, "cannot read LMDB's view of the store: %s", strerror(-rc));
+		return rc;
+	}
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(path, &sb)) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot stat %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	if ((uint64_t)sb.st_size < need) {
+		snprintf(why, why_len,
+			 "%s is %llu bytes but its last page in use ends at %llu: the file was "
+			 "truncated; restore it from a backup",
+			 path, (unsigned long long)sb.st_size, (unsigned long long)need);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
 		    size_t why_len)
 {
 	struct lode_store *st;
-	char dummy[1];
+	char dummy[1], path[4096];
+	struct stat sb;
+	int was_empty;
 	int rc;
 
 	if (!why) {
@@ -403,13 +498,17 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 		snprintf(why, why_len, "cannot configure LMDB: %s", strerror(-rc));
 		goto close_env;
 	}
+	snprintf(path, sizeof(path), "%s/data.mdb", opts->dir);
+	was_empty = stat(path, &sb) == -1 || sb.st_size == 0;
 	rc = lode_store_errno(mdb_env_open(st->env, opts->dir, 0, 0600));
 	if (rc) {
 		snprintf(why, why_len, "cannot open LMDB environment in %s: %s", opts->dir,
 			 strerror(-rc));
 		goto close_env;
 	}
-	rc = open_dbs(st, why, why_len);
+	rc = check_size(st, opts->dir, why, why_len);
+	if (!rc)
+		rc = open_dbs(st, was_empty, opts->format, why, why_len);
 	if (rc)
 		goto close_env;
 	*out = st;

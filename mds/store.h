@@ -43,14 +43,17 @@ struct lode_store_opts {
 	const char *dir;      /* an existing directory */
 	uint64_t map_size;    /* 0: 64 GiB (sparse; the file grows as data is written) */
 	unsigned max_readers; /* 0: 256 */
+	int format;	      /* 1: format a store that has no format version even if not empty */
 };
 
 /*
- * Opens (creating at first use) the environment in opts->dir. A fresh environment gets the
- * format version, a random cluster id, and the root directory (ino 1, 0755 root:root,
- * default layout 1 MiB x all-up-targets (0) x 1 mirror).
- * Returns 0, -EPROTONOSUPPORT when the data's format is newer than this server's, or
- * another -errno; on failure `why` (if non-NULL) holds a one-line reason.
+ * Opens (creating at first use) the environment in opts->dir. A fresh environment (no data
+ * file yet, or opts->format) gets the format version, a random cluster id, and the root
+ * directory (ino 1, 0755 root:root, default layout 1 MiB x all-up-targets (0) x 1 mirror).
+ * Fails closed on a damaged store: -EUCLEAN when the data file is shorter than LMDB's meta
+ * page says, when a store with data has no format version, or when the cluster id fails its
+ * checksum. Returns 0, -EPROTONOSUPPORT when the data's format is newer than this server's,
+ * or another -errno; on failure `why` (if non-NULL) holds a one-line reason.
  */
 int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
 		    size_t why_len);
