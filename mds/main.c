@@ -108,7 +108,8 @@ int main(int argc, char **argv)
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
 	struct lode_server_ops ops = {.on_request = lode_mds_on_request,
-				      .on_conn_error = lode_log_conn_error};
+				      .on_conn_error = lode_log_conn_error,
+				      .check_header = lode_log_check_header};
 	struct lode_server_opts sopts = {.threads = 4, .ops = &ops};
 	struct lode_server *srv;
 	struct lode_mds mds;

@@ -527,5 +527,6 @@ static void on_request(void *ctx, struct lode_req *req)
 const struct lode_server_ops lode_oss_server_ops = {
     .on_request = on_request,
     .on_conn_error = lode_log_conn_error,
+    .check_header = lode_log_check_header,
     .on_worker_start = on_worker_start,
 };

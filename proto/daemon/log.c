@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Daemon logging to stderr: one write() per line so that threads do not interleave. */
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "log.h"
 
 static const char *log_prog = "lode";
@@ -46,4 +49,33 @@ void lode_log_conn_error(void *ctx, const char *transport, int err)
 {
 	(void)ctx;
 	LODE_WARN("%s: cannot set up an accepted connection: %s", transport, strerror(-err));
+}
+
+/*
+ * Frames a peer should not have sent are refused on the header; the daemon says so, at most
+ * once a second (a peer sending garbage in a loop must not flood the log), with the count
+ * of those it did not print.
+ */
+int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr)
+{
+	static _Atomic int64_t last_s;
+	static _Atomic uint64_t quiet;
+	struct timespec ts;
+	int64_t prev;
+	int rc = lode_hdr_check_bounds(hdr);
+
+	(void)ctx;
+	if (!rc)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	prev = atomic_load(&last_s);
+	if (ts.tv_sec == prev || !atomic_compare_exchange_strong(&last_s, &prev, ts.tv_sec)) {
+		atomic_fetch_add(&quiet, 1);
+		return rc;
+	}
+	LODE_WARN("refused a %s request announcing %u body and %llu data bytes: %s (closing its "
+		  "connection; %llu more refused since the last line)",
+		  lode_op_name(hdr->opcode), hdr->body_len, (unsigned long long)hdr->data_len,
+		  strerror(-rc), (unsigned long long)atomic_exchange(&quiet, 0));
+	return rc;
 }

@@ -13,6 +13,10 @@ void lode_log(enum lode_log_level lvl, const char *fmt, ...) __attribute__((form
 
 /* For lode_server_ops.on_conn_error: one WARN line per connection that could not be set up. */
 void lode_log_conn_error(void *ctx, const char *transport, int err);
+/* For lode_server_ops.check_header: each opcode's bounds (lode_hdr_check_bounds), and a WARN
+ * line, at most one a second, for what it refuses. */
+struct lode_wire_hdr;
+int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr);
 
 #define LODE_ERR(...)	lode_log(LODE_LOG_ERR, __VA_ARGS__)
 #define LODE_WARN(...)	lode_log(LODE_LOG_WARN, __VA_ARGS__)

@@ -125,8 +125,15 @@ static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 {
 	struct sconn *sc = sc_of(t);
 	size_t bytes = sizeof(struct lode_req) + pad8(hdr->body_len) + hdr->data_len;
+	const struct lode_server_ops *ops = sc->w->srv->ops;
 	struct lode_req *req;
+	int rc;
 
+	if (ops->check_header) {
+		rc = ops->check_header(sc->w->srv->ctx, hdr);
+		if (rc)
+			return rc; /* closes the connection before anything is allocated */
+	}
 	req = malloc(bytes);
 	if (!req)
 		return -ENOMEM;

@@ -32,6 +32,10 @@ struct lode_server_ops {
 	 * error); it is dropped. Any worker thread. Library code does not log: a daemon that
 	 * wants a log line says so here. */
 	void (*on_conn_error)(void *ctx, const char *transport, int err);
+	/* Optional: a request header passed the framing checks; return non-zero to close the
+	 * connection before its body and data are received (nothing is allocated for it). The
+	 * daemons check each opcode's bounds here (lode_hdr_check_bounds). Worker thread. */
+	int (*check_header)(void *ctx, const struct lode_wire_hdr *hdr);
 };
 
 struct lode_server_opts {

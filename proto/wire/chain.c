@@ -76,4 +76,3 @@ int lode_dec_obj_chain_rep(const void *body, uint32_t len, unsigned count,
 	*rep = r;
 	return 0;
 }
-

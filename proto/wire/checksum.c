@@ -29,4 +29,3 @@ uint64_t lode_chunk_sum(const void *buf, size_t len)
 	XXH3_64bits_update(&st, zeros, LODE_CHUNK_SIZE - len);
 	return XXH3_64bits_digest(&st);
 }
-

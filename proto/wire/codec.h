@@ -41,6 +41,10 @@ int lode_status_to_errno(int32_t status);
  * body_len <= LODE_BODY_MAX and data_len <= LODE_DATA_MAX, and the reply flag as expected.
  * Returns 0 or -EPROTO. */
 int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply);
+/* A request's lengths against the most its opcode's row of the message table allows: a
+ * server checks them on the header, before it allocates anything, so a peer announcing
+ * 4 MiB for a LOOKUP is refused at once. Returns 0, -EMSGSIZE, or -EPROTO (unknown opcode). */
+int lode_hdr_check_bounds(const struct lode_wire_hdr *hdr);
 /* Fills a request header. */
 void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, uint32_t body_len,
 		   uint64_t data_len);

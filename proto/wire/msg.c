@@ -39,9 +39,9 @@ enum data_kind {
 
 struct msg_spec {
 	const char *name;
-	uint16_t fixed;	   /* bytes of the opcode's fixed struct */
-	uint8_t data;	   /* enum data_kind */
-	uint8_t rest;	   /* 1: check() validates what follows the struct (no names) */
+	uint16_t fixed; /* bytes of the opcode's fixed struct */
+	uint8_t data;	/* enum data_kind */
+	uint8_t rest;	/* 1: check() validates what follows the struct (no names) */
 	struct {
 		uint16_t len_off; /* offset of the u16 length field in the struct */
 		uint8_t kind;	  /* enum name_kind; 0 ends the list */
@@ -54,8 +54,14 @@ struct msg_spec {
 	int (*check)(struct lode_msg *m, uint32_t body_len, uint64_t data_len);
 };
 
-#define NAME(T, f, k) {offsetof(T, f), k}
-#define ZERO(T, f) {offsetof(T, f), sizeof(((T *)0)->f)}
+#define NAME(T, f, k)                                                                              \
+	{                                                                                          \
+		offsetof(T, f), k                                                                  \
+	}
+#define ZERO(T, f)                                                                                 \
+	{                                                                                          \
+		offsetof(T, f), sizeof(((T *)0)->f)                                                \
+	}
 
 /* ---- the values each opcode checks ---- */
 
@@ -295,7 +301,10 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 		.zero = {ZERO(struct lode_wire_lookup_req, reserved0),                             \
 			 ZERO(struct lode_wire_lookup_req, reserved1)},                            \
 	}
-#define BY_INO(nm) {.name = nm, .fixed = sizeof(struct lode_wire_getattr_req)}
+#define BY_INO(nm)                                                                                 \
+	{                                                                                          \
+		.name = nm, .fixed = sizeof(struct lode_wire_getattr_req)                          \
+	}
 #define XATTR(nm, k, ck, d)                                                                        \
 	{                                                                                          \
 		.name = nm, .fixed = sizeof(struct lode_wire_xattr_req), .data = d,                \
@@ -309,7 +318,10 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 		.name = nm, .fixed = sizeof(struct lode_wire_commit_req),                          \
 		.zero = {ZERO(struct lode_wire_commit_req, reserved)}, .check = check_commit,      \
 	}
-#define OBJID(nm) {.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid}
+#define OBJID(nm)                                                                                  \
+	{                                                                                          \
+		.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid          \
+	}
 
 static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_HELLO] = {.name = "HELLO",
@@ -364,12 +376,12 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 		      .check = check_open},
     [LODE_OP_CLOSE] = COMMIT_LIKE("CLOSE"),
     [LODE_OP_COMMIT] = COMMIT_LIKE("COMMIT"),
-    [LODE_OP_TARGET_REGISTER] =
-	{.name = "TARGET_REGISTER",
-	 .fixed = sizeof(struct lode_wire_target_register_req),
-	 .names = {NAME(struct lode_wire_target_register_req, addr_len, NAME_ADDR)},
-	 .zero = {ZERO(struct lode_wire_target_register_req, reserved0),
-		  ZERO(struct lode_wire_target_register_req, reserved1)}},
+    [LODE_OP_TARGET_REGISTER] = {.name = "TARGET_REGISTER",
+				 .fixed = sizeof(struct lode_wire_target_register_req),
+				 .names = {NAME(struct lode_wire_target_register_req, addr_len,
+						NAME_ADDR)},
+				 .zero = {ZERO(struct lode_wire_target_register_req, reserved0),
+					  ZERO(struct lode_wire_target_register_req, reserved1)}},
     [LODE_OP_TARGET_HEARTBEAT] = {.name = "TARGET_HEARTBEAT",
 				  .fixed = sizeof(struct lode_wire_target_heartbeat_req),
 				  .zero = {ZERO(struct lode_wire_target_heartbeat_req, reserved)}},
@@ -426,6 +438,59 @@ const char *lode_op_name(unsigned opcode)
 	return lode_op_known(opcode) ? msgs[opcode].name : "?";
 }
 
+/* The longest name of each kind. */
+static size_t name_max(uint8_t kind)
+{
+	switch (kind) {
+	case NAME_ENTRY:
+		return LODE_NAME_MAX;
+	case NAME_XATTR:
+		return LODE_XATTR_NAME_MAX;
+	case NAME_SYMLINK:
+		return LODE_SYMLINK_MAX;
+	case NAME_ADDR:
+		return LODE_ADDR_MAX;
+	}
+	return 0;
+}
+
+/* The most bulk data of each kind. */
+static uint64_t data_max(uint8_t kind)
+{
+	switch (kind) {
+	case DATA_XATTR:
+		return LODE_XATTR_VALUE_MAX;
+	case DATA_OBJIDS:
+		return (uint64_t)LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid);
+	case DATA_OBJECT:
+		return LODE_DATA_MAX;
+	}
+	return 0;
+}
+
+/* What may follow the fixed struct of an opcode whose check() reads the rest: checksums of
+ * the largest write, then the longest chain. */
+#define REST_MAX                                                                                   \
+	(8u * (LODE_DATA_MAX / LODE_CHUNK_SIZE) + sizeof(struct lode_wire_chain) +                 \
+	 LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop))
+
+/*
+ * The largest body and data a request of this opcode can carry, from its row: a receiver
+ * checks them on the header, before it allocates anything, so a peer that announces 4 MiB
+ * for a LOOKUP is refused at once instead of being given the memory.
+ */
+static void request_bounds(const struct msg_spec *s, size_t *body, uint64_t *data)
+{
+	size_t b = s->fixed;
+
+	if (s->rest)
+		b += REST_MAX;
+	for (unsigned i = 0; i < 2 && s->names[i].kind; i++)
+		b += name_max(s->names[i].kind);
+	*body = b < LODE_BODY_MAX ? b : LODE_BODY_MAX;
+	*data = data_max(s->data);
+}
+
 int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 {
 	if (hdr->magic != LODE_WIRE_MAGIC || hdr->version != LODE_WIRE_VERSION)
@@ -441,6 +506,17 @@ int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 	if (hdr->body_len > LODE_BODY_MAX || hdr->data_len > LODE_DATA_MAX)
 		return -EPROTO;
 	return 0;
+}
+
+int lode_hdr_check_bounds(const struct lode_wire_hdr *hdr)
+{
+	size_t body_max;
+	uint64_t dmax;
+
+	if (!lode_op_known(hdr->opcode))
+		return -EPROTO;
+	request_bounds(&msgs[hdr->opcode], &body_max, &dmax);
+	return hdr->body_len > body_max || hdr->data_len > dmax ? -EMSGSIZE : 0;
 }
 
 void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, uint32_t body_len,

@@ -153,4 +153,3 @@ int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uin
 	*sums = (const uint64_t *)(r + 1);
 	return 0;
 }
-
