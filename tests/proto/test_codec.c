@@ -117,6 +117,57 @@ static int decode(uint8_t op, uint32_t len, uint64_t data_len, struct lode_msg *
 
 /* ---- header ---- */
 
+/* Each opcode's largest body and data, from its row: what a server checks on the header. */
+static void test_hdr_bounds_follow_each_opcodes_row(void **state)
+{
+	static const struct {
+		uint8_t op;
+		uint32_t body;
+		uint64_t data;
+		int rc;
+	} cases[] = {
+	    {LODE_OP_LOOKUP, sizeof(struct lode_wire_lookup_req) + LODE_NAME_MAX, 0, 0},
+	    {LODE_OP_LOOKUP, sizeof(struct lode_wire_lookup_req) + LODE_NAME_MAX + 1, 0, -EMSGSIZE},
+	    {LODE_OP_LOOKUP, 24, 1, -EMSGSIZE},
+	    {LODE_OP_GETATTR, 8, 0, 0},
+	    {LODE_OP_GETATTR, 9, 0, -EMSGSIZE},
+	    {LODE_OP_PING, 0, 0, 0},
+	    {LODE_OP_PING, 1, 0, -EMSGSIZE},
+	    {LODE_OP_SYMLINK,
+	     sizeof(struct lode_wire_symlink_req) + LODE_NAME_MAX + LODE_SYMLINK_MAX, 0, 0},
+	    {LODE_OP_SETXATTR, 64, LODE_XATTR_VALUE_MAX, 0},
+	    {LODE_OP_SETXATTR, 64, LODE_XATTR_VALUE_MAX + 1, -EMSGSIZE},
+	    {LODE_OP_ORPHAN_DONE, 8, LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid), 0},
+	    {LODE_OP_ORPHAN_DONE, 8, LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid) + 1,
+	     -EMSGSIZE},
+	    {LODE_OP_OBJ_STAT, 24, 1, -EMSGSIZE},
+	    {LODE_OP_OBJ_WRITE,
+	     sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE) +
+		 sizeof(struct lode_wire_chain) +
+		 LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop),
+	     LODE_DATA_MAX, 0},
+	    {LODE_OP_OBJ_WRITE, LODE_BODY_MAX, 0, -EMSGSIZE},
+	    {LODE_OP_OBJ_FSYNC,
+	     sizeof(struct lode_wire_objid) + sizeof(struct lode_wire_chain) +
+		 LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop),
+	     0, 0},
+	    {LODE_OP_OBJ_FSYNC, 24, 1, -EMSGSIZE},
+	};
+	struct lode_wire_hdr h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lode_hdr_init(&h, cases[i].op, 1, cases[i].body, cases[i].data);
+		assert_int_equal(lode_hdr_check(&h, 0), 0);
+		if (lode_hdr_check_bounds(&h) != cases[i].rc)
+			fail_msg("%s body %u data %llu: %d, want %d", lode_op_name(cases[i].op),
+				 cases[i].body, (unsigned long long)cases[i].data,
+				 lode_hdr_check_bounds(&h), cases[i].rc);
+	}
+	h.opcode = 63;
+	assert_int_equal(lode_hdr_check_bounds(&h), -EPROTO);
+}
+
 static struct lode_wire_hdr good_hdr(int reply)
 {
 	struct lode_wire_hdr h;
@@ -2058,6 +2109,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_hdr_check_accepts_a_well_formed_request_and_reply),
 	    cmocka_unit_test(test_hdr_check_rejects_an_unknown_opcode),
 	    cmocka_unit_test(test_hdr_check_rejects_each_malformed_field),
+	    cmocka_unit_test(test_hdr_bounds_follow_each_opcodes_row),
 	    cmocka_unit_test(test_status_round_trips_every_wire_errno),
 	    cmocka_unit_test(test_status_maps_unknown_codes_to_eio),
 	    cmocka_unit_test(test_status_zero_is_never_an_error_and_an_error_is_never_zero),
