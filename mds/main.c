@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
 		return 1;
 	}
+	lode_raise_fd_limit();
 	rc = lode_lock_data_dir(data, "lode-mds", why, sizeof(why));
 	if (rc) {
 		LODE_ERR("%s", why);

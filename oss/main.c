@@ -200,6 +200,7 @@ int main(int argc, char **argv)
 		LODE_ERR("creating %s: %s", a.data, strerror(-err));
 		return 1;
 	}
+	lode_raise_fd_limit();
 	err = lode_lock_data_dir(a.data, PROG, why, sizeof(why));
 	if (err) {
 		LODE_ERR("%s", why);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,4 +93,15 @@ int lode_lock_data_dir(const char *dir, const char *prog, char *why, size_t why_
 		/* only the message above loses its pid: the lock is held */
 	}
 	return 0; /* fd stays open, and the lock held, until the process exits */
+}
+
+void lode_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	/* a server holds one descriptor per connection: take all the system allows us */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }

@@ -19,4 +19,7 @@ int lode_write_port_file(const char *path, const char *addr);
  */
 int lode_lock_data_dir(const char *dir, const char *prog, char *why, size_t why_len);
 
+/* Raises the soft limit of open descriptors to the hard one (a connection is one). */
+void lode_raise_fd_limit(void);
+
 #endif

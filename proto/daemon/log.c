@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Daemon logging to stderr: one write() per line so that threads do not interleave. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,37 +47,59 @@ void lode_log(enum lode_log_level lvl, const char *fmt, ...)
 		return;
 }
 
-void lode_log_conn_error(void *ctx, const char *transport, int err)
-{
-	(void)ctx;
-	LODE_WARN("%s: cannot set up an accepted connection: %s", transport, strerror(-err));
-}
-
 /*
- * Frames a peer should not have sent are refused on the header; the daemon says so, at most
- * once a second (a peer sending garbage in a loop must not flood the log), with the count
- * of those it did not print.
+ * A line about what a peer did wrong is printed at most once a second: a peer doing it in a
+ * loop must not flood the log. Returns true when this one may be printed; *quieted gets the
+ * count of those suppressed since the last one printed.
  */
-int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr)
+struct ratelimit {
+	_Atomic int64_t last_s;
+	_Atomic uint64_t quiet;
+};
+
+static bool ratelimit_pass(struct ratelimit *r, uint64_t *quieted)
 {
-	static _Atomic int64_t last_s;
-	static _Atomic uint64_t quiet;
 	struct timespec ts;
 	int64_t prev;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	prev = atomic_load(&r->last_s);
+	if (ts.tv_sec == prev || !atomic_compare_exchange_strong(&r->last_s, &prev, ts.tv_sec)) {
+		atomic_fetch_add(&r->quiet, 1);
+		return false;
+	}
+	*quieted = atomic_exchange(&r->quiet, 0);
+	return true;
+}
+
+void lode_log_conn_error(void *ctx, const char *transport, int err)
+{
+	static struct ratelimit rl;
+	uint64_t quiet;
+
+	(void)ctx;
+	if (!ratelimit_pass(&rl, &quiet))
+		return;
+	LODE_WARN("%s: refused an accepted connection: %s (%llu more since the last line)",
+		  transport,
+		  err == -EMFILE   ? "too many connections"
+		  : err == -EUSERS ? "too many connections from one peer"
+				   : strerror(-err),
+		  (unsigned long long)quiet);
+}
+
+int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr)
+{
+	static struct ratelimit rl;
+	uint64_t quiet;
 	int rc = lode_hdr_check_bounds(hdr);
 
 	(void)ctx;
-	if (!rc)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	prev = atomic_load(&last_s);
-	if (ts.tv_sec == prev || !atomic_compare_exchange_strong(&last_s, &prev, ts.tv_sec)) {
-		atomic_fetch_add(&quiet, 1);
+	if (!rc || !ratelimit_pass(&rl, &quiet))
 		return rc;
-	}
 	LODE_WARN("refused a %s request announcing %u body and %llu data bytes: %s (closing its "
 		  "connection; %llu more refused since the last line)",
 		  lode_op_name(hdr->opcode), hdr->body_len, (unsigned long long)hdr->data_len,
-		  strerror(-rc), (unsigned long long)atomic_exchange(&quiet, 0));
+		  strerror(-rc), (unsigned long long)quiet);
 	return rc;
 }

@@ -11,7 +11,8 @@ enum lode_log_level { LODE_LOG_ERR, LODE_LOG_WARN, LODE_LOG_INFO, LODE_LOG_DEBUG
 void lode_log_init(const char *prog, enum lode_log_level max);
 void lode_log(enum lode_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* For lode_server_ops.on_conn_error: one WARN line per connection that could not be set up. */
+/* For lode_server_ops.on_conn_error: a WARN line for a connection refused or not set up, at
+ * most one a second. */
 void lode_log_conn_error(void *ctx, const char *transport, int err);
 /* For lode_server_ops.check_header: each opcode's bounds (lode_hdr_check_bounds), and a WARN
  * line, at most one a second, for what it refuses. */

@@ -9,7 +9,16 @@
  *
  * Backpressure: a connection stops being read while it has more than CONN_MAX_INFLIGHT
  * requests or CONN_MAX_INFLIGHT_BYTES of request memory unanswered, so a client that
- * pipelines without reading its replies cannot make the server allocate without bound.
+ * pipelines without reading its replies cannot make the server allocate without bound; and
+ * every connection stops being read while the whole server holds more than its request
+ * memory budget (opts.max_request_bytes), so many connections cannot either.
+ *
+ * Bounds on what a peer can hold (each a server option, 0 for the default):
+ * - connections: at most max_conns in all and max_conns_per_peer from one IPv4 address;
+ *   one more is closed at accept;
+ * - time: a connection must complete its first frame within first_frame_ms of its accept,
+ *   and any frame within frame_ms of its header; a worker's sweep, once a second, closes
+ *   those that do not (a peer that connects and stalls holds a descriptor, nothing more).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +33,14 @@
 #define CONN_MAX_INFLIGHT	256
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
 #define LISTEN_MAX		4
+#define SWEEP_MS		1000
+
+#define DEFAULT_MAX_CONNS	   16384
+#define DEFAULT_MAX_CONNS_PER_PEER 1024
+#define DEFAULT_FIRST_FRAME_MS	   10000
+#define DEFAULT_FRAME_MS	   60000
+#define DEFAULT_MAX_REQUEST_BYTES  (1ull << 30)
+#define PEER_BUCKETS		   256
 
 struct worker;
 
@@ -38,6 +55,10 @@ struct sconn {
 	bool paused;
 	struct lode_req *receiving; /* the request whose frame is arriving */
 	struct sconn *prev, *next;  /* on w->conns */
+	uint32_t peer;		    /* IPv4 address counted in srv->peers, or 0 */
+	uint64_t accepted_ms;
+	uint64_t frame_start_ms; /* when the header of the frame arriving came; 0: none */
+	uint64_t frames;	 /* frames received in full */
 };
 
 struct worker {
@@ -48,6 +69,14 @@ struct worker {
 	struct sconn *conns;
 	unsigned nconns;
 	bool draining;
+	struct lode_timer sweep;
+};
+
+/* Connections per peer address; touched at accept and close only. */
+struct peer_count {
+	uint32_t addr;
+	unsigned n;
+	struct peer_count *next;
 };
 
 struct lode_server {
@@ -61,6 +90,13 @@ struct lode_server {
 	char addrs[LISTEN_MAX][64];
 	unsigned next_worker;  /* worker 0's thread only */
 	uint64_t next_conn_id; /* atomic */
+
+	unsigned max_conns, max_conns_per_peer, first_frame_ms, frame_ms;
+	uint64_t max_request_bytes;
+	unsigned nconns;	    /* atomic: connections accepted and not yet closed */
+	uint64_t request_bytes;	    /* atomic: request memory held, all connections */
+	pthread_mutex_t peers_lock; /* protects peers */
+	struct peer_count *peers[PEER_BUCKETS];
 
 	/*
 	 * Replies from other threads race with lode_server_stop(): a replier holds stop_lock
@@ -111,8 +147,10 @@ static void sconn_put(struct sconn *sc)
 
 static void sconn_flow(struct sconn *sc)
 {
+	struct lode_server *srv = sc->w->srv;
 	bool over =
-	    sc->inflight >= CONN_MAX_INFLIGHT || sc->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
+	    sc->inflight >= CONN_MAX_INFLIGHT || sc->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES ||
+	    __atomic_load_n(&srv->request_bytes, __ATOMIC_RELAXED) >= srv->max_request_bytes;
 
 	if (!sc->t || over == sc->paused)
 		return;
@@ -146,7 +184,10 @@ static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 	sc->refs++;
 	sc->inflight++;
 	sc->inflight_bytes += bytes;
+	__atomic_add_fetch(&sc->w->srv->request_bytes, bytes, __ATOMIC_RELAXED);
 	sc->receiving = req;
+	if (!sc->frame_start_ms)
+		sc->frame_start_ms = lode_now_ms();
 	__atomic_add_fetch(&sc->w->srv->live_reqs, 1, __ATOMIC_RELAXED);
 	*body = req->body;
 	*data = req->data;
@@ -160,6 +201,8 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 
 	(void)hdr;
 	sc->receiving = NULL;
+	sc->frame_start_ms = 0;
+	sc->frames++;
 	sconn_flow(sc);
 	sc->w->srv->ops->on_request(sc->w->srv->ctx, req);
 }
@@ -179,6 +222,7 @@ static bool req_release(struct lode_req *req)
 	free(req->rbody);
 	sc->inflight--;
 	sc->inflight_bytes -= req->alloc_bytes;
+	__atomic_sub_fetch(&srv->request_bytes, req->alloc_bytes, __ATOMIC_RELAXED);
 	free(req);
 	sconn_flow(sc);
 	sconn_put(sc);
@@ -188,6 +232,48 @@ static bool req_release(struct lode_req *req)
 static void req_free(struct lode_req *req)
 {
 	req_release(req);
+}
+
+/* Counts a connection from addr; false (counting nothing) when the peer has its fill. */
+static bool peer_take(struct lode_server *srv, uint32_t addr)
+{
+	struct peer_count **b = &srv->peers[(addr * 2654435761u) >> 24 & (PEER_BUCKETS - 1)];
+	struct peer_count *p;
+	bool ok = true;
+
+	pthread_mutex_lock(&srv->peers_lock);
+	for (p = *b; p && p->addr != addr; p = p->next)
+		;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (p) {
+			p->addr = addr;
+			p->next = *b;
+			*b = p;
+		}
+	}
+	if (!p || p->n >= srv->max_conns_per_peer)
+		ok = false;
+	else
+		p->n++;
+	pthread_mutex_unlock(&srv->peers_lock);
+	return ok;
+}
+
+static void peer_put(struct lode_server *srv, uint32_t addr)
+{
+	struct peer_count **pp = &srv->peers[(addr * 2654435761u) >> 24 & (PEER_BUCKETS - 1)];
+
+	pthread_mutex_lock(&srv->peers_lock);
+	for (; *pp && (*pp)->addr != addr; pp = &(*pp)->next)
+		;
+	if (*pp && --(*pp)->n == 0) {
+		struct peer_count *p = *pp;
+
+		*pp = p->next;
+		free(p);
+	}
+	pthread_mutex_unlock(&srv->peers_lock);
 }
 
 static void s_on_close(struct lode_tconn *t, int err)
@@ -211,6 +297,9 @@ static void s_on_close(struct lode_tconn *t, int err)
 	if (sc->next)
 		sc->next->prev = sc->prev;
 	w->nconns--;
+	if (sc->peer)
+		peer_put(w->srv, sc->peer);
+	__atomic_sub_fetch(&w->srv->nconns, 1, __ATOMIC_RELAXED);
 	sconn_put(sc);
 	if (w->draining && w->nconns == 0)
 		lode_loop_stop(w->loop);
@@ -226,7 +315,20 @@ struct attach_msg {
 	struct worker *w;
 	const struct lode_transport_ops *ops;
 	intptr_t cookie;
+	uint32_t peer; /* counted in srv->peers (0: not counted) */
 };
+
+/* A connection that will not be attached gives back what on_accept counted for it. */
+static void attach_drop(struct attach_msg *m)
+{
+	struct lode_server *srv = m->w->srv;
+
+	m->ops->close_cookie(m->cookie);
+	if (m->peer)
+		peer_put(srv, m->peer);
+	__atomic_sub_fetch(&srv->nconns, 1, __ATOMIC_RELAXED);
+	free(m);
+}
 
 static void attach_on_worker(void *arg)
 {
@@ -238,18 +340,23 @@ static void attach_on_worker(void *arg)
 	sc = calloc(1, sizeof(*sc));
 	if (!sc || w->draining) {
 		free(sc);
-		m->ops->close_cookie(m->cookie);
-		free(m);
+		attach_drop(m);
 		return;
 	}
 	sc->w = w;
 	sc->ops = m->ops;
 	sc->refs = 1;
 	sc->id = __atomic_add_fetch(&w->srv->next_conn_id, 1, __ATOMIC_RELAXED);
+	sc->peer = m->peer;
+	sc->accepted_ms = lode_now_ms();
 	rc = m->ops->attach(w->loop, m->cookie, 0, &server_cbs, sc, &sc->t);
 	if (rc) {
+		/* attach has closed the cookie */
 		if (w->srv->ops->on_conn_error)
 			w->srv->ops->on_conn_error(w->srv->ctx, m->ops->scheme, rc);
+		if (m->peer)
+			peer_put(w->srv, m->peer);
+		__atomic_sub_fetch(&w->srv->nconns, 1, __ATOMIC_RELAXED);
 		free(sc);
 		free(m);
 		return;
@@ -272,14 +379,28 @@ static void on_accept(void *ctx, intptr_t cookie)
 	struct listen_ctx *lc = ctx;
 	struct lode_server *srv = lc->srv;
 	struct attach_msg *m = malloc(sizeof(*m));
+	uint32_t peer = lc->ops->cookie_peer ? lc->ops->cookie_peer(cookie) : 0;
+	int err = 0;
 
-	if (!m) {
+	if (!m)
+		err = -ENOMEM;
+	else if (__atomic_add_fetch(&srv->nconns, 1, __ATOMIC_RELAXED) > srv->max_conns)
+		err = -EMFILE;
+	else if (peer && !peer_take(srv, peer))
+		err = -EUSERS;
+	if (err) {
+		if (m)
+			__atomic_sub_fetch(&srv->nconns, 1, __ATOMIC_RELAXED);
 		lc->ops->close_cookie(cookie);
+		free(m);
+		if (srv->ops->on_conn_error)
+			srv->ops->on_conn_error(srv->ctx, lc->ops->scheme, err);
 		return;
 	}
 	m->w = &srv->workers[srv->next_worker++ % srv->nworkers];
 	m->ops = lc->ops;
 	m->cookie = cookie;
+	m->peer = peer;
 	lode_loop_post(m->w->loop, attach_on_worker, m);
 }
 
@@ -428,12 +549,43 @@ uint64_t lode_req_conn_id(const struct lode_req *req)
 	return req->conn->id;
 }
 
+/* ---- deadlines ---- */
+
+/*
+ * Once a second on each worker: closes the connections that hold a descriptor without
+ * sending (no first frame in time, or a frame stalled half way), and wakes those paused
+ * only by the server's memory budget once it has room again.
+ */
+static void sweep(struct lode_io *io, int res)
+{
+	struct worker *w = lode_container_of(io, struct worker, sweep.io);
+	struct lode_server *srv = w->srv;
+	uint64_t now = lode_now_ms();
+
+	if (res == -ECANCELED || w->draining)
+		return;
+	for (struct sconn *sc = w->conns, *next; sc; sc = next) {
+		next = sc->next; /* a close may unlink sc (on_close runs later, but be safe) */
+		if (!sc->t)
+			continue;
+		if ((sc->frames == 0 && now - sc->accepted_ms > srv->first_frame_ms) ||
+		    (sc->frame_start_ms && now - sc->frame_start_ms > srv->frame_ms)) {
+			sc->ops->close(sc->t, -ETIMEDOUT);
+			continue;
+		}
+		sconn_flow(sc);
+	}
+	lode_loop_timer(w->loop, &w->sweep, SWEEP_MS);
+}
+
 /* ---- start / stop ---- */
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	w->sweep.io.cb = sweep;
+	lode_loop_timer(w->loop, &w->sweep, SWEEP_MS);
 	if (w->srv->ops->on_worker_start)
 		w->srv->ops->on_worker_start(w->srv->ctx, w->idx, w->loop);
 	lode_loop_run(w->loop);
@@ -446,6 +598,7 @@ static void drain_worker(void *arg)
 	struct lode_server *srv = w->srv;
 
 	w->draining = true;
+	lode_loop_cancel(w->loop, &w->sweep.io);
 	if (w->idx == 0)
 		for (unsigned i = 0; i < srv->nlisteners; i++)
 			srv->lops[i]->listener_close(srv->listeners[i]);
@@ -468,8 +621,16 @@ int lode_server_start(struct lode_server **out, const struct lode_server_opts *o
 		return -ENOMEM;
 	srv->ops = opts->ops;
 	srv->ctx = opts->ctx;
+	srv->max_conns = opts->max_conns ? opts->max_conns : DEFAULT_MAX_CONNS;
+	srv->max_conns_per_peer =
+	    opts->max_conns_per_peer ? opts->max_conns_per_peer : DEFAULT_MAX_CONNS_PER_PEER;
+	srv->first_frame_ms = opts->first_frame_ms ? opts->first_frame_ms : DEFAULT_FIRST_FRAME_MS;
+	srv->frame_ms = opts->frame_ms ? opts->frame_ms : DEFAULT_FRAME_MS;
+	srv->max_request_bytes =
+	    opts->max_request_bytes ? opts->max_request_bytes : DEFAULT_MAX_REQUEST_BYTES;
 	pthread_rwlock_init(&srv->stop_lock, NULL);
 	pthread_mutex_init(&srv->late_lock, NULL);
+	pthread_mutex_init(&srv->peers_lock, NULL);
 	srv->nworkers = opts->threads;
 	srv->workers = calloc(opts->threads, sizeof(*srv->workers));
 	if (!srv->workers) {
@@ -530,6 +691,7 @@ err_loops:
 err_free:
 	pthread_rwlock_destroy(&srv->stop_lock);
 	pthread_mutex_destroy(&srv->late_lock);
+	pthread_mutex_destroy(&srv->peers_lock);
 	free(srv);
 	return rc;
 }
@@ -541,6 +703,14 @@ const char *lode_server_address(const struct lode_server *srv, unsigned i)
 
 static void server_free(struct lode_server *srv)
 {
+	for (unsigned i = 0; i < PEER_BUCKETS; i++)
+		while (srv->peers[i]) {
+			struct peer_count *p = srv->peers[i];
+
+			srv->peers[i] = p->next;
+			free(p);
+		}
+	pthread_mutex_destroy(&srv->peers_lock);
 	free(srv->workers);
 	pthread_rwlock_destroy(&srv->stop_lock);
 	pthread_mutex_destroy(&srv->late_lock);

@@ -43,6 +43,13 @@ struct lode_server_opts {
 	unsigned threads;      /* worker threads, >= 1 */
 	const struct lode_server_ops *ops;
 	void *ctx;
+	/* What one peer can hold (0: the default in brackets). A connection past a cap is
+	 * closed at accept, reported through ops->on_conn_error (-EMFILE, -EUSERS). */
+	unsigned max_conns;	     /* connections in all [16384] */
+	unsigned max_conns_per_peer; /* from one IPv4 address [1024] */
+	unsigned first_frame_ms;     /* a new connection's first frame, complete [10000] */
+	unsigned frame_ms;	     /* any frame, from its header to its last byte [60000] */
+	uint64_t max_request_bytes;  /* request memory held, all connections [1 GiB] */
 };
 
 /* Binds every address and starts the workers. Returns 0 or -errno (-EINVAL for a bad

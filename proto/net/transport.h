@@ -97,6 +97,9 @@ struct lode_transport_ops {
 	void (*listener_abort)(struct lode_listener *l);
 	/* Drops an accepted connection that will not be attached. */
 	void (*close_cookie)(intptr_t cookie);
+	/* The IPv4 address (network order) of an accepted connection's peer, or 0 if unknown:
+	 * what the server counts connections per peer by. */
+	uint32_t (*cookie_peer)(intptr_t cookie);
 	/* Attaches an accepted connection (cookie from on_accept) to loop. Loop thread. */
 	int (*attach)(struct lode_loop *loop, intptr_t cookie, int expect_reply,
 		      const struct lode_tconn_cbs *cbs, void *ctx, struct lode_tconn **out);

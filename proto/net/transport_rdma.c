@@ -1301,6 +1301,15 @@ static void rt_close_cookie(intptr_t cookie)
 	rdma_destroy_id(id);
 }
 
+static uint32_t rt_cookie_peer(intptr_t cookie)
+{
+	struct sockaddr *sa = rdma_get_peer_addr((struct rdma_cm_id *)cookie);
+
+	if (!sa || sa->sa_family != AF_INET)
+		return 0;
+	return ((struct sockaddr_in *)(void *)sa)->sin_addr.s_addr;
+}
+
 const struct lode_transport_ops lode_transport_rdma = {
     .scheme = "rdma",
     .listen = rt_listen,
@@ -1313,4 +1322,5 @@ const struct lode_transport_ops lode_transport_rdma = {
     .pause = rt_pause,
     .close = rt_close,
     .close_cookie = rt_close_cookie,
+    .cookie_peer = rt_cookie_peer,
 };

@@ -82,10 +82,16 @@ struct lode_tconn {
 	struct lode_io cancel_io;
 };
 
+/* After an accept failed for want of descriptors or memory, the listener waits this long
+ * before it tries again: accepting at once would fail at once, in a loop that spins. */
+#define ACCEPT_BACKOFF_MS 100
+
 struct lode_listener {
 	struct lode_loop *loop;
 	int fd;
 	struct lode_io io;
+	struct lode_timer backoff; /* armed instead of io while waiting (waiting) */
+	bool waiting;
 	bool closing;
 	void (*on_accept)(void *ctx, intptr_t cookie);
 	void *ctx;
@@ -597,9 +603,28 @@ static void accept_done(struct lode_io *io, int res)
 		free(l);
 		return;
 	}
-	if (res >= 0)
+	if (res >= 0) {
 		l->on_accept(l->ctx, res);
-	/* EMFILE and friends: keep accepting; the next try may succeed */
+	} else if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+		/* the connection stays in the backlog; try again once something may have freed */
+		l->waiting = true;
+		lode_loop_timer(l->loop, &l->backoff, ACCEPT_BACKOFF_MS);
+		return;
+	}
+	accept_arm(l);
+}
+
+static void backoff_done(struct lode_io *io, int res)
+{
+	struct lode_listener *l = lode_container_of(io, struct lode_listener, backoff.io);
+
+	(void)res;
+	l->waiting = false;
+	if (l->closing) {
+		close(l->fd);
+		free(l);
+		return;
+	}
 	accept_arm(l);
 }
 
@@ -633,6 +658,7 @@ static int tcp_listen(struct lode_loop *loop, const struct lode_addr *addr,
 	l->loop = loop;
 	l->fd = fd;
 	l->io.cb = accept_done;
+	l->backoff.io.cb = backoff_done;
 	l->on_accept = on_accept;
 	l->ctx = ctx;
 	accept_arm(l);
@@ -654,7 +680,7 @@ static void tcp_listener_close(struct lode_listener *l)
 {
 	l->closing = true;
 	shutdown(l->fd, SHUT_RDWR);
-	lode_loop_cancel(l->loop, &l->io);
+	lode_loop_cancel(l->loop, l->waiting ? &l->backoff.io : &l->io);
 }
 
 /* For a loop that never ran: its queued accept SQE dies with the ring. */
@@ -676,6 +702,16 @@ static void tcp_close_cookie(intptr_t cookie)
 	close((int)cookie);
 }
 
+static uint32_t tcp_cookie_peer(intptr_t cookie)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	if (getpeername((int)cookie, (struct sockaddr *)&sin, &len) || sin.sin_family != AF_INET)
+		return 0;
+	return sin.sin_addr.s_addr;
+}
+
 const struct lode_transport_ops lode_transport_tcp = {
     .scheme = "tcp",
     .listen = tcp_listen,
@@ -688,6 +724,7 @@ const struct lode_transport_ops lode_transport_tcp = {
     .pause = tcp_pause,
     .close = tcp_close,
     .close_cookie = tcp_close_cookie,
+    .cookie_peer = tcp_cookie_peer,
 };
 
 const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr)

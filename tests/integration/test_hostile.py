@@ -5,7 +5,13 @@
   4 MiB body, an OBJ_STAT with 4 MiB of data) makes the MDS or OSS close the connection at
   once: it does not wait for the bytes, and does not allocate for them. 100 such
   connections held open leave the OSS's memory where it was. The daemon logs the refusal.
+- Connections are capped per peer address (1024): the ones past it are closed at accept,
+  and a connection that sends no complete frame within 10 s is closed; the MDS serves
+  again afterwards.
+- At its descriptor limit a server does not spin on accept: an MDS run with 64 descriptors
+  and held 100 connections stays near idle, and serves once they go.
 """
+import resource
 import os
 import socket
 import struct
@@ -48,6 +54,96 @@ def rss_kib(pid):
     return 0
 
 
+def answers_hello(addr):
+    """A HELLO from a new connection gets its reply."""
+    s = socket.create_connection(addr, timeout=5)
+    try:
+        s.sendall(hdr(1, 16, 0) + struct.pack("<QII", 42, 1, 0))
+        return len(s.recv(40)) == 40
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def conn_caps(addr):
+    fails = []
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    conns = [socket.create_connection(addr, timeout=5) for _ in range(1030)]
+    time.sleep(0.5)
+    closed = 0
+    for s in conns:
+        s.setblocking(False)
+        try:
+            closed += s.recv(1) == b""
+        except BlockingIOError:
+            pass
+        except ConnectionResetError:
+            closed += 1
+    print(f"1030 idle connections from one address: {closed} closed at once")
+    # the cluster's own OSS holds one or two connections from the same address
+    if not 6 <= closed <= 10:
+        fails.append(f"{closed} of 1030 connections closed at once, want the 6 past the cap "
+                     "(and the cluster's own)")
+    time.sleep(11.5)
+    still = 0
+    for s in conns:
+        try:
+            still += s.recv(1) != b""
+        except BlockingIOError:
+            still += 1
+        except ConnectionResetError:
+            pass
+        s.close()
+    print(f"after 11.5 s without a frame: {still} still open")
+    if still:
+        fails.append(f"{still} connections with no frame still open after 11.5 s")
+    if not answers_hello(addr):
+        fails.append("the MDS does not answer after the idle connections went")
+    return fails
+
+
+def fd_limit(d, mds_addr):
+    mds_bin = os.environ["LODE_MDS_BIN"]
+    data = os.path.join(d, "mds64")
+    port_file = os.path.join(d, "mds64.addr")
+    p = subprocess.Popen(["prlimit", "--nofile=64:64", mds_bin, "--data", data, "--listen",
+                          "tcp://127.0.0.1:0", "--port-file", port_file],
+                         stderr=subprocess.DEVNULL)
+    fails = []
+    try:
+        for _ in range(100):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        with open(port_file) as f:
+            addr = addr_of(f.read().strip())
+        conns = [socket.create_connection(addr, timeout=5) for _ in range(100)]
+        time.sleep(0.5)
+        before = cpu_s(p.pid)
+        time.sleep(2)
+        busy = cpu_s(p.pid) - before
+        print(f"MDS with 64 descriptors and 100 connections: {busy:.2f} CPU s in 2 s")
+        if busy > 0.5:
+            fails.append(f"the MDS at its descriptor limit used {busy:.2f} CPU s in 2 s")
+        for s in conns:
+            s.close()
+        time.sleep(0.5)
+        if not answers_hello(addr):
+            fails.append("the MDS at its descriptor limit does not serve once connections go")
+    finally:
+        p.terminate()
+        p.wait()
+    return fails
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="lode-hostile.") as d:
         cdir = os.path.join(d, "c")
@@ -79,6 +175,9 @@ def main():
             print(f"OSS RSS: {before} KiB before, {after} KiB with 100 peers announcing 4 MiB")
             if after - before > 32 * 1024:
                 fails.append(f"the OSS grew by {after - before} KiB for 100 refused headers")
+
+            fails += conn_caps(addr_of(mds))
+            fails += fd_limit(d, mds)
 
             with open(os.path.join(cdir, "mds", "log")) as f:
                 if "refused a LOOKUP request" not in f.read():
