@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 #define MiB (1ull << 20)
@@ -44,10 +44,8 @@ static int teardown(void **state)
 
 static struct lode_client *connect_mode(int mode)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 3000, .use_process_creds = 1};
-	struct lode_client *c = NULL;
+	struct lode_client *c = cluster_client(&tc, 3000);
 
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
 	assert_int_equal(lode_set_replication(c, mode), 0);
 	assert_int_equal(lode_replication(c), mode);
 	return c;
@@ -88,25 +86,10 @@ static int write_pattern(struct lode_file *f, uint64_t size, uint64_t seed)
 static uint64_t check_file(const char *path, uint64_t size, uint64_t seed)
 {
 	struct lode_client *c = connect_mode(LODE_REPLICATION_FANOUT);
-	char *buf = malloc(4 * MiB);
-	struct lode_file *f;
+	uint64_t n = cluster_check_file(c, path, size, seed, 4 * MiB);
 
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_file_size(f), size);
-	for (uint64_t off = 0; off < size; off += 4 * MiB) {
-		size_t n = size - off < 4 * MiB ? (size_t)(size - off) : 4 * MiB;
-		int64_t bad;
-
-		assert_int_equal(lode_pread(f, buf, n, off), (ssize_t)n);
-		bad = pattern_check(buf, n, seed, off);
-		if (bad >= 0)
-			fail_msg("%s: byte %" PRIu64 " is wrong", path, off + (uint64_t)bad);
-	}
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
 	lode_disconnect(c);
-	return size;
+	return n;
 }
 
 /* Reads the file from the copy on target `keep` alone: the other OSS are killed for the
