@@ -11,6 +11,17 @@
 
 #include "cluster_client.h"
 
+int cluster_test_up(void **state)
+{
+	return cluster_up_opts(*state, 3, "--orphan-grace 1");
+}
+
+int cluster_test_down(void **state)
+{
+	cluster_down(*state);
+	return 0;
+}
+
 struct lode_client *cluster_client(const struct test_cluster *tc, unsigned timeout_ms)
 {
 	struct lode_client_opts o = {

@@ -13,6 +13,13 @@
 #include "cluster.h"
 #include "lode/lode.h"
 
+/* cmocka fixtures of a test that has a cluster of its own, for
+ * cmocka_unit_test_prestate_setup_teardown() with the test's struct test_cluster as the
+ * initial state: 3 OSS whose deleted files' objects are reclaimed after 1 s (lodectl local
+ * up --orphan-grace 1), stopped and removed after the test. */
+int cluster_test_up(void **state);
+int cluster_test_down(void **state);
+
 /* A client of tc's MDS whose calls time out after timeout_ms, with this process's uid and
  * gid. */
 struct lode_client *cluster_client(const struct test_cluster *tc, unsigned timeout_ms);

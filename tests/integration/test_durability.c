@@ -29,19 +29,6 @@
 
 static struct test_cluster tc;
 
-static int setup(void **state)
-{
-	(void)state;
-	return cluster_up_opts(&tc, 3, "--orphan-grace 1");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cluster_down(&tc);
-	return 0;
-}
-
 static unsigned degraded_copies(struct lode_client *c, const char *path)
 {
 	struct lode_layout l;
@@ -441,21 +428,17 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 
 int main(void)
 {
+	/* each test on a cluster of its own: 3 OSS, --orphan-grace 1 */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one, setup,
-		teardown),
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, cluster_test_up, cluster_test_down, &tc)
+	    T(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing),
+	    T(test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy),
+	    T(test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported),
+	    T(test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one),
 	    cmocka_unit_test_setup_teardown(
 		test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers,
 		setup_small_disk, teardown_small_disk),
+#undef T
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,19 +29,6 @@
 
 static struct test_cluster tc;
 
-static int setup(void **state)
-{
-	(void)state;
-	return cluster_up_opts(&tc, 3, "--orphan-grace 1");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cluster_down(&tc);
-	return 0;
-}
-
 static struct lode_client *connect_mode(int mode)
 {
 	struct lode_client *c = cluster_client(&tc, 3000);
@@ -321,24 +308,17 @@ static void test_replication_mode_names_and_setter(void **state)
 
 int main(void)
 {
+	/* each test on a cluster of its own: 3 OSS, --orphan-grace 1 */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_replication_mode_names_and_setter, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_chained_writes_reach_every_copy_byte_exact, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(test_a_dead_head_fails_over_to_the_next_copy, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails, setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes, setup,
-		teardown),
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, cluster_test_up, cluster_test_down, &tc)
+	    T(test_replication_mode_names_and_setter),
+	    T(test_chained_writes_reach_every_copy_byte_exact),
+	    T(test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte),
+	    T(test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data),
+	    T(test_a_dead_head_fails_over_to_the_next_copy),
+	    T(test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails),
+	    T(test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes),
+#undef T
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
