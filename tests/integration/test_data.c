@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 #define MiB (1ull << 20)
@@ -49,52 +49,6 @@ static struct lode_client *connect_or_fail(void)
 
 	assert_int_equal(lode_connect(tc.mds, NULL, &c), 0);
 	return c;
-}
-
-/* Writes size bytes of pattern `seed` to path in BUF pieces; returns the open layout. */
-static void write_pattern(struct lode_client *c, const char *path, uint64_t size, uint64_t seed,
-			  struct lode_layout *layout)
-{
-	struct lode_file *f;
-	char *buf = malloc(BUF);
-
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &f), 0);
-	for (uint64_t off = 0; off < size; off += BUF) {
-		size_t n = size - off < BUF ? (size_t)(size - off) : BUF;
-
-		pattern_fill(buf, n, seed, off);
-		assert_int_equal(lode_pwrite(f, buf, n, off), (ssize_t)n);
-	}
-	assert_int_equal(lode_fsync(f), 0);
-	if (layout)
-		lode_file_layout(f, layout);
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
-}
-
-static void check_pattern(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
-{
-	struct lode_file *f;
-	struct lode_stat st;
-	char *buf = malloc(BUF);
-
-	assert_non_null(buf);
-	assert_int_equal(lode_stat(c, path, &st), 0);
-	assert_int_equal(st.size, size);
-	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
-	for (uint64_t off = 0; off < size; off += BUF) {
-		size_t n = size - off < BUF ? (size_t)(size - off) : BUF;
-		int64_t bad;
-
-		assert_int_equal(lode_pread(f, buf, BUF, off), (ssize_t)n);
-		bad = pattern_check(buf, n, seed, off);
-		if (bad >= 0)
-			fail_msg("%s: byte %llu differs", path, (unsigned long long)(off + bad));
-	}
-	assert_int_equal(lode_pread(f, buf, BUF, size), 0);
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
 }
 
 /* Bytes of object files (not .sum) under one OSS's data directory. */
@@ -135,7 +89,7 @@ static void test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss
 	uint64_t sum = 0;
 
 	(void)state;
-	write_pattern(c, "/big", GiB, 1, &l);
+	cluster_write_file(c, "/big", GiB, 1, BUF, &l);
 	/* three stripes, each with two copies on distinct OSS (the automatic default) */
 	assert_int_equal(l.stripe_count, 3);
 	assert_int_equal(l.mirror_count, 2);
@@ -149,7 +103,7 @@ static void test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss
 		sum += b;
 	}
 	assert_int_equal(sum, 2 * GiB);
-	check_pattern(c, "/big", GiB, 1);
+	cluster_check_file(c, "/big", GiB, 1, BUF);
 	assert_int_equal(lode_unlink(c, "/big"), 0);
 	lode_disconnect(c);
 }
@@ -210,7 +164,7 @@ static void test_truncate_shrinks_and_extends_with_zeros(void **state)
 	struct lode_file *f;
 
 	(void)state;
-	write_pattern(c, "/trunc", 3 * MiB, 3, NULL);
+	cluster_write_file(c, "/trunc", 3 * MiB, 3, BUF, NULL);
 	assert_int_equal(lode_truncate(c, "/trunc", MiB + 100), 0);
 	assert_int_equal(lode_stat(c, "/trunc", &st), 0);
 	assert_int_equal(st.size, MiB + 100);
@@ -324,7 +278,7 @@ static void test_sequential_reads_are_read_ahead_and_see_this_clients_writes(voi
 
 	(void)state;
 	assert_non_null(buf);
-	write_pattern(c, "/ra", 24 * MiB, 41, NULL);
+	cluster_write_file(c, "/ra", 24 * MiB, 41, BUF, NULL);
 	assert_int_equal(lode_open(c, "/ra", O_RDONLY, 0, &r), 0);
 	for (uint64_t off = 0; off < 8 * MiB; off += MiB)
 		read_check(r, buf, off, MiB, 41, 0, 0, 0);

@@ -22,77 +22,12 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 #define MiB (1ull << 20)
 
 static struct test_cluster tc;
-
-static int setup(void **state)
-{
-	(void)state;
-	return cluster_up_opts(&tc, 3, "--orphan-grace 1");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cluster_down(&tc);
-	return 0;
-}
-
-static struct lode_client *connect_fast(unsigned timeout_ms)
-{
-	struct lode_client_opts o = {
-	    .size = sizeof(o), .timeout_ms = timeout_ms, .use_process_creds = 1};
-	struct lode_client *c = NULL;
-
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
-	return c;
-}
-
-static void write_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
-{
-	struct lode_file *f;
-	char *buf = malloc(8 * MiB);
-
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &f), 0);
-	for (uint64_t off = 0; off < size; off += 8 * MiB) {
-		size_t n = size - off < 8 * MiB ? (size_t)(size - off) : 8 * MiB;
-
-		pattern_fill(buf, n, seed, off);
-		assert_int_equal(lode_pwrite(f, buf, n, off), (ssize_t)n);
-	}
-	assert_int_equal(lode_fsync(f), 0);
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
-}
-
-/* Reads the whole file and checks it; returns the bytes verified. */
-static uint64_t check_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
-{
-	struct lode_file *f;
-	char *buf = malloc(8 * MiB);
-	uint64_t off;
-
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_file_size(f), size);
-	for (off = 0; off < size; off += 8 * MiB) {
-		size_t n = size - off < 8 * MiB ? (size_t)(size - off) : 8 * MiB;
-		int64_t bad;
-
-		assert_int_equal(lode_pread(f, buf, n, off), (ssize_t)n);
-		bad = pattern_check(buf, n, seed, off);
-		if (bad >= 0)
-			fail_msg("%s: byte %" PRIu64 " is wrong", path, off + (uint64_t)bad);
-	}
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
-	return size;
-}
 
 static unsigned degraded_copies(struct lode_client *c, const char *path)
 {
@@ -148,12 +83,12 @@ static void *read_all(void *arg)
 static void test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing(void **state)
 {
 	const uint64_t size = 2048 * MiB;
-	struct lode_client *c = connect_fast(3000);
+	struct lode_client *c = cluster_client(&tc, 3000);
 	struct reader r = {.c = c, .path = "/ckpt", .size = size, .seed = 41};
 	pthread_t th;
 
 	(void)state;
-	write_file(c, "/ckpt", size, 41);
+	cluster_write_file(c, "/ckpt", size, 41, 8 * MiB, NULL);
 	assert_int_equal(pthread_create(&th, NULL, read_all, &r), 0);
 	while (r.progress < 256 && !r.failed)
 		usleep(10000);
@@ -164,7 +99,7 @@ static void test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing(void **state)
 	printf("verified %" PRIu64 " bytes read across the kill of oss1\n", r.verified);
 	/* a second full read with the OSS still dead goes straight to the survivors */
 	printf("verified %" PRIu64 " more bytes with oss1 down\n",
-	       check_file(c, "/ckpt", size, 41));
+	       cluster_check_file(c, "/ckpt", size, 41, 8 * MiB));
 	assert_int_equal(cluster_restart(&tc), 0);
 	lode_disconnect(c);
 }
@@ -214,7 +149,7 @@ out:
 static void test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy(void **state)
 {
 	const uint64_t size = 512 * MiB;
-	struct lode_client *c = connect_fast(3000);
+	struct lode_client *c = cluster_client(&tc, 3000);
 	struct writer w = {.c = c, .size = size};
 	struct lode_repair_result rr;
 	struct lode_layout l;
@@ -236,7 +171,7 @@ static void test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy
 		return;
 	}
 	/* success: every byte reads back from the survivors */
-	verified += check_file(c, "/during-kill", size, 51);
+	verified += cluster_check_file(c, "/during-kill", size, 51, 8 * MiB);
 	assert_true(degraded_copies(c, "/during-kill") > 0);
 
 	/* the OSS comes back; repair refills its copies from the good ones */
@@ -253,7 +188,7 @@ static void test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy
 	assert_int_equal(lode_layout_info(c, "/during-kill", &l, &d), 0);
 	oss_name(l.targets[0] == 3 ? l.targets[1] : l.targets[0], name, sizeof(name));
 	assert_int_equal(cluster_kill(&tc, name, 1), 0);
-	verified += check_file(c, "/during-kill", size, 51);
+	verified += cluster_check_file(c, "/during-kill", size, 51, 8 * MiB);
 	assert_int_equal(cluster_restart(&tc), 0);
 	printf("verified %" PRIu64 " bytes; nothing acknowledged was lost\n", verified);
 	lode_disconnect(c);
@@ -270,7 +205,7 @@ static int object_path(int oss, uint64_t ino, unsigned stripe, char *out, size_t
 static void test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported(void **state)
 {
 	const uint64_t size = 64 * MiB;
-	struct lode_client *c = connect_fast(3000);
+	struct lode_client *c = cluster_client(&tc, 3000);
 	struct lode_repair_result rr;
 	struct lode_layout l;
 	struct lode_stat st;
@@ -279,7 +214,7 @@ static void test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reporte
 	int fd, oss;
 
 	(void)state;
-	write_file(c, "/flipped", size, 61);
+	cluster_write_file(c, "/flipped", size, 61, 8 * MiB, NULL);
 	assert_int_equal(lode_stat(c, "/flipped", &st), 0);
 	assert_int_equal(lode_layout_info(c, "/flipped", &l, &d), 0);
 	/* corrupt both chunks' worth of bytes in the first copy of every stripe */
@@ -295,13 +230,14 @@ static void test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reporte
 	/* drop the OSS page cache copy so the bad bytes are what the OSS reads */
 	assert_int_equal(system("sync; echo 1 > /proc/sys/vm/drop_caches"), 0);
 	printf("verified %" PRIu64 " bytes with every stripe's first copy corrupted\n",
-	       check_file(c, "/flipped", size, 61));
+	       cluster_check_file(c, "/flipped", size, 61, 8 * MiB));
 	/* the bad copies were reported: the MDS marks them degraded */
 	assert_int_equal(degraded_copies(c, "/flipped"), l.stripe_count);
 	assert_int_equal(lode_repair(c, "/flipped", &rr), 0);
 	assert_int_equal(rr.copies_repaired, l.stripe_count);
 	assert_int_equal(degraded_copies(c, "/flipped"), 0);
-	printf("verified %" PRIu64 " bytes after repair\n", check_file(c, "/flipped", size, 61));
+	printf("verified %" PRIu64 " bytes after repair\n",
+	       cluster_check_file(c, "/flipped", size, 61, 8 * MiB));
 	lode_disconnect(c);
 }
 
@@ -315,7 +251,7 @@ struct storm {
 static void *create_storm(void *arg)
 {
 	struct storm *s = arg;
-	struct lode_client *c = connect_fast(4000);
+	struct lode_client *c = cluster_client(&tc, 4000);
 	char dir[32];
 
 	snprintf(dir, sizeof(dir), "/storm%d", s->id);
@@ -350,7 +286,7 @@ static int count_entry(void *arg, const char *name, uint64_t ino, uint32_t mode)
 static void test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one(void **state)
 {
 	struct storm *s = calloc(4, sizeof(*s));
-	struct lode_client *c = connect_fast(10000);
+	struct lode_client *c = cluster_client(&tc, 10000);
 	pthread_t th[4];
 	int total = 0;
 
@@ -444,7 +380,7 @@ static int teardown_small_disk(void **state)
 
 static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(void **state)
 {
-	struct lode_client *c = connect_fast(5000);
+	struct lode_client *c = cluster_client(&tc, 5000);
 	struct lode_file *f;
 	char *buf = malloc(4 * MiB);
 	uint64_t off;
@@ -452,7 +388,7 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 
 	(void)state;
 	assert_non_null(buf);
-	write_file(c, "/keep", 8 * MiB, 71);
+	cluster_write_file(c, "/keep", 8 * MiB, 71, 8 * MiB, NULL);
 	assert_int_equal(lode_open(c, "/fill", O_WRONLY | O_CREAT, 0644, &f), 0);
 	for (off = 0; off < 256 * MiB; off += 4 * MiB) {
 		pattern_fill(buf, 4 * MiB, 72, off);
@@ -465,7 +401,7 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 	lode_close(f);
 	/* the file written before is untouched */
 	printf("verified %" PRIu64 " bytes of the other file\n",
-	       check_file(c, "/keep", 8 * MiB, 71));
+	       cluster_check_file(c, "/keep", 8 * MiB, 71, 8 * MiB));
 	/* free the space: the OSS reclaims the deleted file's objects, then writing works */
 	assert_int_equal(lode_unlink(c, "/fill"), 0);
 	for (int i = 0; i < 300; i++) {
@@ -485,28 +421,24 @@ static void test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers(v
 	}
 	assert_true(n > 0);
 	printf("verified %" PRIu64 " bytes written after the space was freed\n",
-	       check_file(c, "/again", 24 * MiB, 73));
+	       cluster_check_file(c, "/again", 24 * MiB, 73, 8 * MiB));
 	free(buf);
 	lode_disconnect(c);
 }
 
 int main(void)
 {
+	/* each test on a cluster of its own: 3 OSS, --orphan-grace 1 */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one, setup,
-		teardown),
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, cluster_test_up, cluster_test_down, &tc)
+	    T(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing),
+	    T(test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy),
+	    T(test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported),
+	    T(test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one),
 	    cmocka_unit_test_setup_teardown(
 		test_a_full_oss_disk_gives_enospc_harms_no_other_file_and_recovers,
 		setup_small_disk, teardown_small_disk),
+#undef T
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 #include "wire_spec.h"
 
@@ -45,44 +45,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static void write_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
-{
-	struct lode_file *f;
-	char *buf = malloc(4 * MiB);
-
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &f), 0);
-	for (uint64_t off = 0; off < size; off += 4 * MiB) {
-		size_t n = size - off < 4 * MiB ? (size_t)(size - off) : 4 * MiB;
-
-		pattern_fill(buf, n, seed, off);
-		assert_int_equal(lode_pwrite(f, buf, n, off), (ssize_t)n);
-	}
-	assert_int_equal(lode_fsync(f), 0);
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
-}
-
-static void check_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed)
-{
-	struct lode_file *f;
-	struct lode_stat st;
-	char *buf = malloc(4 * MiB);
-
-	assert_non_null(buf);
-	assert_int_equal(lode_stat(c, path, &st), 0);
-	assert_int_equal(st.size, size);
-	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
-	for (uint64_t off = 0; off < size; off += 4 * MiB) {
-		size_t n = size - off < 4 * MiB ? (size_t)(size - off) : 4 * MiB;
-
-		assert_int_equal(lode_pread(f, buf, n, off), (ssize_t)n);
-		assert_int_equal(pattern_check(buf, n, seed, off), -1);
-	}
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
-}
-
 static void test_kill_9_of_every_server_loses_nothing_acknowledged(void **state)
 {
 	struct lode_client *c, *again;
@@ -91,11 +53,11 @@ static void test_kill_9_of_every_server_loses_nothing_acknowledged(void **state)
 
 	(void)state;
 	assert_int_equal(lode_connect(tc.mds, NULL, &c), 0);
-	write_file(c, "/ckpt-1", 96 * MiB + 4321, 11);
+	cluster_write_file(c, "/ckpt-1", 96 * MiB + 4321, 11, 4 * MiB, NULL);
 	assert_int_equal(lode_mkdir(c, "/run", 0755), 0);
 	for (int i = 0; i < 200; i++) {
 		snprintf(path, sizeof(path), "/run/shard-%d", i);
-		write_file(c, path, (uint64_t)i * 1000, 1000 + (uint64_t)i);
+		cluster_write_file(c, path, (uint64_t)i * 1000, 1000 + (uint64_t)i, 4 * MiB, NULL);
 	}
 	assert_int_equal(lode_rename(c, "/ckpt-1", "/run/final", 0), 0);
 	assert_int_equal(lode_setxattr(c, "/run/final", "user.step", "42", 2, 0), 0);
@@ -112,10 +74,10 @@ static void test_kill_9_of_every_server_loses_nothing_acknowledged(void **state)
 	/* the client from before the crash reconnects by itself */
 	assert_int_equal(lode_stat(c, "/run/final", &st), 0);
 	assert_int_equal(lode_connect(tc.mds, NULL, &again), 0);
-	check_file(again, "/run/final", 96 * MiB + 4321, 11);
+	cluster_check_file(again, "/run/final", 96 * MiB + 4321, 11, 4 * MiB);
 	for (int i = 0; i < 200; i++) {
 		snprintf(path, sizeof(path), "/run/shard-%d", i);
-		check_file(again, path, (uint64_t)i * 1000, 1000 + (uint64_t)i);
+		cluster_check_file(again, path, (uint64_t)i * 1000, 1000 + (uint64_t)i, 4 * MiB);
 	}
 	{
 		char v[8];
@@ -271,7 +233,7 @@ static void test_garbage_on_the_wire_never_stops_the_mds_or_an_oss(void **state)
 
 	(void)state;
 	assert_int_equal(lode_connect(tc.mds, NULL, &c), 0);
-	write_file(c, "/survivor", 8 * MiB, 21);
+	cluster_write_file(c, "/survivor", 8 * MiB, 21, 4 * MiB, NULL);
 	read_oss_addr(0, oss, sizeof(oss));
 	for (int round = 0; round < 3; round++) {
 		garbage_at(tc.mds);
@@ -280,7 +242,7 @@ static void test_garbage_on_the_wire_never_stops_the_mds_or_an_oss(void **state)
 		malformed_body_gets_an_error_reply(oss, LODE_OP_OBJ_READ);
 		/* everyone else is still served */
 		assert_int_equal(lode_stat(c, "/survivor", &st), 0);
-		check_file(c, "/survivor", 8 * MiB, 21);
+		cluster_check_file(c, "/survivor", 8 * MiB, 21, 4 * MiB);
 	}
 	lode_disconnect(c);
 }
@@ -315,7 +277,7 @@ static void test_unlinked_files_objects_are_reclaimed_by_their_oss(void **state)
 	(void)state;
 	assert_int_equal(lode_connect(tc.mds, NULL, &c), 0);
 	before = objects_on_disk();
-	write_file(c, "/doomed", 16 * MiB, 5);
+	cluster_write_file(c, "/doomed", 16 * MiB, 5, 4 * MiB, NULL);
 	assert_true(objects_on_disk() > before);
 	assert_int_equal(lode_unlink(c, "/doomed"), 0);
 	for (int i = 0; i < 150; i++) { /* the OSS looks for orphans every few seconds */

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 static struct test_cluster tc;

@@ -22,32 +22,17 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 #define MiB (1ull << 20)
 
 static struct test_cluster tc;
 
-static int setup(void **state)
-{
-	(void)state;
-	return cluster_up_opts(&tc, 3, "--orphan-grace 1");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	cluster_down(&tc);
-	return 0;
-}
-
 static struct lode_client *connect_mode(int mode)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 3000, .use_process_creds = 1};
-	struct lode_client *c = NULL;
+	struct lode_client *c = cluster_client(&tc, 3000);
 
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
 	assert_int_equal(lode_set_replication(c, mode), 0);
 	assert_int_equal(lode_replication(c), mode);
 	return c;
@@ -88,25 +73,10 @@ static int write_pattern(struct lode_file *f, uint64_t size, uint64_t seed)
 static uint64_t check_file(const char *path, uint64_t size, uint64_t seed)
 {
 	struct lode_client *c = connect_mode(LODE_REPLICATION_FANOUT);
-	char *buf = malloc(4 * MiB);
-	struct lode_file *f;
+	uint64_t n = cluster_check_file(c, path, size, seed, 4 * MiB);
 
-	assert_non_null(buf);
-	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_file_size(f), size);
-	for (uint64_t off = 0; off < size; off += 4 * MiB) {
-		size_t n = size - off < 4 * MiB ? (size_t)(size - off) : 4 * MiB;
-		int64_t bad;
-
-		assert_int_equal(lode_pread(f, buf, n, off), (ssize_t)n);
-		bad = pattern_check(buf, n, seed, off);
-		if (bad >= 0)
-			fail_msg("%s: byte %" PRIu64 " is wrong", path, off + (uint64_t)bad);
-	}
-	assert_int_equal(lode_close(f), 0);
-	free(buf);
 	lode_disconnect(c);
-	return size;
+	return n;
 }
 
 /* Reads the file from the copy on target `keep` alone: the other OSS are killed for the
@@ -338,24 +308,17 @@ static void test_replication_mode_names_and_setter(void **state)
 
 int main(void)
 {
+	/* each test on a cluster of its own: 3 OSS, --orphan-grace 1 */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_replication_mode_names_and_setter, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_chained_writes_reach_every_copy_byte_exact, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data, setup,
-		teardown),
-	    cmocka_unit_test_setup_teardown(test_a_dead_head_fails_over_to_the_next_copy, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails, setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes, setup,
-		teardown),
+#define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, cluster_test_up, cluster_test_down, &tc)
+	    T(test_replication_mode_names_and_setter),
+	    T(test_chained_writes_reach_every_copy_byte_exact),
+	    T(test_a_dead_tail_is_marked_degraded_and_the_others_hold_every_byte),
+	    T(test_a_dead_middle_is_marked_degraded_and_the_tail_still_gets_the_data),
+	    T(test_a_dead_head_fails_over_to_the_next_copy),
+	    T(test_only_the_head_left_succeeds_degraded_and_no_copy_left_fails),
+	    T(test_kill_9_of_the_head_during_a_chained_write_never_gives_wrong_bytes),
+#undef T
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

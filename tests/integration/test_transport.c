@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "cluster_client.h"
 #include "lode/lode.h"
 
 #define MiB (1ull << 20)
@@ -47,16 +47,6 @@ static int teardown(void **state)
 	cluster_down(&tc);
 	printf("transport suite: %" PRIu64 " bytes verified in all\n", verified_total);
 	return 0;
-}
-
-static struct lode_client *client(unsigned timeout_ms)
-{
-	struct lode_client_opts o = {
-	    .size = sizeof(o), .timeout_ms = timeout_ms, .use_process_creds = 1};
-	struct lode_client *c = NULL;
-
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
-	return c;
 }
 
 /* Writes size bytes of the pattern from buf in pieces of `piece`, then reads them back
@@ -95,7 +85,7 @@ static void test_put_get_at_every_boundary_of_the_data_path(void **state)
 	    0,	   1,	    4095,    4096,    4097,	   65535,	    65536,
 	    65537, MiB - 1, MiB + 7, 4 * MiB, 4 * MiB + 1, 24 * MiB + 12345};
 	const size_t max = 24 * MiB + 12345;
-	struct lode_client *c = client(20000);
+	struct lode_client *c = cluster_client(&tc, 20000);
 	char *plain = malloc(max), *declared = malloc(max);
 	char path[64];
 
@@ -211,8 +201,8 @@ static void *read_all(void *arg)
 static void test_kill_9_of_an_oss_during_a_read_loses_nothing(void **state)
 {
 	const uint64_t size = 96 * MiB;
-	struct lode_client *w = client(60000); /* soft-RoCE under emulation is slow */
-	struct lode_client *c = client(10000);
+	struct lode_client *w = cluster_client(&tc, 60000); /* soft-RoCE under emulation is slow */
+	struct lode_client *c = cluster_client(&tc, 10000);
 	struct reader r = {.c = c, .size = size};
 	struct lode_file *f;
 	struct lode_layout l;

@@ -6,7 +6,7 @@
  * own reply walkers. Exits 77 (skip) if io_uring or loopback sockets are unavailable.
  */
 #include <errno.h>
-#include <ftw.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "codec.h"
+#include "fixture.h"
 #include "handlers.h"
 #include "lease.h"
 #include "mds_spec.h"
@@ -33,12 +34,6 @@ static struct lode_rpc *rpc;
 static struct lode_rpc_conn *conn;
 static const struct lode_server_ops ops = {.on_request = lode_mds_on_request};
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static void cleanup(void)
 {
 	lode_rpc_destroy(rpc);
@@ -46,7 +41,7 @@ static void cleanup(void)
 	if (mds.st)
 		lode_mds_fini(&mds);
 	if (dir[0])
-		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		fixture_tmpdir_remove(dir);
 }
 
 /* One call: body = fixed + name1 + name2; optional request data; reply into buffers. */
@@ -399,9 +394,9 @@ int main(void)
 	char why[256];
 	int rc;
 
-	strcpy(dir, "/tmp/lode-mds-srv-XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	rc = fixture_tmpdir_make(dir, sizeof(dir), "lode-mds-srv");
+	if (rc) {
+		fprintf(stderr, "mkdtemp: %s\n", strerror(-rc));
 		return 1;
 	}
 	atexit(cleanup);

@@ -5,7 +5,7 @@
  * (which cmocka also runs when a test fails).
  */
 #include <errno.h>
-#include <ftw.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "lease.h"
 #include "loop.h"
 #include "mds_spec.h"
@@ -38,12 +39,6 @@ struct fx {
 static const lode_cred root_cred = {0, 0};
 static const lode_cred alice = {1000, 1000};
 static const lode_cred bob = {1001, 1001};
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
 
 static void open_store(struct fx *f)
 {
@@ -80,8 +75,7 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	strcpy(f->dir, "/tmp/lode-mds-test-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(fixture_tmpdir_make(f->dir, sizeof(f->dir), "lode-mds-test"), 0);
 	open_store(f);
 	assert_int_equal(lode_placement_create(&f->pl, 0), 0);
 	add_targets(f, 4);
@@ -95,7 +89,7 @@ static int teardown(void **state)
 
 	lode_store_close(f->st);
 	lode_placement_destroy(f->pl);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
 }

@@ -6,7 +6,6 @@
  * Damage is done with LMDB itself or by cutting the file, in a temporary directory.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <lmdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "store.h"
 
 struct fx {
@@ -27,21 +27,14 @@ struct fx {
 	char why[256];
 };
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
-	if (!f)
+	if (!f || fixture_tmpdir_make(f->dir, sizeof(f->dir), "lode-store-test")) {
+		free(f);
 		return -1;
-	strcpy(f->dir, "/tmp/lode-store-test.XXXXXX");
-	if (!mkdtemp(f->dir))
-		return -1;
+	}
 	*state = f;
 	return 0;
 }
@@ -50,7 +43,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
 }

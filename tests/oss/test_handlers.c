@@ -4,7 +4,6 @@
  * sees on the wire, malformed requests included.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,134 +17,26 @@
 #include <cmocka.h>
 
 #include "codec.h"
-#include "handlers.h"
-#include "objstore.h"
-#include "rpc.h"
-#include "server.h"
+#include "fixture.h"
+#include "oss_fixture.h"
 
 #define CHUNK LODE_CHUNK_SIZE
 
-struct fixture {
-	char dir[64];
-	struct lode_objstore *st;
-	struct lode_oss oss;
-	struct lode_server *srv;
-	struct lode_rpc *rpc;
-	struct lode_rpc_conn *conn;
-};
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct lode_server_opts so = {.threads = 2, .ops = &lode_oss_server_ops};
-
-	if (!f)
-		return -1;
-	strcpy(f->dir, "/tmp/lode-osshdl-XXXXXX");
-	if (!mkdtemp(f->dir))
-		goto err_free;
-	if (lode_objstore_open(&f->st, f->dir))
-		goto err_dir;
-	lode_oss_init(&f->oss, f->st);
-	so.listen[0] = "tcp://127.0.0.1:0";
-	so.ctx = &f->oss;
-	if (lode_server_start(&f->srv, &so))
-		goto err_store;
-	if (lode_rpc_create(&f->rpc, 5000))
-		goto err_srv;
-	if (lode_rpc_conn_open(f->rpc, lode_server_address(f->srv, 0), &f->conn))
-		goto err_rpc;
-	*state = f;
-	return 0;
-
-err_rpc:
-	lode_rpc_destroy(f->rpc);
-err_srv:
-	lode_server_stop(f->srv);
-	lode_oss_fini(&f->oss);
-err_store:
-	lode_objstore_close(f->st);
-err_dir:
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-err_free:
-	free(f);
-	return -1;
+	*state = oss_fixture_new();
+	return *state ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-
-	lode_rpc_destroy(f->rpc);
-	lode_server_stop(f->srv);
-	lode_oss_fini(&f->oss);
-	lode_objstore_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
+	oss_fixture_free(*state);
 	return 0;
-}
-
-static struct lode_wire_objid oid(uint64_t ino, uint64_t gen, uint32_t stripe)
-{
-	struct lode_wire_objid id = {.ino = ino, .generation = gen, .stripe = stripe};
-
-	return id;
-}
-
-/* OBJ_WRITE of len bytes of data at off with correct sums (one sum flipped if asked). */
-static int obj_write(struct fixture *f, struct lode_wire_objid id, uint64_t off, const char *data,
-		     size_t len, int corrupt_sum)
-{
-	uint32_t n = (uint32_t)((len + CHUNK - 1) / CHUNK);
-	uint64_t body[(sizeof(struct lode_wire_obj_write_req) + 8 * 64) / 8] = {0};
-	struct lode_wire_obj_write_req *req = (void *)body;
-	uint64_t *sums = (uint64_t *)(req + 1);
-	struct lode_wire_obj_rep rep;
-	struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
-	struct lode_call call = {
-	    .opcode = LODE_OP_OBJ_WRITE,
-	    .body = body,
-	    .body_len = (uint32_t)(sizeof(*req) + 8 * n),
-	    .data = &iov,
-	    .data_iovcnt = 1,
-	    .reply_body = &rep,
-	    .reply_body_max = sizeof(rep),
-	};
-
-	req->obj = id;
-	req->offset = off;
-	req->nchunks = n;
-	for (uint32_t i = 0; i < n; i++) {
-		size_t l = len - (size_t)i * CHUNK < CHUNK ? len - (size_t)i * CHUNK : CHUNK;
-
-		sums[i] = lode_chunk_sum(data + (size_t)i * CHUNK, l);
-	}
-	if (corrupt_sum)
-		sums[0] ^= 1;
-	return lode_rpc_call(f->conn, &call);
-}
-
-static char *pattern(size_t len, unsigned seed)
-{
-	char *p = malloc(len);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < len; i++)
-		p[i] = (char)(i * 7 + seed);
-	return p;
 }
 
 static void test_hello_answers_as_an_oss_without_a_target_id_yet(void **state)
 {
-	struct fixture *f = *state;
+	struct oss_fixture *f = *state;
 	struct lode_wire_hello_req req = {.client_id = 42, .role = LODE_ROLE_CLIENT};
 	struct lode_wire_hello_rep rep = {0};
 
@@ -158,36 +49,23 @@ static void test_hello_answers_as_an_oss_without_a_target_id_yet(void **state)
 
 static void test_a_written_object_reads_back_with_matching_sums(void **state)
 {
-	struct fixture *f = *state;
+	struct oss_fixture *f = *state;
 	size_t len = 2 * CHUNK + 300;
-	char *data = pattern(len, 1);
+	char *data = fixture_pattern(len, 1);
 	char *back = malloc(4 * CHUNK);
-	uint64_t body[(sizeof(struct lode_wire_obj_read_rep) + 8 * 64) / 8];
-	struct lode_wire_obj_read_req req = {.obj = oid(7, 1, 0), .offset = 0, .length = 4 * CHUNK};
-	struct lode_call call = {
-	    .opcode = LODE_OP_OBJ_READ,
-	    .body = &req,
-	    .body_len = sizeof(req),
-	    .reply_body = body,
-	    .reply_body_max = sizeof(body),
-	    .reply_data = back,
-	    .reply_data_max = 4 * CHUNK,
-	};
-	const struct lode_wire_obj_read_rep *rep;
-	const uint64_t *sums;
+	struct oss_fixture_read_rep rep;
 
-	assert_int_equal(obj_write(f, oid(7, 1, 0), 0, data, len, 0), 0);
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
-	assert_int_equal(lode_dec_obj_read_rep(body, call.reply_body_len, call.reply_data_len,
-					       req.length, &rep, &sums),
+	assert_non_null(back);
+	assert_int_equal(oss_fixture_write(f, fixture_oid(7, 1, 0), 0, data, len, 0), 0);
+	assert_int_equal(oss_fixture_read(f->conn, fixture_oid(7, 1, 0), 0, 4 * CHUNK, back, &rep),
 			 0);
-	assert_int_equal(rep->object_size, len);
-	assert_int_equal(call.reply_data_len, len);
+	assert_int_equal(rep.object_size, len);
+	assert_int_equal(rep.data_len, len);
 	assert_memory_equal(back, data, len);
-	for (uint32_t i = 0; i < rep->nchunks; i++) {
+	for (uint32_t i = 0; i < rep.nchunks; i++) {
 		size_t l = len - (size_t)i * CHUNK < CHUNK ? len - (size_t)i * CHUNK : CHUNK;
 
-		assert_true(sums[i] == lode_chunk_sum(back + (size_t)i * CHUNK, l));
+		assert_true(rep.sums[i] == lode_chunk_sum(back + (size_t)i * CHUNK, l));
 	}
 	free(back);
 	free(data);
@@ -195,12 +73,12 @@ static void test_a_written_object_reads_back_with_matching_sums(void **state)
 
 static void test_a_write_with_a_bad_sum_fails_with_ebadmsg(void **state)
 {
-	struct fixture *f = *state;
-	char *data = pattern(CHUNK, 2);
-	struct lode_wire_objid id = oid(8, 1, 0);
+	struct oss_fixture *f = *state;
+	char *data = fixture_pattern(CHUNK, 2);
+	struct lode_wire_objid id = fixture_oid(8, 1, 0);
 	struct lode_wire_obj_rep rep;
 
-	assert_int_equal(obj_write(f, id, 0, data, CHUNK, 1), -EBADMSG);
+	assert_int_equal(oss_fixture_write(f, id, 0, data, CHUNK, 1), -EBADMSG);
 	assert_int_equal(
 	    lode_rpc_simple(f->conn, LODE_OP_OBJ_STAT, &id, sizeof(id), &rep, sizeof(rep)),
 	    -ENOENT);
@@ -209,8 +87,8 @@ static void test_a_write_with_a_bad_sum_fails_with_ebadmsg(void **state)
 
 static void test_malformed_and_foreign_requests_get_errors_and_the_connection_lives(void **state)
 {
-	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(9, 1, 0);
+	struct oss_fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(9, 1, 0);
 	struct lode_wire_obj_rep rep;
 	char junk[5] = {0};
 
@@ -227,9 +105,9 @@ static void test_malformed_and_foreign_requests_get_errors_and_the_connection_li
 
 static void test_remove_stat_truncate_and_list_answer_over_the_wire(void **state)
 {
-	struct fixture *f = *state;
-	char *data = pattern(CHUNK, 3);
-	struct lode_wire_objid id = oid(10, 2, 1);
+	struct oss_fixture *f = *state;
+	char *data = fixture_pattern(CHUNK, 3);
+	struct lode_wire_objid id = fixture_oid(10, 2, 1);
 	struct lode_wire_obj_truncate_req tr = {.obj = id, .size = 100};
 	struct lode_wire_obj_list_req lr = {.max = 16};
 	struct lode_wire_obj_list_rep lrep;
@@ -245,7 +123,7 @@ static void test_remove_stat_truncate_and_list_answer_over_the_wire(void **state
 	    .reply_data_max = sizeof(infos),
 	};
 
-	assert_int_equal(obj_write(f, id, 0, data, CHUNK, 0), 0);
+	assert_int_equal(oss_fixture_write(f, id, 0, data, CHUNK, 0), 0);
 	assert_int_equal(
 	    lode_rpc_simple(f->conn, LODE_OP_OBJ_TRUNCATE, &tr, sizeof(tr), &rep, sizeof(rep)), 0);
 	assert_int_equal(rep.object_size, 100);
@@ -271,7 +149,7 @@ static void test_remove_stat_truncate_and_list_answer_over_the_wire(void **state
 /* A chained request to f: fixed part (write struct + sums, or an object id), then a chain
  * of hops whose target ids and addresses are given. Returns the call's status; the reply's
  * statuses as errnos in st[]. */
-static int chained(struct fixture *f, uint8_t op, const void *fixed, size_t flen,
+static int chained(struct oss_fixture *f, uint8_t op, const void *fixed, size_t flen,
 		   const struct iovec *iov, uint32_t self, unsigned n, const uint32_t *ids,
 		   const char *const *addrs, int *st)
 {
@@ -311,52 +189,39 @@ static int chained(struct fixture *f, uint8_t op, const void *fixed, size_t flen
 static void expect_object(struct lode_rpc_conn *conn, struct lode_wire_objid id, const char *data,
 			  size_t len)
 {
-	uint64_t body[(sizeof(struct lode_wire_obj_read_rep) + 8 * 64) / 8];
-	struct lode_wire_obj_read_req req = {.obj = id, .length = (uint32_t)(4 * CHUNK)};
 	char *back = malloc(4 * CHUNK);
-	struct lode_call call = {
-	    .opcode = LODE_OP_OBJ_READ,
-	    .body = &req,
-	    .body_len = sizeof(req),
-	    .reply_body = body,
-	    .reply_body_max = sizeof(body),
-	    .reply_data = back,
-	    .reply_data_max = 4 * CHUNK,
-	};
+	struct oss_fixture_read_rep rep;
 
 	assert_non_null(back);
-	assert_int_equal(lode_rpc_call(conn, &call), 0);
-	assert_int_equal(call.reply_data_len, len);
+	assert_int_equal(oss_fixture_read(conn, id, 0, 4 * CHUNK, back, &rep), 0);
+	assert_int_equal(rep.data_len, len);
 	assert_memory_equal(back, data, len);
 	free(back);
 }
 
 static void test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_copy(void **state)
 {
-	struct fixture *f = *state, *g;
-	void *gs = NULL;
+	struct oss_fixture *f = *state, *g = oss_fixture_new();
 	size_t len = CHUNK + 100;
-	char *data = pattern(len, 5);
+	char *data = fixture_pattern(len, 5);
 	struct iovec iov = {.iov_base = data, .iov_len = len};
 	uint64_t wbody[(sizeof(struct lode_wire_obj_write_req) + 16) / 8] = {0};
 	struct lode_wire_obj_write_req *w = (void *)wbody;
-	struct lode_wire_objid id = oid(21, 1, 0);
+	struct lode_wire_objid id = fixture_oid(21, 1, 0);
 	uint64_t *sums = (uint64_t *)(w + 1);
 	struct lode_rpc_conn *gconn;
 	const char *addrs[2];
 	uint32_t ids[2];
 	int st[3];
 
-	assert_int_equal(setup(&gs), 0);
-	g = gs;
+	assert_non_null(g);
 	atomic_store(&f->oss.target_id, 1);
 	atomic_store(&g->oss.target_id, 2);
 	assert_int_equal(lode_rpc_conn_open(f->rpc, lode_server_address(g->srv, 0), &gconn), 0);
 	w->obj = id;
 	w->flags = LODE_OBJ_F_CHAIN;
 	w->nchunks = 2;
-	sums[0] = lode_chunk_sum(data, CHUNK);
-	sums[1] = lode_chunk_sum(data + CHUNK, 100);
+	fixture_chunk_sums(data, len, sums);
 
 	/* head f, then g: both copies hold the bytes, though only f was sent them */
 	ids[0] = 2;
@@ -394,7 +259,7 @@ static void test_a_chained_write_and_fsync_reach_the_next_oss_and_answer_per_cop
 	    chained(f, LODE_OP_OBJ_WRITE, wbody, sizeof(wbody), &iov, 1, 2, ids, addrs, st),
 	    -ELOOP);
 	free(data);
-	teardown(&gs);
+	oss_fixture_free(g);
 }
 
 int main(void)
@@ -409,12 +274,7 @@ int main(void)
 	    T(test_remove_stat_truncate_and_list_answer_over_the_wire),
 #undef T
 	};
-	struct lode_loop *probe;
 
-	if (lode_loop_create(&probe, 8)) {
-		fprintf(stderr, "io_uring unavailable: skipping\n");
-		return 77;
-	}
-	lode_loop_destroy(probe);
+	fixture_skip_without_io_uring();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,10 +21,12 @@
 #include <cmocka.h>
 
 #include "codec.h"
+#include "fixture.h"
 #include "handlers.h"
 #include "log.h"
 #include "mds_link.h"
 #include "objstore.h"
+#include "oss_fixture.h"
 #include "server.h"
 
 struct fake_mds {
@@ -126,14 +127,6 @@ static void fake_request(void *ctx, struct lode_req *req)
 
 static const struct lode_server_ops fake_ops = {.on_request = fake_request};
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -141,25 +134,20 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	strcpy(f->dir, "/tmp/lode-osslink-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (oss_fixture_store_open(f->dir, sizeof(f->dir), "lode-osslink", &f->st))
 		goto err_free;
 	pthread_mutex_init(&f->mds.lock, NULL);
 	pthread_cond_init(&f->mds.cond, NULL);
 	so.listen[0] = "tcp://127.0.0.1:0";
 	so.ctx = &f->mds;
 	if (lode_server_start(&f->srv, &so))
-		goto err_dir;
-	if (lode_objstore_open(&f->st, f->dir))
-		goto err_srv;
+		goto err_store;
 	lode_oss_init(&f->oss, f->st);
 	*state = f;
 	return 0;
 
-err_srv:
-	lode_server_stop(f->srv);
-err_dir:
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+err_store:
+	oss_fixture_store_close(f->dir, f->st);
 err_free:
 	free(f);
 	return -1;
@@ -170,10 +158,9 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	lode_server_stop(f->srv);
-	lode_objstore_close(f->st);
+	oss_fixture_store_close(f->dir, f->st);
 	pthread_cond_destroy(&f->mds.cond);
 	pthread_mutex_destroy(&f->mds.lock);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	free(f);
 	return 0;
 }
@@ -271,13 +258,8 @@ int main(void)
 		test_the_link_registers_heartbeats_reregisters_and_removes_orphans, setup,
 		teardown),
 	};
-	struct lode_loop *probe;
 
-	if (lode_loop_create(&probe, 8)) {
-		fprintf(stderr, "io_uring unavailable: skipping\n");
-		return 77;
-	}
-	lode_loop_destroy(probe);
+	fixture_skip_without_io_uring();
 	lode_log_init("test", LODE_LOG_WARN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

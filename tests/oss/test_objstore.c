@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +19,10 @@
 #include <cmocka.h>
 
 #include "codec.h"
+#include "fixture.h"
 #include "loop.h"
 #include "objstore.h"
+#include "oss_fixture.h"
 
 #define CHUNK LODE_CHUNK_SIZE
 
@@ -115,35 +116,14 @@ static void done_free(struct done *d)
 	d->res.sums = NULL;
 }
 
-static struct lode_wire_objid oid(uint64_t ino, uint64_t gen, uint32_t stripe)
-{
-	struct lode_wire_objid id = {.ino = ino, .generation = gen, .stripe = stripe};
-
-	return id;
-}
-
 static uint64_t *sums_of(const char *data, size_t len)
 {
 	size_t n = (len + CHUNK - 1) / CHUNK;
 	uint64_t *s = calloc(n, 8);
 
 	assert_non_null(s);
-	for (size_t i = 0; i < n; i++) {
-		size_t l = len - i * CHUNK < CHUNK ? len - i * CHUNK : CHUNK;
-
-		s[i] = lode_chunk_sum(data + i * CHUNK, l);
-	}
+	fixture_chunk_sums(data, len, s);
 	return s;
-}
-
-static char *pattern(size_t len, unsigned seed)
-{
-	char *p = malloc(len ? len : 1);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < len; i++)
-		p[i] = (char)((i * 131 + seed * 7 + (i >> 16)) & 0xff);
-	return p;
 }
 
 static int do_write(struct fixture *f, struct lode_objstore_io *io,
@@ -213,14 +193,6 @@ static void assert_sums_match(const struct done *d)
 	}
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void *loop_thread(void *arg)
 {
 	struct fixture *f = arg;
@@ -234,11 +206,8 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	strcpy(f->dir, "/tmp/lode-objstore-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (oss_fixture_store_open(f->dir, sizeof(f->dir), "lode-objstore", &f->st))
 		goto err_free;
-	if (lode_objstore_open(&f->st, f->dir))
-		goto err_dir;
 	if (lode_loop_create(&f->loop, 64))
 		goto err_store;
 	if (lode_objstore_io_create(f->st, f->loop, 0, &f->io))
@@ -257,9 +226,7 @@ err_io:
 err_loop:
 	lode_loop_destroy(f->loop);
 err_store:
-	lode_objstore_close(f->st);
-err_dir:
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	oss_fixture_store_close(f->dir, f->st);
 err_free:
 	free(f);
 	return -1;
@@ -275,8 +242,7 @@ static int teardown(void **state)
 	pthread_mutex_destroy(&f->lock);
 	lode_objstore_io_destroy(f->io);
 	lode_loop_destroy(f->loop);
-	lode_objstore_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	oss_fixture_store_close(f->dir, f->st);
 	free(f);
 	return 0;
 }
@@ -301,9 +267,9 @@ static void obj_path(struct fixture *f, const struct lode_wire_objid *id, char *
 static void test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(0x1234, 7, 2);
+	struct lode_wire_objid id = fixture_oid(0x1234, 7, 2);
 	size_t len = 3 * CHUNK + 1000;
-	char *data = pattern(len, 1);
+	char *data = fixture_pattern(len, 1);
 	struct done d;
 
 	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
@@ -328,9 +294,9 @@ static void test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk
 static void test_write_with_a_bad_checksum_is_rejected_and_stores_nothing(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(5, 1, 0);
+	struct lode_wire_objid id = fixture_oid(5, 1, 0);
 	size_t len = 2 * CHUNK;
-	char *data = pattern(len, 2);
+	char *data = fixture_pattern(len, 2);
 	uint64_t *sums = sums_of(data, len);
 	struct lode_obj_result r;
 
@@ -345,8 +311,8 @@ static void test_write_with_a_bad_checksum_is_rejected_and_stores_nothing(void *
 static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(6, 1, 0), missing = oid(6, 2, 0);
-	char *data = pattern(CHUNK, 3);
+	struct lode_wire_objid id = fixture_oid(6, 1, 0), missing = fixture_oid(6, 2, 0);
+	char *data = fixture_pattern(CHUNK, 3);
 	uint64_t *sums = sums_of(data, CHUNK);
 	struct done d;
 
@@ -361,9 +327,9 @@ static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fail
 static void test_read_past_the_end_is_short(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(9, 1, 0);
+	struct lode_wire_objid id = fixture_oid(9, 1, 0);
 	size_t len = CHUNK + 10;
-	char *data = pattern(len, 4);
+	char *data = fixture_pattern(len, 4);
 	struct done d;
 
 	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
@@ -387,7 +353,7 @@ static void test_read_past_the_end_is_short(void **state)
 static void test_a_missing_object_reads_as_empty(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(10, 1, 0);
+	struct lode_wire_objid id = fixture_oid(10, 1, 0);
 	struct done d;
 
 	do_read(f, f->io, &id, 0, CHUNK, &d);
@@ -401,10 +367,10 @@ static void test_a_missing_object_reads_as_empty(void **state)
 static void test_truncate_down_mid_chunk_keeps_the_rest_readable_with_valid_sums(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(11, 1, 0);
+	struct lode_wire_objid id = fixture_oid(11, 1, 0);
 	size_t len = 3 * CHUNK;
 	uint64_t cut = CHUNK + 777;
-	char *data = pattern(len, 5);
+	char *data = fixture_pattern(len, 5);
 	struct done d;
 
 	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
@@ -429,9 +395,9 @@ static void test_truncate_down_mid_chunk_keeps_the_rest_readable_with_valid_sums
 static void test_truncate_up_reads_zeros_with_valid_sums(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(12, 1, 0);
+	struct lode_wire_objid id = fixture_oid(12, 1, 0);
 	size_t len = 100;
-	char *data = pattern(len, 6);
+	char *data = fixture_pattern(len, 6);
 	char *zeros = calloc(1, 3 * CHUNK);
 	struct done d;
 
@@ -445,7 +411,7 @@ static void test_truncate_up_reads_zeros_with_valid_sums(void **state)
 	done_free(&d);
 
 	/* truncate creates an absent object */
-	id = oid(12, 2, 0);
+	id = fixture_oid(12, 2, 0);
 	assert_int_equal(do_truncate(f, &id, 5), 0);
 	do_read(f, f->io, &id, 0, CHUNK, &d);
 	assert_int_equal(d.res.data_len, 5);
@@ -458,8 +424,8 @@ static void test_truncate_up_reads_zeros_with_valid_sums(void **state)
 static void test_a_write_past_a_partial_last_chunk_leaves_holes_that_verify(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(13, 1, 0);
-	char *a = pattern(500, 7), *b = pattern(CHUNK, 8);
+	struct lode_wire_objid id = fixture_oid(13, 1, 0);
+	char *a = fixture_pattern(500, 7), *b = fixture_pattern(CHUNK, 8);
 	char *zeros = calloc(1, CHUNK);
 	struct done d;
 
@@ -481,8 +447,8 @@ static void test_a_write_past_a_partial_last_chunk_leaves_holes_that_verify(void
 static void test_a_short_last_chunk_inside_the_object_is_rejected(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(14, 1, 0);
-	char *data = pattern(2 * CHUNK, 9);
+	struct lode_wire_objid id = fixture_oid(14, 1, 0);
+	char *data = fixture_pattern(2 * CHUNK, 9);
 
 	assert_int_equal(write_ok(f, &id, 0, data, 2 * CHUNK), 0);
 	assert_int_equal(write_ok(f, &id, 0, data, 100), -EINVAL);
@@ -492,8 +458,8 @@ static void test_a_short_last_chunk_inside_the_object_is_rejected(void **state)
 static void test_remove_makes_the_object_absent(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(15, 1, 0);
-	char *data = pattern(CHUNK, 10);
+	struct lode_wire_objid id = fixture_oid(15, 1, 0);
+	char *data = fixture_pattern(CHUNK, 10);
 	struct lode_obj_result r;
 	struct done d;
 
@@ -518,8 +484,8 @@ static void test_remove_makes_the_object_absent(void **state)
 static void test_a_removed_object_is_not_served_from_another_threads_cache(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(16, 1, 0);
-	char *a = pattern(CHUNK, 11), *b = pattern(CHUNK / 2, 12);
+	struct lode_wire_objid id = fixture_oid(16, 1, 0);
+	char *a = fixture_pattern(CHUNK, 11), *b = fixture_pattern(CHUNK / 2, 12);
 	struct lode_objstore_io *other;
 	struct done d;
 
@@ -549,16 +515,16 @@ static void test_many_objects_through_a_small_cache_stay_intact(void **state)
 
 	assert_int_equal(lode_objstore_io_create(f->st, f->loop, 2, &small), 0);
 	for (unsigned i = 0; i < 6; i++) {
-		struct lode_wire_objid id = oid(100 + i, 1, i);
+		struct lode_wire_objid id = fixture_oid(100 + i, 1, i);
 		uint64_t *sums;
 
-		data[i] = pattern(CHUNK + i, 20 + i);
+		data[i] = fixture_pattern(CHUNK + i, 20 + i);
 		sums = sums_of(data[i], CHUNK + i);
 		assert_int_equal(do_write(f, small, &id, 0, data[i], CHUNK + i, sums, 0), 0);
 		free(sums);
 	}
 	for (unsigned i = 0; i < 6; i++) {
-		struct lode_wire_objid id = oid(100 + i, 1, i);
+		struct lode_wire_objid id = fixture_oid(100 + i, 1, i);
 
 		do_read(f, small, &id, 0, 2 * CHUNK, &d);
 		assert_int_equal(d.res.data_len, CHUNK + i);
@@ -572,12 +538,13 @@ static void test_many_objects_through_a_small_cache_stay_intact(void **state)
 static void test_listing_returns_pages_in_id_order_and_ignores_foreign_files(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid ids[] = {oid(0x300, 1, 0), oid(1, 2, 1), oid(1, 2, 0),
-					oid(0x201, 1, 0), oid(1, 1, 5), oid(2, 0, 0)};
+	struct lode_wire_objid ids[] = {fixture_oid(0x300, 1, 0), fixture_oid(1, 2, 1),
+					fixture_oid(1, 2, 0),	  fixture_oid(0x201, 1, 0),
+					fixture_oid(1, 1, 5),	  fixture_oid(2, 0, 0)};
 	size_t n = sizeof(ids) / sizeof(ids[0]);
 	struct lode_wire_objinfo page[4];
 	struct lode_wire_objid after = {0};
-	char path[256], *data = pattern(10, 13);
+	char path[256], *data = fixture_pattern(10, 13);
 	int eof = 0, got, total = 0;
 	int fd;
 
@@ -595,8 +562,9 @@ static void test_listing_returns_pages_in_id_order_and_ignores_foreign_files(voi
 		close(fd);
 	}
 
-	struct lode_wire_objid want[] = {oid(1, 1, 5), oid(1, 2, 0),	 oid(1, 2, 1),
-					 oid(2, 0, 0), oid(0x201, 1, 0), oid(0x300, 1, 0)};
+	struct lode_wire_objid want[] = {fixture_oid(1, 1, 5),	   fixture_oid(1, 2, 0),
+					 fixture_oid(1, 2, 1),	   fixture_oid(2, 0, 0),
+					 fixture_oid(0x201, 1, 0), fixture_oid(0x300, 1, 0)};
 	while (!eof) {
 		got = lode_objstore_list(f->st, &after, 4, page, &eof);
 		assert_true(got >= 0 && got <= 4);
@@ -623,8 +591,8 @@ static void test_listing_returns_pages_in_id_order_and_ignores_foreign_files(voi
 static void test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(17, 1, 0);
-	char *data = pattern(2 * CHUNK, 14);
+	struct lode_wire_objid id = fixture_oid(17, 1, 0);
+	char *data = fixture_pattern(2 * CHUNK, 14);
 	char path[256], c;
 	struct done d;
 	int fd;
@@ -652,9 +620,9 @@ static void test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum(void 
 static void test_objects_survive_a_reopen_of_the_store(void **state)
 {
 	struct fixture *f = *state;
-	struct lode_wire_objid id = oid(0xabcdef, 3, 9);
+	struct lode_wire_objid id = fixture_oid(0xabcdef, 3, 9);
 	size_t len = 2 * CHUNK + 3;
-	char *data = pattern(len, 15);
+	char *data = fixture_pattern(len, 15);
 	struct done d;
 
 	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
@@ -689,13 +657,7 @@ int main(void)
 	    T(test_objects_survive_a_reopen_of_the_store),
 #undef T
 	};
-	struct lode_loop *probe;
 
-	/* io_uring may be forbidden here (seccomp, old kernel): skip, do not fail. */
-	if (lode_loop_create(&probe, 8)) {
-		fprintf(stderr, "io_uring unavailable: skipping\n");
-		return 77;
-	}
-	lode_loop_destroy(probe);
+	fixture_skip_without_io_uring();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "echo.h"
+#include "fixture.h"
 
 /*
  * Requests still held when their server stops cannot be answered afterwards (that reads
@@ -146,24 +147,7 @@ err_sync:
 
 unsigned echo_server_wait_held(struct echo_server *e, unsigned n, unsigned ms)
 {
-	unsigned long long end = echo_now_ms() + ms;
-	unsigned held;
-
-	pthread_mutex_lock(&e->lock);
-	while (e->nheld < n && echo_now_ms() < end) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-	}
-	held = e->nheld;
-	pthread_mutex_unlock(&e->lock);
-	return held;
+	return fixture_wait_count(&e->lock, &e->cond, &e->nheld, n, ms);
 }
 
 void echo_server_release_held(struct echo_server *e)
@@ -201,4 +185,36 @@ void echo_server_stop(struct echo_server *e)
 	free(e->deferred);
 	pthread_cond_destroy(&e->cond);
 	pthread_mutex_destroy(&e->lock);
+}
+
+struct echo_fixture *echo_fixture_new(unsigned threads)
+{
+	struct echo_fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	if (echo_server_start(&f->e, threads))
+		goto err_free;
+	if (fixture_rpc_connect(f->e.addr, 5000, &f->rpc, &f->conn))
+		goto err_srv;
+	f->server_running = true;
+	return f;
+
+err_srv:
+	echo_server_stop(&f->e);
+err_free:
+	free(f);
+	return NULL;
+}
+
+void echo_fixture_free(struct echo_fixture *f)
+{
+	if (!f)
+		return;
+	lode_rpc_destroy(f->rpc);
+	if (f->server_running) {
+		echo_server_release_held(&f->e);
+		echo_server_stop(&f->e);
+	}
+	free(f);
 }

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "rpc.h"
 #include "server.h"
 
 #define ECHO_HELD_MAX 4096
@@ -43,6 +44,21 @@ void echo_server_release_held(struct echo_server *e);
 /* Stops the replier (answering what it holds), then the server. Held requests that were not
  * released are kept reachable (see echo.c) but not answered. */
 void echo_server_stop(struct echo_server *e);
+
+/* The echo server and a lode_rpc client connected to it: what most proto tests start with. */
+struct echo_fixture {
+	struct echo_server e;
+	bool server_running; /* a test that stops the server itself clears it */
+	struct lode_rpc *rpc;
+	struct lode_rpc_conn *conn;
+};
+
+/* Starts the server with `threads` workers and connects a client whose calls time out after
+ * 5 s. Returns the fixture (free it with echo_fixture_free) or NULL, with nothing left. */
+struct echo_fixture *echo_fixture_new(unsigned threads);
+/* Destroys the client (closing its connection), then, if the server still runs, answers its
+ * held requests and stops it. NULL is accepted. */
+void echo_fixture_free(struct echo_fixture *f);
 
 /* Monotonic milliseconds. */
 unsigned long long echo_now_ms(void);

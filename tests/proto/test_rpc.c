@@ -28,62 +28,20 @@
 
 #include "codec.h"
 #include "echo.h"
+#include "fixture.h"
 #include "rpc.h"
 
 #define MIB (1u << 20)
 
-struct fixture {
-	struct echo_server e;
-	bool server_running;
-	struct lode_rpc *rpc;
-	struct lode_rpc_conn *conn;
-};
-
-static int io_uring_usable(void)
-{
-	struct lode_loop *loop;
-
-	if (lode_loop_create(&loop, 8))
-		return 0;
-	lode_loop_destroy(loop);
-	return 1;
-}
-
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return -1;
-	if (echo_server_start(&f->e, 2))
-		goto err_free;
-	f->server_running = true;
-	if (lode_rpc_create(&f->rpc, 5000))
-		goto err_srv;
-	if (lode_rpc_conn_open(f->rpc, f->e.addr, &f->conn))
-		goto err_rpc;
-	*state = f;
-	return 0;
-
-err_rpc:
-	lode_rpc_destroy(f->rpc);
-err_srv:
-	echo_server_stop(&f->e);
-err_free:
-	free(f);
-	return -1;
+	*state = echo_fixture_new(2);
+	return *state ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-
-	lode_rpc_destroy(f->rpc); /* closes f->conn */
-	if (f->server_running) {
-		echo_server_release_held(&f->e);
-		echo_server_stop(&f->e);
-	}
-	free(f);
+	echo_fixture_free(*state);
 	return 0;
 }
 
@@ -116,34 +74,7 @@ static void waiter_reset(void)
 /* Waits up to ms for n completions; returns how many there were. */
 static unsigned waiter_wait(unsigned n, unsigned ms)
 {
-	unsigned long long end = echo_now_ms() + ms;
-	unsigned done;
-
-	pthread_mutex_lock(&waiter.lock);
-	while (waiter.done < n && echo_now_ms() < end) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&waiter.cond, &waiter.lock, &ts);
-	}
-	done = waiter.done;
-	pthread_mutex_unlock(&waiter.lock);
-	return done;
-}
-
-static void fill_pattern(unsigned char *p, size_t len, unsigned seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (unsigned char)(x >> 16);
-	}
+	return fixture_wait_count(&waiter.lock, &waiter.cond, &waiter.done, n, ms);
 }
 
 static int ping(struct lode_rpc_conn *conn, uint64_t v)
@@ -166,7 +97,7 @@ static int ping(struct lode_rpc_conn *conn, uint64_t v)
 
 static void test_call_round_trips_a_body_and_3_mib_of_data_into_the_callers_buffer(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	unsigned char body[100], rbody[200];
 	unsigned char *data = malloc(3 * MIB);
 	unsigned char *rdata = malloc(4 * MIB);
@@ -175,8 +106,8 @@ static void test_call_round_trips_a_body_and_3_mib_of_data_into_the_callers_buff
 
 	assert_non_null(data);
 	assert_non_null(rdata);
-	fill_pattern(body, sizeof(body), 1);
-	fill_pattern(data, 3 * MIB, 2);
+	pattern_fill(body, sizeof(body), 1, 0);
+	pattern_fill(data, 3 * MIB, 2, 0);
 	memset(rdata, 0xa5, 4 * MIB);
 	memset(rbody, 0xa5, sizeof(rbody));
 	/* three iovecs of uneven sizes */
@@ -206,7 +137,7 @@ static void test_call_round_trips_a_body_and_3_mib_of_data_into_the_callers_buff
 
 static void test_a_request_with_many_small_iovecs_round_trips(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	enum { N = 300, SZ = 333 };
 	unsigned char *data = malloc(N * SZ), *rdata = malloc(N * SZ);
 	struct iovec *iov = calloc(N, sizeof(*iov));
@@ -215,7 +146,7 @@ static void test_a_request_with_many_small_iovecs_round_trips(void **state)
 	assert_non_null(data);
 	assert_non_null(rdata);
 	assert_non_null(iov);
-	fill_pattern(data, N * SZ, 3);
+	pattern_fill(data, N * SZ, 3, 0);
 	for (int i = 0; i < N; i++)
 		iov[i] = (struct iovec){data + i * SZ, SZ};
 	call.data = iov;
@@ -239,7 +170,7 @@ struct indexed_call {
 };
 
 /* n calls in flight on one connection, each carrying its index in its body and data. */
-static void calls_in_flight_get_their_own_replies(struct fixture *f, unsigned n)
+static void calls_in_flight_get_their_own_replies(struct echo_fixture *f, unsigned n)
 {
 	/* static: a failed assertion longjmps past free(), and LSan should not blame us */
 	static struct indexed_call *c;
@@ -293,7 +224,7 @@ static void test_250_calls_in_flight_on_one_connection_get_their_own_replies(voi
 
 static void test_a_reply_from_another_thread_reaches_the_caller(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	enum { N = 50 };
 	struct indexed_call *c = calloc(N, sizeof(*c));
 	struct lode_rpc_batch b;
@@ -330,7 +261,7 @@ static void test_a_reply_from_another_thread_reaches_the_caller(void **state)
 
 static void test_a_server_error_reaches_the_caller_as_its_negative_errno(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	int32_t st = -ENOENT;
 	char rbody[16];
 	struct lode_call call = {.opcode = LODE_OP_STATFS,
@@ -351,7 +282,7 @@ static void test_a_server_error_reaches_the_caller_as_its_negative_errno(void **
 
 static void test_a_call_never_answered_times_out_and_the_next_call_reconnects(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	uint64_t v = 1;
 	struct lode_call call = {
 	    .opcode = LODE_OP_GETATTR, .body = &v, .body_len = sizeof(v), .timeout_ms = 300};
@@ -370,7 +301,7 @@ static void test_a_call_never_answered_times_out_and_the_next_call_reconnects(vo
 
 static void test_a_timed_out_call_does_not_fail_calls_on_other_connections(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_rpc_conn *other;
 	uint64_t v = 1;
 	struct lode_call call = {.opcode = LODE_OP_GETATTR,
@@ -393,7 +324,7 @@ static void test_a_timed_out_call_does_not_fail_calls_on_other_connections(void 
 
 static void test_connecting_where_nothing_listens_fails_with_econnrefused(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sin);
 	struct lode_rpc_conn *conn;
@@ -417,7 +348,7 @@ static void test_connecting_where_nothing_listens_fails_with_econnrefused(void *
 
 static void test_a_malformed_address_is_refused_at_open(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_rpc_conn *conn = NULL;
 
 	assert_int_equal(lode_rpc_conn_open(f->rpc, "tcp://127.0.0.1", &conn), -EINVAL);
@@ -429,7 +360,7 @@ static void test_a_malformed_address_is_refused_at_open(void **state)
 
 static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	unsigned char *data = malloc(64 * 1024), *rdata = malloc(64 * 1024);
 	unsigned char body[32], rbody[32];
 	struct iovec iov = {data, 64 * 1024};
@@ -438,7 +369,7 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 
 	assert_non_null(data);
 	assert_non_null(rdata);
-	fill_pattern(data, 64 * 1024, 4);
+	pattern_fill(data, 64 * 1024, 4, 0);
 	memset(rdata, 0x5a, 64 * 1024);
 	call.reply_data = rdata;
 	call.reply_data_max = 4096;
@@ -459,7 +390,7 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 	call.reply_data_max = 0;
 	assert_int_equal(lode_rpc_call(f->conn, &call), -EPROTO);
 	/* a body longer than reply_body_max */
-	fill_pattern(body, sizeof(body), 5);
+	pattern_fill(body, sizeof(body), 5, 0);
 	memset(rbody, 0x5a, sizeof(rbody));
 	call = (struct lode_call){.opcode = LODE_OP_PING,
 				  .body = body,
@@ -480,7 +411,7 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 
 static void test_stopping_the_server_fails_outstanding_calls(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	enum { N = 10 };
 	struct lode_call *c = calloc(N, sizeof(*c));
 	uint64_t v = 3;
@@ -515,7 +446,7 @@ static void test_stopping_the_server_fails_outstanding_calls(void **state)
 
 static void test_destroying_the_rpc_fails_pending_calls_with_eshutdown(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_rpc *rpc;
 	struct lode_rpc_conn *conn;
 	struct lode_call c[3];
@@ -540,7 +471,7 @@ static void test_destroying_the_rpc_fails_pending_calls_with_eshutdown(void **st
 
 static void test_a_body_at_the_limit_round_trips(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	static unsigned char body[LODE_BODY_MAX], rbody[LODE_BODY_MAX];
 	struct lode_call call = {.opcode = LODE_OP_HELLO,
 				 .body = body,
@@ -549,7 +480,7 @@ static void test_a_body_at_the_limit_round_trips(void **state)
 				 .reply_body_max = LODE_BODY_MAX,
 				 .timeout_ms = 3000};
 
-	fill_pattern(body, sizeof(body), 6);
+	pattern_fill(body, sizeof(body), 6, 0);
 	assert_int_equal(lode_rpc_call(f->conn, &call), 0); /* from the replier thread */
 	assert_int_equal(call.reply_body_len, LODE_BODY_MAX);
 	assert_memory_equal(rbody, body, LODE_BODY_MAX);
@@ -561,7 +492,7 @@ static void test_a_body_at_the_limit_round_trips(void **state)
 
 static void test_a_request_over_the_limits_fails_without_hanging(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	unsigned char *data = calloc(1, LODE_DATA_MAX + 1);
 	static unsigned char body[LODE_BODY_MAX + 1];
 	struct iovec iov = {data, LODE_DATA_MAX + 1};
@@ -583,7 +514,7 @@ static void test_a_request_over_the_limits_fails_without_hanging(void **state)
 
 static void test_closing_a_conn_fails_its_pending_calls_with_eshutdown(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_rpc_conn *conn;
 	struct lode_call c[2];
 	uint64_t v = 3;
@@ -614,7 +545,7 @@ static void never_called(void *ctx, struct lode_req *req)
 
 static void test_server_start_refuses_a_bad_address_and_a_port_in_use(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	static const struct lode_server_ops ops = {.on_request = never_called};
 	static const struct lode_server_ops no_handler = {.on_request = NULL};
 	struct lode_server_opts o = {.threads = 1, .ops = &ops};
@@ -727,7 +658,7 @@ static void fake_stop(struct fake_server *fs)
 
 static void test_a_hostile_server_fails_the_call_instead_of_hanging(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	static const struct {
 		int mode;
 		int want;
@@ -778,7 +709,7 @@ static void test_1000_calls_in_flight_on_one_connection_get_their_own_replies(vo
  */
 static void test_a_request_answered_after_the_server_stopped_is_dropped(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	uint64_t v = 3;
 	struct lode_call call = {.opcode = LODE_OP_GETATTR,
 				 .body = &v,
@@ -820,7 +751,7 @@ static int count_fds(void)
  */
 static void test_server_start_failing_on_a_second_address_leaves_nothing_behind(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	static const struct lode_server_ops ops = {.on_request = never_called};
 	struct lode_server_opts o = {.threads = 1, .ops = &ops};
 	struct lode_server *srv = NULL;
@@ -840,7 +771,7 @@ static void test_server_start_failing_on_a_second_address_leaves_nothing_behind(
  */
 static void test_an_oversized_request_fails_alone_and_spares_other_calls(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	unsigned char *data = calloc(1, LODE_DATA_MAX + 1);
 	struct iovec iov = {data, LODE_DATA_MAX + 1};
 	uint64_t v = 1, back = 0;
@@ -917,14 +848,11 @@ int main(int argc, char **argv)
 		test_a_request_answered_after_the_server_stopped_is_dropped, setup, teardown),
 	};
 
-	if (!io_uring_usable()) {
-		fprintf(stderr, "SKIP: io_uring is not available here (lode_loop_create failed)\n");
-		return 77;
-	}
 	int failed;
 
 	(void)argc;
 	(void)argv;
+	fixture_skip_without_io_uring();
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("regressions", regressions, NULL, NULL);
 	return failed ? 1 : 0;

@@ -29,66 +29,25 @@
 
 #include "codec.h"
 #include "echo.h"
+#include "fixture.h"
 #include "rpc.h"
-
-struct fixture {
-	struct echo_server e;
-	uint16_t port;
-	struct lode_rpc *rpc;
-	struct lode_rpc_conn *conn;
-};
-
-static int io_uring_usable(void)
-{
-	struct lode_loop *loop;
-
-	if (lode_loop_create(&loop, 8))
-		return 0;
-	lode_loop_destroy(loop);
-	return 1;
-}
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	const char *colon;
-
-	if (!f)
-		return -1;
-	if (echo_server_start(&f->e, 1))
-		goto err_free;
-	colon = strrchr(f->e.addr, ':');
-	f->port = (uint16_t)atoi(colon + 1);
-	if (lode_rpc_create(&f->rpc, 5000))
-		goto err_srv;
-	if (lode_rpc_conn_open(f->rpc, f->e.addr, &f->conn))
-		goto err_rpc;
-	*state = f;
-	return 0;
-
-err_rpc:
-	lode_rpc_destroy(f->rpc);
-err_srv:
-	echo_server_stop(&f->e);
-err_free:
-	free(f);
-	return -1;
+	*state = echo_fixture_new(1);
+	return *state ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-
-	lode_rpc_destroy(f->rpc);
-	echo_server_release_held(&f->e);
-	echo_server_stop(&f->e);
-	free(f);
+	echo_fixture_free(*state);
 	return 0;
 }
 
-static int raw_connect(const struct fixture *f)
+static int raw_connect(const struct echo_fixture *f)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(f->port)};
+	uint16_t port = (uint16_t)atoi(strrchr(f->e.addr, ':') + 1);
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
@@ -135,18 +94,8 @@ static void expect_closed_by_server(int fd, unsigned ms)
 	}
 }
 
-static void fill_pattern(unsigned char *p, size_t len, unsigned seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (unsigned char)(x >> 16);
-	}
-}
-
 /* A good client on its own connection still gets correct echoes, promptly. */
-static void expect_echo_works(struct fixture *f)
+static void expect_echo_works(struct echo_fixture *f)
 {
 	unsigned char body[40], rbody[40], data[5000], rdata[5000];
 	struct iovec iov = {data, sizeof(data)};
@@ -163,8 +112,8 @@ static void expect_echo_works(struct fixture *f)
 	unsigned long long t0 = echo_now_ms();
 	static unsigned seed = 100;
 
-	fill_pattern(body, sizeof(body), seed++);
-	fill_pattern(data, sizeof(data), seed++);
+	pattern_fill(body, sizeof(body), seed++, 0);
+	pattern_fill(data, sizeof(data), seed++, 0);
 	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
 	assert_int_equal(call.reply_body_len, sizeof(body));
 	assert_memory_equal(rbody, body, sizeof(body));
@@ -182,7 +131,7 @@ static struct lode_wire_hdr ping_hdr(uint64_t id, uint32_t body_len, uint64_t da
 }
 
 /* Sends hdr (and nothing else) on a fresh connection; the server must hang up. */
-static void expect_header_refused(struct fixture *f, const struct lode_wire_hdr *h)
+static void expect_header_refused(struct echo_fixture *f, const struct lode_wire_hdr *h)
 {
 	int fd = raw_connect(f);
 
@@ -196,7 +145,7 @@ static void expect_header_refused(struct fixture *f, const struct lode_wire_hdr 
 
 static void test_random_bytes_make_the_server_close_that_connection_only(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	unsigned char buf[4096];
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
@@ -222,7 +171,7 @@ static void test_random_bytes_make_the_server_close_that_connection_only(void **
 
 static void test_a_header_with_bad_magic_makes_the_server_close_the_connection(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_wire_hdr h = ping_hdr(1, 0, 0);
 
 	h.magic = 0x4c4f4445u; /* "EDOL": the wrong byte order */
@@ -234,7 +183,7 @@ static void test_a_header_with_bad_magic_makes_the_server_close_the_connection(v
 static void
 test_a_header_announcing_a_1_gib_body_makes_the_server_close_the_connection(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_wire_hdr h = ping_hdr(1, 1u << 30, 0);
 
 	expect_header_refused(f, &h);
@@ -248,7 +197,7 @@ test_a_header_announcing_a_1_gib_body_makes_the_server_close_the_connection(void
 
 static void test_other_bad_headers_make_the_server_close_the_connection(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct lode_wire_hdr h;
 
 	h = ping_hdr(1, 0, 0);
@@ -270,7 +219,7 @@ static void test_other_bad_headers_make_the_server_close_the_connection(void **s
 
 static void test_a_frame_cut_short_then_closed_leaves_the_server_serving(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	static unsigned char junk[70000];
 	struct lode_wire_hdr h;
 	int fd;
@@ -310,7 +259,7 @@ static void test_a_frame_cut_short_then_closed_leaves_the_server_serving(void **
 
 static void test_a_good_frame_then_garbage_gets_its_reply_then_the_close(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	struct {
 		struct lode_wire_hdr h;
 		uint64_t v;
@@ -379,7 +328,7 @@ static size_t pipeline_without_reading(int fd, unsigned ms, size_t *frames_sent)
 	unsigned long long end = echo_now_ms() + ms;
 	size_t sent = 0;
 
-	fill_pattern(frame + sizeof(struct lode_wire_hdr) + 8, PIPE_DATA, 9);
+	pattern_fill(frame + sizeof(struct lode_wire_hdr) + 8, PIPE_DATA, 9, 0);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	while (sent < (size_t)PIPE_N * flen && echo_now_ms() < end) {
 		size_t i = sent / flen, off = sent % flen;
@@ -406,7 +355,7 @@ static size_t pipeline_without_reading(int fd, unsigned ms, size_t *frames_sent)
 static void
 test_a_client_pipelining_without_reading_is_held_back_and_others_are_served(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	size_t frames, sent;
 	unsigned long requests;
 	long rss0, rss1;
@@ -447,7 +396,7 @@ test_a_client_pipelining_without_reading_is_held_back_and_others_are_served(void
  */
 static void test_a_client_that_pipelines_10000_requests_gets_every_reply_in_order(void **state)
 {
-	struct fixture *f = *state;
+	struct echo_fixture *f = *state;
 	const size_t flen = sizeof(struct lode_wire_hdr) + 8 + PIPE_DATA;
 	const size_t total = (size_t)PIPE_N * flen;
 	static unsigned char frame[sizeof(struct lode_wire_hdr) + 8 + PIPE_DATA];
@@ -458,7 +407,7 @@ static void test_a_client_that_pipelines_10000_requests_gets_every_reply_in_orde
 
 	fd = raw_connect(f);
 	sent = pipeline_without_reading(fd, 1000, &frames);
-	fill_pattern(frame + sizeof(struct lode_wire_hdr) + 8, PIPE_DATA, 9);
+	pattern_fill(frame + sizeof(struct lode_wire_hdr) + 8, PIPE_DATA, 9, 0);
 	end = echo_now_ms() + 8000;
 	while (replies < PIPE_N) {
 		struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
@@ -533,14 +482,11 @@ int main(int argc, char **argv)
 		teardown),
 	};
 
-	if (!io_uring_usable()) {
-		fprintf(stderr, "SKIP: io_uring is not available here (lode_loop_create failed)\n");
-		return 77;
-	}
 	int failed;
 
 	(void)argc;
 	(void)argv;
+	fixture_skip_without_io_uring();
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("regressions", regressions, NULL, NULL);
 	return failed ? 1 : 0;

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pattern.h"
+
 struct test_cluster {
 	char dir[256];
 	char mds[128];
@@ -37,11 +39,5 @@ int cluster_mount(struct test_cluster *tc, const char *mnt, const char *opts, co
 int cluster_unmount(const char *mnt, int pid);
 /* 0 when this machine lets us mount FUSE; otherwise 77 with why written to why. */
 int cluster_fuse_usable(char *why, size_t len);
-
-/* Deterministic pseudo-random bytes: the same (seed, offset) always gives the same byte,
- * so tests can regenerate what they wrote instead of keeping it. */
-void pattern_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
-/* Returns the offset of the first byte that differs from the pattern, or -1. */
-int64_t pattern_check(const void *buf, size_t len, uint64_t seed, uint64_t offset);
 
 #endif

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Object store: data and checksum I/O. Writes, reads (with the bytes, or with the
+ * descriptor for a zero-copy send), truncates and fsyncs run as small state machines on the
+ * calling thread's io_uring loop, resubmitting short transfers; checksums are verified
+ * before anything is stored and stored after the data (objstore.h: crash safety).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "objstore_impl.h"
+
+enum op_kind { OP_WRITE, OP_READ, OP_TRUNCATE, OP_FSYNC };
+
+enum op_stage {
+	ST_WRITE_DATA,
+	ST_WRITE_SUMS,
+	ST_WRITEBACK,
+	ST_SYNC_DATA,
+	ST_SYNC_SUMS,
+	ST_READ_DATA,
+	ST_READ_SUMS,
+	ST_TRUNC_READ_CHUNK,
+	ST_TRUNC_READ_SUM,
+	ST_TRUNC_WRITE_SUM,
+};
+
+struct obj_op {
+	struct lode_io io;
+	struct lode_objstore_io *w;
+	struct obj_fds *fds;
+	enum op_kind kind;
+	enum op_stage stage;
+	lode_obj_done_fn done;
+	void *arg;
+	struct lode_obj_result res;
+	/* The transfer in progress: short transfers and -EAGAIN/-EINTR are resubmitted. */
+	bool in_xfer;
+	bool xwrite;
+	int xfd;
+	char *xbuf;
+	size_t xlen;
+	size_t xdone;
+	uint64_t xoff;
+	/* parameters */
+	uint64_t off;
+	size_t len;
+	const char *wdata;
+	const uint64_t *wsums;
+	unsigned flags;
+	uint64_t new_size;
+	uint64_t old_size;
+	bool zero_copy; /* read: hand the descriptor to the caller instead of the bytes */
+	char *chunk;	/* truncate: the chunk holding the new end */
+	size_t chunk_len;
+	uint64_t sum; /* truncate: stored, then new checksum of that chunk */
+};
+
+static void op_advance(struct obj_op *op, int res);
+
+static void xfer_submit(struct obj_op *op)
+{
+	char *p = op->xbuf + op->xdone;
+	size_t n = op->xlen - op->xdone;
+	off_t off = (off_t)(op->xoff + op->xdone);
+
+	if (op->xwrite)
+		lode_loop_pwrite(op->w->loop, &op->io, op->xfd, p, n, off);
+	else
+		lode_loop_pread(op->w->loop, &op->io, op->xfd, p, n, off);
+}
+
+static void xfer_start(struct obj_op *op, enum op_stage stage, int fd, void *buf, size_t len,
+		       uint64_t off, bool write)
+{
+	op->stage = stage;
+	op->in_xfer = true;
+	op->xwrite = write;
+	op->xfd = fd;
+	op->xbuf = buf;
+	op->xlen = len;
+	op->xdone = 0;
+	op->xoff = off;
+	if (!len) {
+		op->in_xfer = false;
+		op_advance(op, 0);
+		return;
+	}
+	xfer_submit(op);
+}
+
+static void sync_start(struct obj_op *op, enum op_stage stage, int fd)
+{
+	op->stage = stage;
+	op->in_xfer = false;
+	lode_loop_fsync(op->w->loop, &op->io, fd, 1);
+}
+
+static void op_cb(struct lode_io *io, int res)
+{
+	struct obj_op *op = lode_container_of(io, struct obj_op, io);
+
+	if (!op->in_xfer) {
+		op_advance(op, res < 0 ? res : 0);
+		return;
+	}
+	if (res == -EAGAIN || res == -EINTR) {
+		xfer_submit(op);
+		return;
+	}
+	if (res < 0) {
+		op->in_xfer = false;
+		op_advance(op, res);
+		return;
+	}
+	if (res == 0) {
+		/* End of file for a read: op->xdone says how much there was. A write that
+		 * makes no progress is a device failure. */
+		op->in_xfer = false;
+		op_advance(op, op->xwrite ? -EIO : 0);
+		return;
+	}
+	op->xdone += (size_t)res;
+	if (op->xdone < op->xlen) {
+		xfer_submit(op);
+		return;
+	}
+	op->in_xfer = false;
+	op_advance(op, 0);
+}
+
+static void op_finish(struct obj_op *op, int err)
+{
+	struct stat sb, ssb;
+
+	if (!err && op->fds) {
+		if (fstat(op->fds->dfd, &sb) < 0 || fstat(op->fds->sfd, &ssb) < 0) {
+			err = -errno;
+		} else {
+			op->res.object_size = (uint64_t)sb.st_size;
+			op->res.bytes_stored =
+			    ((uint64_t)sb.st_blocks + (uint64_t)ssb.st_blocks) * 512;
+		}
+	}
+	if (err && op->kind == OP_READ) {
+		free(op->res.data);
+		free(op->res.sums);
+		op->res.data = NULL;
+		op->res.sums = NULL;
+		op->res.data_len = 0;
+		op->res.nchunks = 0;
+	}
+	if (op->zero_copy && !err && op->fds && op->res.data_len) {
+		/* the caller sends the bytes straight from the file and then lets go of it */
+		op->res.fd = op->fds->dfd;
+		op->res.fd_ref = op->fds;
+	} else if (op->fds) {
+		objstore_fds_put(op->fds);
+	}
+	free(op->chunk);
+	op->done(op->arg, err, &op->res);
+	free(op);
+}
+
+void lode_objstore_fd_release(void *fd_ref)
+{
+	if (fd_ref)
+		objstore_fds_put(fd_ref);
+}
+
+static void trunc_set_size(struct obj_op *op)
+{
+	struct obj_fds *f = op->fds;
+	uint64_t nsums = (op->new_size + CHUNK - 1) / CHUNK;
+
+	if (ftruncate(f->dfd, (off_t)op->new_size) < 0) {
+		op_finish(op, -errno);
+		return;
+	}
+	/* Checksums past the new end would describe data that no longer exists. */
+	if (op->new_size < op->old_size && ftruncate(f->sfd, (off_t)(nsums * 8)) < 0) {
+		op_finish(op, -errno);
+		return;
+	}
+	op_finish(op, 0);
+}
+
+static void op_advance(struct obj_op *op, int res)
+{
+	struct lode_objstore *st = op->w->st;
+	struct obj_fds *f = op->fds;
+
+	/* the writeback kick is advice: the write is done whatever it says, and a disk error
+	 * shows at the fsync that makes the data durable */
+	if (res < 0 && op->stage != ST_WRITEBACK) {
+		op_finish(op, res);
+		return;
+	}
+	switch (op->stage) {
+	case ST_WRITE_DATA:
+		/* Data first, then checksums: see objstore.h. */
+		xfer_start(op, ST_WRITE_SUMS, f->sfd, (void *)op->wsums,
+			   ((op->len + CHUNK - 1) / CHUNK) * 8, op->off / CHUNK * 8, true);
+		return;
+	case ST_WRITE_SUMS:
+		if (op->kind == OP_WRITE && !(op->flags & LODE_OBJ_F_SYNC)) {
+			/* Start writing the range to the disk now, without waiting for it: a
+			 * streaming writer's fsync then waits for the tail only, not for the
+			 * whole file, and the disk works while the bytes are still arriving. The
+			 * pages stay cached (clean) for readers. */
+			op->stage = ST_WRITEBACK;
+			lode_loop_sync_range(op->w->loop, &op->io, f->dfd, (off_t)op->off, op->len,
+					     SYNC_FILE_RANGE_WRITE);
+			return;
+		}
+		sync_start(op, ST_SYNC_DATA, f->dfd);
+		return;
+	case ST_WRITEBACK:
+		op_finish(op, 0);
+		return;
+	case ST_SYNC_DATA:
+		sync_start(op, ST_SYNC_SUMS, f->sfd);
+		return;
+	case ST_SYNC_SUMS:
+		op_finish(op, 0);
+		return;
+	case ST_READ_DATA: {
+		uint32_t n;
+
+		op->res.data_len = op->xdone; /* shorter if the object shrank meanwhile */
+		n = (uint32_t)((op->res.data_len + CHUNK - 1) / CHUNK);
+		op->res.nchunks = n;
+		op->res.sums = calloc(n ? n : 1, 8);
+		if (!op->res.sums) {
+			op_finish(op, -ENOMEM);
+			return;
+		}
+		xfer_start(op, ST_READ_SUMS, f->sfd, op->res.sums, (size_t)n * 8,
+			   op->off / CHUNK * 8, false);
+		return;
+	}
+	case ST_READ_SUMS:
+		/* Entries past the .sum file's end stayed zero: holes, like zero entries. */
+		for (uint32_t i = 0; i < op->res.nchunks; i++)
+			if (!op->res.sums[i])
+				op->res.sums[i] = st->zero_sum;
+		op_finish(op, 0);
+		return;
+	case ST_TRUNC_READ_CHUNK:
+		op->chunk_len = op->xdone;
+		op->sum = 0;
+		xfer_start(op, ST_TRUNC_READ_SUM, f->sfd, &op->sum, 8, op->new_size / CHUNK * 8,
+			   false);
+		return;
+	case ST_TRUNC_READ_SUM: {
+		uint64_t stored = op->sum ? op->sum : st->zero_sum;
+		size_t keep = (size_t)(op->new_size % CHUNK);
+
+		/* Re-summing corrupt data would launder it into "verified": refuse. */
+		if (lode_chunk_sum(op->chunk, op->chunk_len) != stored) {
+			op_finish(op, -EIO);
+			return;
+		}
+		if (keep > op->chunk_len)
+			keep = op->chunk_len;
+		op->sum = lode_chunk_sum(op->chunk, keep);
+		/* Data shrinks first: a crash before the new checksum lands leaves the old
+		 * one, which no longer matches: detected, not silent. */
+		if (ftruncate(f->dfd, (off_t)op->new_size) < 0) {
+			op_finish(op, -errno);
+			return;
+		}
+		xfer_start(op, ST_TRUNC_WRITE_SUM, f->sfd, &op->sum, 8, op->new_size / CHUNK * 8,
+			   true);
+		return;
+	}
+	case ST_TRUNC_WRITE_SUM:
+		trunc_set_size(op);
+		return;
+	}
+}
+
+static struct obj_op *op_new(struct lode_objstore_io *io, enum op_kind kind, lode_obj_done_fn done,
+			     void *arg)
+{
+	struct obj_op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return NULL;
+	op->io.cb = op_cb;
+	op->w = io;
+	op->kind = kind;
+	op->done = done;
+	op->arg = arg;
+	return op;
+}
+
+static void fail_now(lode_obj_done_fn done, void *arg, int err)
+{
+	struct lode_obj_result res = {0};
+
+	done(arg, err, &res);
+}
+
+void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			 uint64_t off, const void *data, size_t len, const uint64_t *sums,
+			 unsigned flags, lode_obj_done_fn done, void *arg)
+{
+	struct obj_op *op;
+	struct stat sb;
+	int err;
+
+	if (off % CHUNK || !len || off > (uint64_t)INT64_MAX - len) {
+		fail_now(done, arg, off % CHUNK || !len ? -EINVAL : -EFBIG);
+		return;
+	}
+	/* Verify everything before storing anything. */
+	for (size_t pos = 0, i = 0; pos < len; pos += CHUNK, i++) {
+		size_t n = len - pos < CHUNK ? len - pos : CHUNK;
+
+		if (lode_chunk_sum((const char *)data + pos, n) != sums[i]) {
+			fail_now(done, arg, -EBADMSG);
+			return;
+		}
+	}
+	op = op_new(io, OP_WRITE, done, arg);
+	if (!op) {
+		fail_now(done, arg, -ENOMEM);
+		return;
+	}
+	op->off = off;
+	op->len = len;
+	op->wdata = data;
+	op->wsums = sums;
+	op->flags = flags;
+	err = objstore_fds_get(io, id, true, &op->fds, &sb);
+	if (err) {
+		op_finish(op, err);
+		return;
+	}
+	/* A short last chunk must end the object: bytes after it in the same chunk would
+	 * not be covered by its checksum. */
+	if (len % CHUNK && (uint64_t)sb.st_size > off + len) {
+		op_finish(op, -EINVAL);
+		return;
+	}
+	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)data, len, off, true);
+}
+
+/* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */
+static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
+		       size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
+{
+	struct obj_op *op;
+	struct stat sb;
+	size_t avail;
+	int err;
+
+	if (off % CHUNK || off > (uint64_t)INT64_MAX) {
+		fail_now(done, arg, -EINVAL);
+		return;
+	}
+	op = op_new(io, OP_READ, done, arg);
+	if (!op) {
+		fail_now(done, arg, -ENOMEM);
+		return;
+	}
+	op->off = off;
+	op->zero_copy = zero_copy;
+	err = objstore_fds_get(io, id, false, &op->fds, &sb);
+	if (err == -ENOENT) {
+		op->fds = NULL;
+		op_finish(op, 0); /* a missing object reads as empty */
+		return;
+	}
+	if (err) {
+		op_finish(op, err);
+		return;
+	}
+	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
+	if (avail > len)
+		avail = len;
+	if (zero_copy) {
+		/* no data read here: go straight to the checksums of what the file holds */
+		op->xdone = avail;
+		op->stage = ST_READ_DATA;
+		op_advance(op, 0);
+		return;
+	}
+	op->res.data = malloc(avail ? avail : 1);
+	if (!op->res.data) {
+		op_finish(op, -ENOMEM);
+		return;
+	}
+	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, off, false);
+}
+
+void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
+			size_t len, lode_obj_done_fn done, void *arg)
+{
+	read_start(io, id, off, len, false, done, arg);
+}
+
+void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+{
+	read_start(io, id, off, len, true, done, arg);
+}
+
+void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			    uint64_t size, lode_obj_done_fn done, void *arg)
+{
+	struct obj_op *op;
+	struct stat sb;
+	uint64_t cstart, cend;
+	int err;
+
+	if (size > (uint64_t)INT64_MAX) {
+		fail_now(done, arg, -EFBIG);
+		return;
+	}
+	op = op_new(io, OP_TRUNCATE, done, arg);
+	if (!op) {
+		fail_now(done, arg, -ENOMEM);
+		return;
+	}
+	err = objstore_fds_get(io, id, true, &op->fds, &sb);
+	if (err) {
+		op_finish(op, err);
+		return;
+	}
+	op->new_size = size;
+	op->old_size = (uint64_t)sb.st_size;
+	/* Growing keeps every stored checksum valid (the old last chunk was summed with
+	 * zero padding, which is what the new bytes read as); so does cutting at a chunk
+	 * boundary. Only a new end inside a chunk needs that chunk re-summed. */
+	if (size >= op->old_size || !(size % CHUNK)) {
+		trunc_set_size(op);
+		return;
+	}
+	cstart = size / CHUNK * CHUNK;
+	cend = cstart + CHUNK < op->old_size ? cstart + CHUNK : op->old_size;
+	op->chunk = malloc(CHUNK);
+	if (!op->chunk) {
+		op_finish(op, -ENOMEM);
+		return;
+	}
+	xfer_start(op, ST_TRUNC_READ_CHUNK, op->fds->dfd, op->chunk, (size_t)(cend - cstart),
+		   cstart, false);
+}
+
+void lode_objstore_fsync(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			 lode_obj_done_fn done, void *arg)
+{
+	struct obj_op *op = op_new(io, OP_FSYNC, done, arg);
+	struct stat sb;
+	int err;
+
+	if (!op) {
+		fail_now(done, arg, -ENOMEM);
+		return;
+	}
+	err = objstore_fds_get(io, id, false, &op->fds, &sb);
+	if (err) {
+		op->fds = NULL;
+		op_finish(op, err);
+		return;
+	}
+	sync_start(op, ST_SYNC_DATA, op->fds->dfd);
+}

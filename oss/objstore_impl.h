@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The object store's insides, shared by its files and by nothing else in oss/ (which uses
+ * objstore.h): the store and per-thread structures, and the helpers one part of the store
+ * offers another. objstore.h has the layout, the threading rules and the crash-safety
+ * argument these follow.
+ */
+#ifndef LODE_OSS_OBJSTORE_IMPL_H
+#define LODE_OSS_OBJSTORE_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "objstore.h"
+
+#define NDIRS		256
+#define NLOCKS		64
+#define MAX_IOS		64
+#define DEFAULT_MAX_FDS 64
+/* "<16 hex>.<16 hex>.<8 hex>" */
+#define OBJ_NAME_LEN (16 + 1 + 16 + 1 + 8)
+#define OBJ_NAME_BUF (OBJ_NAME_LEN + sizeof(".sum"))
+#define CHUNK	     ((uint64_t)LODE_CHUNK_SIZE)
+
+struct lode_objstore {
+	int dirfd[NDIRS]; /* DATA/objects/00 .. ff, read-only after open */
+	/* Held while opening or removing an object's pair of files; never around I/O. */
+	pthread_mutex_t locks[NLOCKS];
+	_Atomic uint64_t count;
+	uint64_t zero_sum; /* lode_chunk_sum of an all-zero chunk: what a hole reads as */
+
+	/*
+	 * Every worker's descriptor cache, so that a removal can reach them all: a cached
+	 * descriptor of a removed object keeps its blocks allocated (and a full disk full)
+	 * until it is closed, and an idle worker would never look at its cache again.
+	 */
+	pthread_mutex_t ios_lock;
+	struct lode_objstore_io *ios[MAX_IOS]; /* protected by ios_lock */
+};
+
+/* An object's open data and checksum files. Owned by one lode_objstore_io. */
+struct obj_fds {
+	struct lode_wire_objid id;
+	int dfd;
+	int sfd;
+	unsigned refs; /* in-flight operations, plus 1 while in the cache */
+	bool cached;
+	struct obj_fds *prev, *next; /* LRU list, most recent first */
+};
+
+struct lode_objstore_io {
+	struct lode_objstore *st;
+	struct lode_loop *loop;
+	unsigned max_fds;
+	unsigned nfds;
+	struct obj_fds *head, *tail;
+};
+
+/* objname.c: an object's file names and where they live */
+
+/* The data file's name of id (or with sum, its checksum file's) into buf[OBJ_NAME_BUF]. */
+void objstore_name(const struct lode_wire_objid *id, char *buf, bool sum);
+/* Accepts only the canonical data-file name, in the directory its ino maps to. */
+bool objstore_parse_name(const char *name, unsigned dir, struct lode_wire_objid *id);
+/* The striped mutex held while id's pair of files is opened or removed. */
+pthread_mutex_t *objstore_lock(struct lode_objstore *st, const struct lode_wire_objid *id);
+/* The descriptor of the directory that holds id's files. */
+int objstore_dirfd(const struct lode_objstore *st, const struct lode_wire_objid *id);
+
+/* objfds.c: an object's pair of open files and each thread's cache of them */
+
+/*
+ * The object's descriptors with a reference for the caller (objstore_fds_put() when done),
+ * and the data file's stat. Validates a cached pair: a link count of 0 means another thread
+ * removed the object, so the pair is reopened. Returns 0, -ENOENT (absent, !create) or
+ * -errno.
+ */
+int objstore_fds_get(struct lode_objstore_io *io, const struct lode_wire_objid *id, bool create,
+		     struct obj_fds **out, struct stat *stbuf);
+/* Drops a reference; the last one closes the pair. */
+void objstore_fds_put(struct obj_fds *f);
+
+/* objlist.c: which objects exist */
+
+/* Counts the objects in every directory into *count. Returns 0 or -errno. */
+int objstore_count_objects(struct lode_objstore *st, uint64_t *count);
+
+#endif
