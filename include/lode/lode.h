@@ -27,6 +27,13 @@
 extern "C" {
 #endif
 
+/* Marks what liblode exports: the library is built with every other symbol hidden. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define LODE_API __attribute__((visibility("default")))
+#else
+#define LODE_API
+#endif
+
 #define LODE_ROOT_INO		    1
 #define LODE_MAX_TARGETS_PER_LAYOUT 64
 
@@ -48,12 +55,12 @@ struct lode_client_opts {
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT" or
  * "HOST:PORT"). Checks that the MDS answers. Returns 0 and *out, or -errno. */
-int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
-		 struct lode_client **out);
+LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
+			  struct lode_client **out);
 /* Closes every connection. Close every file first. NULL is accepted. */
-void lode_disconnect(struct lode_client *c);
+LODE_API void lode_disconnect(struct lode_client *c);
 /* Sets the credentials used for permission checks from now on (e.g. per FUSE request). */
-void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
+LODE_API void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
 
 /*
  * Declares [buf, buf + len) a long-lived I/O buffer (a model loader's staging buffer, a
@@ -62,9 +69,9 @@ void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
  * this changes nothing. Unregister before freeing the memory. Returns 0, or -EINVAL (empty,
  * or overlapping a registered buffer), -ENOMEM.
  */
-int lode_buffer_register(void *buf, size_t len);
+LODE_API int lode_buffer_register(void *buf, size_t len);
 /* Forgets the buffer registered at buf. Returns 0 or -ENOENT. */
-int lode_buffer_unregister(void *buf);
+LODE_API int lode_buffer_unregister(void *buf);
 
 /*
  * How writes reach the copies of a mirrored file:
@@ -80,13 +87,13 @@ int lode_buffer_unregister(void *buf);
 #define LODE_REPLICATION_FANOUT	 1
 #define LODE_REPLICATION_CHAIN	 2
 /* Sets it for writes started from now on. Returns 0 or -EINVAL for an unknown mode. */
-int lode_set_replication(struct lode_client *c, int mode);
+LODE_API int lode_set_replication(struct lode_client *c, int mode);
 /* The mode writes use now (never LODE_REPLICATION_DEFAULT). */
-int lode_replication(struct lode_client *c);
+LODE_API int lode_replication(struct lode_client *c);
 /* "fanout", "chain" or "default" to its mode; -EINVAL for anything else. */
-int lode_replication_from_name(const char *name);
+LODE_API int lode_replication_from_name(const char *name);
 /* The name of a mode ("fanout", "chain"; "default" for 0), or "?" */
-const char *lode_replication_name(int mode);
+LODE_API const char *lode_replication_name(int mode);
 
 struct lode_stat {
 	uint64_t ino;
@@ -123,92 +130,93 @@ struct lode_target_info {
 };
 
 /* ---- namespace by path ---- */
-int lode_stat(struct lode_client *c, const char *path, struct lode_stat *st);
-int lode_lstat(struct lode_client *c, const char *path, struct lode_stat *st);
-int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode);
-int lode_unlink(struct lode_client *c, const char *path);
-int lode_rmdir(struct lode_client *c, const char *path);
+LODE_API int lode_stat(struct lode_client *c, const char *path, struct lode_stat *st);
+LODE_API int lode_lstat(struct lode_client *c, const char *path, struct lode_stat *st);
+LODE_API int lode_mkdir(struct lode_client *c, const char *path, uint32_t mode);
+LODE_API int lode_unlink(struct lode_client *c, const char *path);
+LODE_API int lode_rmdir(struct lode_client *c, const char *path);
 #define LODE_RENAME_NOREPLACE_FLAG 1
 #define LODE_RENAME_EXCHANGE_FLAG  2
-int lode_rename(struct lode_client *c, const char *from, const char *to, unsigned flags);
-int lode_link(struct lode_client *c, const char *existing, const char *newpath);
-int lode_symlink(struct lode_client *c, const char *target, const char *linkpath);
+LODE_API int lode_rename(struct lode_client *c, const char *from, const char *to, unsigned flags);
+LODE_API int lode_link(struct lode_client *c, const char *existing, const char *newpath);
+LODE_API int lode_symlink(struct lode_client *c, const char *target, const char *linkpath);
 /* Copies the target (not NUL-terminated if it fills buf) and returns its length. */
-ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t size);
-int lode_chmod(struct lode_client *c, const char *path, uint32_t mode);
-int lode_chown(struct lode_client *c, const char *path, uint32_t uid, uint32_t gid);
+LODE_API ssize_t lode_readlink(struct lode_client *c, const char *path, char *buf, size_t size);
+LODE_API int lode_chmod(struct lode_client *c, const char *path, uint32_t mode);
+LODE_API int lode_chown(struct lode_client *c, const char *path, uint32_t uid, uint32_t gid);
 /* Times in ns since the epoch; LODE_UTIME_NOW or LODE_UTIME_OMIT as in utimensat. */
 #define LODE_UTIME_NOW	INT64_MIN
 #define LODE_UTIME_OMIT (INT64_MIN + 1)
-int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int64_t mtime_ns);
+LODE_API int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns,
+			  int64_t mtime_ns);
 /* Truncates (or extends with zeros) a regular file: its objects first, then its size. */
-int lode_truncate(struct lode_client *c, const char *path, uint64_t size);
-int lode_statfs(struct lode_client *c, struct lode_statfs *out);
+LODE_API int lode_truncate(struct lode_client *c, const char *path, uint64_t size);
+LODE_API int lode_statfs(struct lode_client *c, struct lode_statfs *out);
 
 /* Calls fn for each entry of a directory (without "." and ".."), in a stable order; a
  * non-zero return from fn stops the walk and is returned. */
 typedef int (*lode_dirent_fn)(void *arg, const char *name, uint64_t ino, uint32_t mode);
-int lode_readdir(struct lode_client *c, const char *path, lode_dirent_fn fn, void *arg);
+LODE_API int lode_readdir(struct lode_client *c, const char *path, lode_dirent_fn fn, void *arg);
 
 #define LODE_XATTR_CREATE_FLAG	1
 #define LODE_XATTR_REPLACE_FLAG 2
-int lode_setxattr(struct lode_client *c, const char *path, const char *name, const void *value,
-		  size_t size, unsigned flags);
+LODE_API int lode_setxattr(struct lode_client *c, const char *path, const char *name,
+			   const void *value, size_t size, unsigned flags);
 /* size 0: returns the value's length. Otherwise copies it and returns its length, or
  * -ERANGE if size is too small, -ENODATA if absent. */
-ssize_t lode_getxattr(struct lode_client *c, const char *path, const char *name, void *value,
-		      size_t size);
+LODE_API ssize_t lode_getxattr(struct lode_client *c, const char *path, const char *name,
+			       void *value, size_t size);
 /* NUL-separated names, same size rules as lode_getxattr. */
-ssize_t lode_listxattr(struct lode_client *c, const char *path, char *list, size_t size);
-int lode_removexattr(struct lode_client *c, const char *path, const char *name);
+LODE_API ssize_t lode_listxattr(struct lode_client *c, const char *path, char *list, size_t size);
+LODE_API int lode_removexattr(struct lode_client *c, const char *path, const char *name);
 
 /* ---- files ---- */
 
 /* flags: O_RDONLY/O_WRONLY/O_RDWR, O_CREAT, O_EXCL, O_TRUNC (O_APPEND is the caller's
  * business: pass the offset). A handle open for writing holds the file's single-writer
  * lease: another client's open for writing fails with -EBUSY until it is closed. */
-int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
-	      struct lode_file **out);
+LODE_API int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
+		       struct lode_file **out);
 /* Creates a new file (O_CREAT|O_EXCL semantics) with an explicit layout: stripe_size,
  * stripe_count and mirror_count are taken from layout; targets too if any is non-zero,
  * otherwise the MDS places the objects. */
-int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mode,
-			    const struct lode_layout *layout, struct lode_file **out);
+LODE_API int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mode,
+				     const struct lode_layout *layout, struct lode_file **out);
 
 /* Reads up to len bytes at off; returns the bytes read (short only at end of file) or
  * -errno. Data is verified against its checksums end to end; a mismatch is -EIO. */
-ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
+LODE_API ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
 /* Bytes of this handle's reads served from its read-ahead. A read-only handle read
  * sequentially, one read at a time, in reads of at most 1 MiB, reads the next 8 MiB ahead;
  * any write or truncate by this client discards what was read ahead, and a read elsewhere
  * or two reads at once stop it. */
-uint64_t lode_readahead_bytes(const struct lode_file *f);
+LODE_API uint64_t lode_readahead_bytes(const struct lode_file *f);
 /* Writes len bytes at off; returns len or -errno. */
-ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
+LODE_API ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes everything written durable on every object server and commits the size and
  * mtime to the MDS. */
-int lode_fsync(struct lode_file *f);
+LODE_API int lode_fsync(struct lode_file *f);
 /* Commits the size and mtime written so far to the MDS (what a reader opening after this
  * sees), without making the data durable: close-to-open without the cost of fsync. */
-int lode_flush(struct lode_file *f);
+LODE_API int lode_flush(struct lode_file *f);
 /* Sets the size of an open file (objects first, then metadata). */
-int lode_ftruncate(struct lode_file *f, uint64_t size);
+LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. */
-int lode_close(struct lode_file *f);
-int lode_fstat(struct lode_file *f, struct lode_stat *st);
+LODE_API int lode_close(struct lode_file *f);
+LODE_API int lode_fstat(struct lode_file *f, struct lode_stat *st);
 /* The attributes the open returned, with the size and mtime this handle has written since:
  * no request to the MDS (lode_fstat asks it). */
-void lode_file_stat(struct lode_file *f, struct lode_stat *st);
-void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
-uint64_t lode_file_size(const struct lode_file *f);
+LODE_API void lode_file_stat(struct lode_file *f, struct lode_stat *st);
+LODE_API void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
+LODE_API uint64_t lode_file_size(const struct lode_file *f);
 
 /* ---- copies ---- */
 
 /* A file's layout and its degraded copies: bit i of *degraded set when the copy in
  * layout->targets[i] misses data (a write to it failed or it returned bad data). */
-int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout *layout,
-		     uint64_t *degraded);
+LODE_API int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout *layout,
+			      uint64_t *degraded);
 
 struct lode_repair_result {
 	unsigned copies_degraded; /* before the repair */
@@ -219,34 +227,36 @@ struct lode_repair_result {
  * copy's own target when it is up again). Holds the file's write lease meanwhile (-EBUSY
  * while someone writes it). Copies with no good source or no target to go to stay
  * degraded (copies_repaired < copies_degraded) without an error. */
-int lode_repair(struct lode_client *c, const char *path, struct lode_repair_result *out);
+LODE_API int lode_repair(struct lode_client *c, const char *path, struct lode_repair_result *out);
 
 /* ---- cluster ---- */
 
 /* Fills up to max targets; returns how many the cluster has (may exceed max). */
-int lode_targets(struct lode_client *c, struct lode_target_info *out, int max);
+LODE_API int lode_targets(struct lode_client *c, struct lode_target_info *out, int max);
 
 /* ---- by inode (lode-fuse) ---- */
-int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, struct lode_stat *st);
-int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
+LODE_API int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name,
+			    struct lode_stat *st);
+LODE_API int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st);
 /* -ESTALE when the inode is gone or no name leads to it any more (another client deleted
  * it or renamed a file over it): look the name up again. */
-int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out);
-int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
-		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out);
+LODE_API int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out);
+LODE_API int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
+			    uint32_t mode, const struct lode_layout *layout,
+			    struct lode_file **out);
 /* st (may be NULL) receives the new inode's attributes. */
-int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
-		  struct lode_stat *st);
-int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
-int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name);
-int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uint64_t new_parent,
-		   const char *new_name, unsigned flags);
+LODE_API int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+			   struct lode_stat *st);
+LODE_API int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
+LODE_API int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name);
+LODE_API int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
+			    uint64_t new_parent, const char *new_name, unsigned flags);
 /* -ESTALE when ino is gone or has no name left (as lode_ll_open). */
-int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
-		 struct lode_stat *st);
-int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent, const char *name,
-		    struct lode_stat *st);
-ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t size);
+LODE_API int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent,
+			  const char *new_name, struct lode_stat *st);
+LODE_API int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent,
+			     const char *name, struct lode_stat *st);
+LODE_API ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t size);
 
 #define LODE_SET_MODE	   0x01u
 #define LODE_SET_UID	   0x02u
@@ -264,10 +274,10 @@ struct lode_setattr {
 	int64_t atime_ns, mtime_ns, ctime_ns;
 };
 /* Changes attributes; st (may be NULL) receives them afterwards. */
-int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
-		    struct lode_stat *st);
+LODE_API int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
+			     struct lode_stat *st);
 /* Truncates or extends a regular file: objects first, then its size. */
-int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size);
+LODE_API int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size);
 
 struct lode_dirent {
 	uint64_t ino;
@@ -277,26 +287,26 @@ struct lode_dirent {
 };
 /* Up to max entries with cookies after `cookie` (0: from the start). Returns how many,
  * and sets *eof when the directory has no more. Real entries only, no "." or "..". */
-int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie, struct lode_dirent *out,
-		    int max, int *eof);
+LODE_API int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cookie,
+			     struct lode_dirent *out, int max, int *eof);
 /* The same with each entry's attributes, read by the MDS in the same snapshot as the
  * listing (one call per page, where a getattr per entry would be one call each). */
 struct lode_direntplus {
 	struct lode_dirent d;
 	struct lode_stat st;
 };
-int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
-			struct lode_direntplus *out, int max, int *eof);
+LODE_API int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
+				 struct lode_direntplus *out, int max, int *eof);
 
-int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name, const void *value,
-		     size_t size, unsigned flags);
-ssize_t lode_ll_getxattr(struct lode_client *c, uint64_t ino, const char *name, void *value,
-			 size_t size);
-ssize_t lode_ll_listxattr(struct lode_client *c, uint64_t ino, char *list, size_t size);
-int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char *name);
+LODE_API int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name,
+			      const void *value, size_t size, unsigned flags);
+LODE_API ssize_t lode_ll_getxattr(struct lode_client *c, uint64_t ino, const char *name,
+				  void *value, size_t size);
+LODE_API ssize_t lode_ll_listxattr(struct lode_client *c, uint64_t ino, char *list, size_t size);
+LODE_API int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char *name);
 
 /* The library's version string. */
-const char *lode_version(void);
+LODE_API const char *lode_version(void);
 
 #ifdef __cplusplus
 }
