@@ -20,17 +20,32 @@ const char *lode_version(void)
 	return LODE_VERSION;
 }
 
-void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
+static uint64_t creds_pack(uint32_t uid, uint32_t gid)
 {
-	(void)c;
+	return (uint64_t)uid << 32 | gid;
+}
+
+void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
+{
+	atomic_store_explicit(&c->creds, creds_pack(uid, gid), memory_order_relaxed);
+}
+
+void lode_thread_creds_set(uint32_t uid, uint32_t gid)
+{
 	tls_creds_set = 1;
 	tls_uid = uid;
 	tls_gid = gid;
 }
 
+void lode_thread_creds_clear(void)
+{
+	tls_creds_set = 0;
+}
+
 struct lode_wire_cred client_cred(const struct lode_client *c)
 {
-	struct lode_wire_cred cr = {c->uid, c->gid};
+	uint64_t packed = atomic_load_explicit(&c->creds, memory_order_relaxed);
+	struct lode_wire_cred cr = {(uint32_t)(packed >> 32), (uint32_t)packed};
 
 	if (tls_creds_set) {
 		cr.uid = tls_uid;
@@ -324,11 +339,9 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
 	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
-		c->uid = (uint32_t)geteuid();
-		c->gid = (uint32_t)getegid();
+		c->creds = creds_pack((uint32_t)geteuid(), (uint32_t)getegid());
 	} else {
-		c->uid = o.uid;
-		c->gid = o.gid;
+		c->creds = creds_pack(o.uid, o.gid);
 	}
 	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
 		c->client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();

@@ -40,7 +40,9 @@ struct lode_client {
 	unsigned timeout_ms;
 	unsigned max_inflight;
 	uint64_t client_id;
-	uint32_t uid, gid; /* defaults; lode_set_creds() overrides per thread */
+	/* uid << 32 | gid: one atomic word, so that a reader never pairs one setting's uid
+	 * with another's gid (lode_client_set_creds). A thread's override comes first. */
+	_Atomic uint64_t creds;
 
 	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication (io.c) */
 	/* Bumped when any write or truncate of this client starts and when it ends: read-ahead

@@ -50,7 +50,7 @@ struct lode_fuse *lf_req(fuse_req_t req)
 		if (gid == 0)
 			gid = LF_SQUASH_ID;
 	}
-	lode_set_creds(lf->c, uid, gid);
+	lode_thread_creds_set(uid, gid);
 	return lf;
 }
 

@@ -106,8 +106,8 @@ struct lode_fuse {
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The mount of a request, with the caller's credentials (squashed if asked) set for the
- * liblode calls this thread makes next. */
+/* The mount of a request, with the caller's credentials (squashed if asked) set as this
+ * thread's override (lode_thread_creds_set) for the liblode calls it makes next. */
 struct lode_fuse *lf_req(fuse_req_t req);
 /* Raises the kernel's readahead for this mount (main.c); called once, after INIT. */
 void lf_set_readahead(struct lode_fuse *lf);

@@ -320,7 +320,7 @@ static int connect_cluster(struct lode_fuse *lf)
 	struct lode_client_opts co = {
 	    .size = sizeof(co),
 	    .timeout_ms = lf->o.timeout_s * 1000,
-	    .use_process_creds = 1, /* replaced per request by lode_set_creds() */
+	    .use_process_creds = 1, /* each request sets its caller's: lode_thread_creds_set() */
 	};
 
 	int rc = lode_connect(lf->o.mds, &co, &lf->c);

@@ -59,8 +59,25 @@ LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *o
 			  struct lode_client **out);
 /* Closes every connection. Close every file first. NULL is accepted. */
 LODE_API void lode_disconnect(struct lode_client *c);
-/* Sets the credentials used for permission checks from now on (e.g. per FUSE request). */
-LODE_API void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
+
+/*
+ * Credentials. Every request carries a uid and gid, which the MDS checks permissions
+ * against (within what the cluster key allows). They come from, first match wins:
+ * 1. the calling thread's override (lode_thread_creds_set), whatever client it calls;
+ * 2. the client's credentials: lode_client_opts.uid/gid, the process's effective ids, or
+ *    what lode_client_set_creds set last.
+ */
+/* Sets the client's credentials for requests that any thread without an override starts
+ * from now on; a request already sent keeps the ones it had. Safe from any thread. */
+LODE_API void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid);
+/* Overrides the credentials of every request the calling thread starts from now on, on
+ * every lode_client, until lode_thread_creds_clear() or another lode_thread_creds_set():
+ * for a server that acts for a different user per request (lode-fuse sets the caller's
+ * before each operation). Other threads are not affected. The override lives in
+ * thread-local storage: nothing to free, and it ends with the thread. */
+LODE_API void lode_thread_creds_set(uint32_t uid, uint32_t gid);
+/* Drops the calling thread's override: its requests use the client's credentials again. */
+LODE_API void lode_thread_creds_clear(void);
 
 /*
  * Declares [buf, buf + len) a long-lived I/O buffer (a model loader's staging buffer, a
