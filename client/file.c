@@ -366,7 +366,7 @@ int lode_fstat(struct lode_file *f, struct lode_stat *st)
 	return rc;
 }
 
-void lode_file_stat(struct lode_file *f, struct lode_stat *st)
+void lode_file_stat_cached(struct lode_file *f, struct lode_stat *st)
 {
 	attr_to_stat(&f->attr, st);
 	pthread_mutex_lock(&f->lock);

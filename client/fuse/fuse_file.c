@@ -291,7 +291,7 @@ static int writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable
 	struct lode_stat st;
 	struct lf_writer *w;
 
-	lode_file_stat(f, &st); /* just created: no need to ask the MDS */
+	lode_file_stat_cached(f, &st); /* just created: no need to ask the MDS */
 	w = writer_alloc(st.ino);
 	if (!w)
 		return -ENOMEM;
@@ -397,7 +397,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				lf_writer_put(lf, w);
 				rc = lf_getattr(lf, ino, &st);
 			} else {
-				lode_file_stat(h->rf, &st);
+				lode_file_stat_cached(h->rf, &st);
 			}
 		}
 	}
@@ -417,7 +417,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct lode_fuse *lf = lf_req(req);
 	int flags = fi->flags & ~O_ACCMODE;
 	struct lode_file *f = NULL;
-	bool readable = true;
+	bool readable = true, shared = false;
 	struct lode_stat st;
 	struct lf_handle *h;
 	int rc;
@@ -440,6 +440,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (rc == -EBUSY && !(flags & O_EXCL)) {
 		/* the file exists and this mount holds its lease (the kernel had no dentry
 		 * for it): share our writer, as an open would */
+		shared = true;
 		rc = lode_ll_lookup(lf->c, parent, name, &st);
 		if (!rc)
 			rc = S_ISREG(st.mode) ? writer_open(lf, st.ino, fi->flags, &h->w) : -EBUSY;
@@ -450,8 +451,13 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	if (!rc && (fi->flags & O_ACCMODE) != O_WRONLY && !h->w->readable)
 		rc = lode_ll_open(lf->c, h->w->ino, O_RDONLY, &h->rf);
-	if (!rc)
+	/* our own create answered with the file's attributes (and the handle knows what its
+	 * O_TRUNC changed): no need to ask the MDS again. A writer this mount already had
+	 * may have written since its open: ask, as lf_open does. */
+	if (!rc && shared)
 		rc = lode_fstat(h->w->f, &st);
+	else if (!rc)
+		lode_file_stat_cached(h->w->f, &st);
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);

@@ -221,10 +221,15 @@ LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. */
 LODE_API int lode_close(struct lode_file *f);
+/* The file's attributes fresh from the MDS (one request), with the size and mtime this
+ * handle has written and not yet committed. Returns 0 or -errno (-ESTALE when the file
+ * is gone: -ENOENT or -ESTALE); *st is written only on success. Compare lode_file_stat_cached(). */
 LODE_API int lode_fstat(struct lode_file *f, struct lode_stat *st);
 /* The attributes the open returned, with the size and mtime this handle has written since:
- * no request to the MDS (lode_fstat asks it). */
-LODE_API void lode_file_stat(struct lode_file *f, struct lode_stat *st);
+ * no request to the MDS, so it cannot fail; changes made by others since the open (a chmod,
+ * a link) do not show. For a file this handle just created, that is the whole truth.
+ * lode_fstat() asks the MDS instead. */
+LODE_API void lode_file_stat_cached(struct lode_file *f, struct lode_stat *st);
 LODE_API void lode_file_layout(const struct lode_file *f, struct lode_layout *out);
 LODE_API uint64_t lode_file_size(const struct lode_file *f);
 
