@@ -417,6 +417,7 @@ int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size)
 static void dirent_from_wire(struct lode_dirent *d, const struct lode_wire_dirent *e,
 			     const struct lode_name *n)
 {
+	memset(d, 0, sizeof(*d));
 	d->ino = e->ino;
 	d->cookie = e->cookie;
 	d->mode = e->mode;
@@ -462,6 +463,7 @@ static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
 			rc = lode_readdirplus_next(data, dlen, &pos, &e, &n);
 			if (rc != 1)
 				break;
+			memset(&outp[count], 0, sizeof(outp[count]));
 			dirent_from_wire(&outp[count].d, &e->d, &n);
 			attr_to_stat(&e->attr, &outp[count].st);
 		} else {
@@ -649,6 +651,7 @@ int lode_statfs(struct lode_client *c, struct lode_statfs *out)
 	rc = mds_call(c, LODE_OP_STATFS, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL, 0, NULL);
 	if (rc)
 		return rc;
+	memset(out, 0, sizeof(*out));
 	out->bytes_total = rep.bytes_total;
 	out->bytes_free = rep.bytes_free;
 	out->files = rep.files;

@@ -40,6 +40,15 @@ extern "C" {
 struct lode_client;
 struct lode_file;
 
+/*
+ * Public structs only grow, and only at the end. lode_client_opts carries its own size;
+ * every other struct ends in reserved space that new fields take over, so that its size
+ * never changes (arrays of it, and programs built against an older lode.h, keep working).
+ * liblode zeroes the reserved space of what it fills in; a caller passing a struct in
+ * zeroes it (= {0}), since a later liblode may give those bytes a meaning where zero is
+ * today's behaviour. The sizes are checked at the end of this header.
+ */
+
 /* Options of lode_connect(). Zero means "default" for every field. The struct only grows
  * at the end; set size to sizeof(struct lode_client_opts). */
 struct lode_client_opts {
@@ -120,6 +129,7 @@ struct lode_stat {
 	uint32_t uid, gid, nlink;
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint64_t generation;
+	uint64_t reserved[7]; /* zero; new fields go here */
 };
 
 struct lode_layout {
@@ -127,8 +137,9 @@ struct lode_layout {
 	uint16_t stripe_count; /* objects the file is striped over */
 	uint16_t mirror_count; /* copies of each object */
 	uint64_t generation;
-	uint32_t
-	    targets[LODE_MAX_TARGETS_PER_LAYOUT]; /* stripe i, copy m: [i * mirror_count + m] */
+	/* stripe i, copy m: targets[i * mirror_count + m] */
+	uint32_t targets[LODE_MAX_TARGETS_PER_LAYOUT];
+	uint64_t reserved[4]; /* zero; new fields go here */
 };
 
 struct lode_statfs {
@@ -136,6 +147,7 @@ struct lode_statfs {
 	uint64_t files, files_free;
 	uint32_t targets_up, targets_total;
 	uint32_t name_max, block_size;
+	uint64_t reserved[2]; /* zero; new fields go here */
 };
 
 struct lode_target_info {
@@ -144,6 +156,7 @@ struct lode_target_info {
 	uint64_t bytes_total, bytes_free, objects;
 	uint64_t last_seen_ms;
 	char addr[128];
+	uint64_t reserved[3]; /* zero; new fields go here */
 };
 
 /* ---- namespace by path ---- */
@@ -244,6 +257,7 @@ struct lode_repair_result {
 	unsigned copies_degraded; /* before the repair */
 	unsigned copies_repaired;
 	uint64_t bytes_copied;
+	uint64_t reserved[6]; /* zero; new fields go here */
 };
 /* Re-replicates the file's degraded copies from good copies onto healthy targets (the
  * copy's own target when it is up again). Holds the file's write lease meanwhile (-EBUSY
@@ -294,6 +308,7 @@ struct lode_setattr {
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t reserved[2]; /* zero; new fields go here, with a new LODE_SET_* bit */
 };
 /* Changes attributes; st (may be NULL) receives them afterwards. */
 LODE_API int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
@@ -306,6 +321,7 @@ struct lode_dirent {
 	uint64_t cookie; /* pass the last one seen to continue after it */
 	uint32_t mode;	 /* S_IFMT bits */
 	char name[256];
+	uint8_t reserved[28]; /* zero; new fields go here */
 };
 /* Up to max entries with cookies after `cookie` (0: from the start). Returns how many,
  * and sets *eof when the directory has no more. Real entries only, no "." or "..". */
@@ -316,6 +332,7 @@ LODE_API int lode_ll_readdir(struct lode_client *c, uint64_t ino, uint64_t cooki
 struct lode_direntplus {
 	struct lode_dirent d;
 	struct lode_stat st;
+	uint64_t reserved[2]; /* zero; new fields go here */
 };
 LODE_API int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
 				 struct lode_direntplus *out, int max, int *eof);
@@ -329,6 +346,21 @@ LODE_API int lode_ll_removexattr(struct lode_client *c, uint64_t ino, const char
 
 /* The library's version string. */
 LODE_API const char *lode_version(void);
+
+/* The sizes the reserved space keeps constant (LP64): a change here breaks the ABI. */
+#if defined(__LP64__) && !defined(__cplusplus)
+_Static_assert(sizeof(struct lode_stat) == 128, "lode_stat grew: use its reserved space");
+_Static_assert(sizeof(struct lode_layout) == 304, "lode_layout grew: use its reserved space");
+_Static_assert(sizeof(struct lode_statfs) == 64, "lode_statfs grew: use its reserved space");
+_Static_assert(sizeof(struct lode_target_info) == 192,
+	       "lode_target_info grew: use its reserved space");
+_Static_assert(sizeof(struct lode_repair_result) == 64,
+	       "lode_repair_result grew: use its reserved space");
+_Static_assert(sizeof(struct lode_setattr) == 64, "lode_setattr grew: use its reserved space");
+_Static_assert(sizeof(struct lode_dirent) == 304, "lode_dirent grew: use its reserved space");
+_Static_assert(sizeof(struct lode_direntplus) == 448,
+	       "lode_direntplus grew: use its reserved space");
+#endif
 
 #ifdef __cplusplus
 }
