@@ -42,7 +42,7 @@ void lode_thread_creds_clear(void)
 	tls_creds_set = 0;
 }
 
-struct lode_wire_cred client_cred(const struct lode_client *c)
+struct lode_wire_cred lode_client_cred(const struct lode_client *c)
 {
 	uint64_t packed = atomic_load_explicit(&c->creds, memory_order_relaxed);
 	struct lode_wire_cred cr = {(uint32_t)(packed >> 32), (uint32_t)packed};
@@ -54,7 +54,7 @@ struct lode_wire_cred client_cred(const struct lode_client *c)
 	return cr;
 }
 
-void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st)
+void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->ino = a->ino;
@@ -75,9 +75,9 @@ static bool retryable(int rc)
 	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -EPIPE || rc == -ECONNABORTED;
 }
 
-int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
-	     const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
-	     void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
+int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
 {
 	uint64_t deadline = lode_now_ms() + c->timeout_ms;
 	unsigned backoff = 20;
@@ -130,7 +130,8 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 
 	if (!buf)
 		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf, cap, dlen);
+	rc = lode_client_mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf,
+				  cap, dlen);
 	if (rc) {
 		free(buf);
 		return rc;
@@ -139,7 +140,7 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 	return 0;
 }
 
-int targets_refresh(struct lode_client *c)
+int lode_client_targets_refresh(struct lode_client *c)
 {
 	const struct lode_wire_target *t;
 	struct lode_name addr;
@@ -183,7 +184,7 @@ int targets_refresh(struct lode_client *c)
 
 #define TARGETS_REFRESH_MS 1000
 
-void targets_maybe_refresh(struct lode_client *c)
+void lode_client_targets_maybe_refresh(struct lode_client *c)
 {
 	uint64_t now = lode_now_ms();
 	bool stale = false;
@@ -195,10 +196,10 @@ void targets_maybe_refresh(struct lode_client *c)
 				stale = true;
 	pthread_mutex_unlock(&c->lock);
 	if (stale)
-		targets_refresh(c); /* best effort: on failure the old view stays */
+		lode_client_targets_refresh(c); /* best effort: on failure the old view stays */
 }
 
-bool target_is_up(struct lode_client *c, uint32_t id)
+bool lode_client_target_is_up(struct lode_client *c, uint32_t id)
 {
 	uint64_t now = lode_now_ms();
 	bool up = true; /* unknown yet: try it */
@@ -211,13 +212,42 @@ bool target_is_up(struct lode_client *c, uint32_t id)
 	return up;
 }
 
-void target_suspect(struct lode_client *c, uint32_t id)
+void lode_client_target_suspect(struct lode_client *c, uint32_t id)
 {
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->ntargets; i++)
 		if (c->targets[i].id == id)
 			c->targets[i].suspect_until_ms = lode_now_ms() + TARGETS_REFRESH_MS;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* The chain hop of target id: its address as the target list has it. */
+int lode_client_target_hop(struct lode_client *c, uint32_t id, struct lode_wire_chain_hop *h)
+{
+	int rc = -ENXIO;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		size_t len = strlen(c->targets[i].addr);
+
+		if (c->targets[i].id != id)
+			continue;
+		if (len && len <= LODE_ADDR_MAX) {
+			memset(h, 0, sizeof(*h));
+			h->target_id = id;
+			h->addr_len = (uint16_t)len;
+			memcpy(h->addr, c->targets[i].addr, len);
+			rc = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void lode_client_write_gen_bump(struct lode_client *c)
+{
+	atomic_fetch_add_explicit(&c->write_gen, 1, memory_order_acq_rel);
 }
 
 static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
@@ -248,13 +278,13 @@ static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_con
 	return rc;
 }
 
-int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
+int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
 {
 	int rc = target_lookup(c, id, out);
 
 	if (rc != -ENXIO)
 		return rc;
-	rc = targets_refresh(c);
+	rc = lode_client_targets_refresh(c);
 	if (rc)
 		return rc;
 	return target_lookup(c, id, out);

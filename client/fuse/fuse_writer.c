@@ -266,7 +266,7 @@ int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writ
 
 /* Enters a handle that lode_ll_create() opened: a new file has no writer yet. */
 int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
-			struct lf_writer **out)
+		    struct lf_writer **out)
 {
 	struct lode_stat st;
 	struct lf_writer *w;
