@@ -13,7 +13,7 @@
 #include "codec.h"
 
 int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-		       struct lode_file **out)
+			 struct lode_file **out)
 {
 	struct lode_file *f;
 
@@ -60,7 +60,8 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 		req.mtime_ns = f->mtime_ns;
 	}
 	pthread_mutex_unlock(&f->lock);
-	rc = lode_client_mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	rc = lode_client_mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
+				  0, NULL);
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
@@ -103,8 +104,8 @@ int lode_client_file_reports_flush(struct lode_file *f)
 		req.stripe = idx / f->layout.mirror_count;
 		req.target_id = f->layout.targets[idx];
 		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
-		r = lode_client_mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
-			     0, NULL);
+		r = lode_client_mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0,
+					 NULL, 0, NULL, 0, NULL);
 		if (r == -ENOENT || r == -ESTALE)
 			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
 		if (r == -EBUSY) {

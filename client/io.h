@@ -71,8 +71,8 @@ int lode_client_window_drain(struct window *w);
 /* Starts reading [off, off + len) of the objects into buf (zeros where no data was
  * written); every piece started is counted in w. Returns 0, or the error that stopped it
  * from starting the rest (lode_client_window_drain(w) waits for what did start). */
-int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf,
-				   uint64_t len, uint64_t off);
+int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf, uint64_t len,
+				   uint64_t off);
 /* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
 int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off);
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the

@@ -108,7 +108,7 @@ static void read_piece_done(struct lode_call *call)
 		p->reread = false;
 		if (rc == -EBADMSG) /* bad bytes on that copy: the MDS hears of it, for repair */
 			lode_client_file_report(f, p->stripe * f->layout.mirror_count + p->mirror,
-				    LODE_REPORT_BAD_DATA);
+						LODE_REPORT_BAD_DATA);
 		if (lode_client_unreachable(rc))
 			lode_client_target_suspect(
 			    f->c,
@@ -185,7 +185,7 @@ static void read_piece_start(struct read_piece *p, unsigned first)
  * written); every piece started is counted in w. Returns 0, or the error that stopped it
  * from starting the rest (lode_client_window_drain(w) waits for what did start). */
 int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf, uint64_t len,
-			      uint64_t off)
+				   uint64_t off)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t pos = 0;
@@ -254,7 +254,7 @@ int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint6
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
  * object has no data. start is chunk aligned. */
 int lode_client_object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start, char *buf,
-			    uint64_t len)
+				 uint64_t len)
 {
 	struct read_piece *p;
 	struct window w;
