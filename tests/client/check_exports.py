@@ -35,7 +35,7 @@ def header_functions(text):
             if ch == ";":
                 s = " ".join(stmt.split())
                 stmt = ""
-                if "(" not in s or s.startswith("typedef"):
+                if "(" not in s or s.startswith(("typedef", "_Static_assert", "static_assert")):
                     continue
                 m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", s)
                 if m:
