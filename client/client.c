@@ -20,17 +20,32 @@ const char *lode_version(void)
 	return LODE_VERSION;
 }
 
-void lode_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
+static uint64_t creds_pack(uint32_t uid, uint32_t gid)
 {
-	(void)c;
+	return (uint64_t)uid << 32 | gid;
+}
+
+void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
+{
+	atomic_store_explicit(&c->creds, creds_pack(uid, gid), memory_order_relaxed);
+}
+
+void lode_thread_creds_set(uint32_t uid, uint32_t gid)
+{
 	tls_creds_set = 1;
 	tls_uid = uid;
 	tls_gid = gid;
 }
 
-struct lode_wire_cred client_cred(const struct lode_client *c)
+void lode_thread_creds_clear(void)
 {
-	struct lode_wire_cred cr = {c->uid, c->gid};
+	tls_creds_set = 0;
+}
+
+struct lode_wire_cred lode_client_cred(const struct lode_client *c)
+{
+	uint64_t packed = atomic_load_explicit(&c->creds, memory_order_relaxed);
+	struct lode_wire_cred cr = {(uint32_t)(packed >> 32), (uint32_t)packed};
 
 	if (tls_creds_set) {
 		cr.uid = tls_uid;
@@ -39,7 +54,7 @@ struct lode_wire_cred client_cred(const struct lode_client *c)
 	return cr;
 }
 
-void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st)
+void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->ino = a->ino;
@@ -60,9 +75,9 @@ static bool retryable(int rc)
 	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -EPIPE || rc == -ECONNABORTED;
 }
 
-int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
-	     const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
-	     void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
+int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
 {
 	uint64_t deadline = lode_now_ms() + c->timeout_ms;
 	unsigned backoff = 20;
@@ -115,7 +130,8 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 
 	if (!buf)
 		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf, cap, dlen);
+	rc = lode_client_mds_call(c, LODE_OP_TARGET_LIST, NULL, 0, NULL, 0, &rep, sizeof(rep), buf,
+				  cap, dlen);
 	if (rc) {
 		free(buf);
 		return rc;
@@ -124,7 +140,7 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 	return 0;
 }
 
-int targets_refresh(struct lode_client *c)
+int lode_client_targets_refresh(struct lode_client *c)
 {
 	const struct lode_wire_target *t;
 	struct lode_name addr;
@@ -168,7 +184,7 @@ int targets_refresh(struct lode_client *c)
 
 #define TARGETS_REFRESH_MS 1000
 
-void targets_maybe_refresh(struct lode_client *c)
+void lode_client_targets_maybe_refresh(struct lode_client *c)
 {
 	uint64_t now = lode_now_ms();
 	bool stale = false;
@@ -180,10 +196,10 @@ void targets_maybe_refresh(struct lode_client *c)
 				stale = true;
 	pthread_mutex_unlock(&c->lock);
 	if (stale)
-		targets_refresh(c); /* best effort: on failure the old view stays */
+		lode_client_targets_refresh(c); /* best effort: on failure the old view stays */
 }
 
-bool target_is_up(struct lode_client *c, uint32_t id)
+bool lode_client_target_is_up(struct lode_client *c, uint32_t id)
 {
 	uint64_t now = lode_now_ms();
 	bool up = true; /* unknown yet: try it */
@@ -196,13 +212,42 @@ bool target_is_up(struct lode_client *c, uint32_t id)
 	return up;
 }
 
-void target_suspect(struct lode_client *c, uint32_t id)
+void lode_client_target_suspect(struct lode_client *c, uint32_t id)
 {
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->ntargets; i++)
 		if (c->targets[i].id == id)
 			c->targets[i].suspect_until_ms = lode_now_ms() + TARGETS_REFRESH_MS;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* The chain hop of target id: its address as the target list has it. */
+int lode_client_target_hop(struct lode_client *c, uint32_t id, struct lode_wire_chain_hop *h)
+{
+	int rc = -ENXIO;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		size_t len = strlen(c->targets[i].addr);
+
+		if (c->targets[i].id != id)
+			continue;
+		if (len && len <= LODE_ADDR_MAX) {
+			memset(h, 0, sizeof(*h));
+			h->target_id = id;
+			h->addr_len = (uint16_t)len;
+			memcpy(h->addr, c->targets[i].addr, len);
+			rc = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void lode_client_write_gen_bump(struct lode_client *c)
+{
+	atomic_fetch_add_explicit(&c->write_gen, 1, memory_order_acq_rel);
 }
 
 static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
@@ -233,13 +278,13 @@ static int target_lookup(struct lode_client *c, uint32_t id, struct lode_rpc_con
 	return rc;
 }
 
-int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
+int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out)
 {
 	int rc = target_lookup(c, id, out);
 
 	if (rc != -ENXIO)
 		return rc;
-	rc = targets_refresh(c);
+	rc = lode_client_targets_refresh(c);
 	if (rc)
 		return rc;
 	return target_lookup(c, id, out);
@@ -324,11 +369,9 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
 	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
-		c->uid = (uint32_t)geteuid();
-		c->gid = (uint32_t)getegid();
+		c->creds = creds_pack((uint32_t)geteuid(), (uint32_t)getegid());
 	} else {
-		c->uid = o.uid;
-		c->gid = o.gid;
+		c->creds = creds_pack(o.uid, o.gid);
 	}
 	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
 		c->client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();

@@ -1,6 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* liblode internals shared by its files: the client, open files, and the MDS/OSS call
- * helpers. Nothing here is public. */
+/*
+ * liblode internals shared by its files: the client, open files, and the MDS/OSS call
+ * helpers. Nothing here is public: liblode.so exports lode.h's functions only
+ * (liblode.map), and internal functions that several files share are lode_client_*.
+ *
+ * Files call each other one way only; each calls the ones below it, never one above:
+ *   repair.c            re-replicating degraded copies (through the file API)
+ *   file.c              the file API: open, create, fsync, close, truncate, stat
+ *   readahead.c         lode_pread: a handle's reads, with sequential read-ahead
+ *   write.c             lode_pwrite, object truncate and fsync, on every copy
+ *   replication.c       chained requests to a stripe's copies; the replication mode
+ *   read.c              object reads, verified, with failover between copies
+ *   window.c            the in-flight window of one operation
+ *   handle.c            an open file's state: commit, lease, copies to report
+ *   namespace.c         path resolution and the metadata calls
+ *   client.c            connecting, credentials, the target table, MDS calls
+ *   stripe.c            the striping formula (pure arithmetic)
+ * (write.c reads old bytes through read.c for a read-modify-write; file.c resolves paths
+ * through namespace.c; io.h declares the data path, stripe.h the formula.)
+ */
 #ifndef LODE_CLIENT_CLIENT_H
 #define LODE_CLIENT_CLIENT_H
 
@@ -13,8 +31,6 @@
 #include "loop.h"
 #include "rpc.h"
 #include "wire_spec.h"
-
-#define IO_MAX (1u << 20) /* bytes per data request */
 
 #define IO_THREADS_MAX	 4
 #define TARGET_CONNS_MAX IO_THREADS_MAX
@@ -40,11 +56,13 @@ struct lode_client {
 	unsigned timeout_ms;
 	unsigned max_inflight;
 	uint64_t client_id;
-	uint32_t uid, gid; /* defaults; lode_set_creds() overrides per thread */
+	/* uid << 32 | gid: one atomic word, so that a reader never pairs one setting's uid
+	 * with another's gid (lode_client_set_creds). A thread's override comes first. */
+	_Atomic uint64_t creds;
 
-	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication (io.c) */
+	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication */
 	/* Bumped when any write or truncate of this client starts and when it ends: read-ahead
-	 * data fetched before a bump is never served after it (io.c). */
+	 * data fetched before a bump is never served after it (readahead.c). */
 	_Atomic uint64_t write_gen;
 
 	pthread_mutex_t lock;
@@ -75,7 +93,7 @@ struct lode_file {
 	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */
 	uint64_t report_bad_data;  /* protected by lock: of those, the ones with bad data */
 
-	/* Sequential read-ahead of read-only handles (io.c): allocated on the first
+	/* Sequential read-ahead of read-only handles (readahead.c): allocated on the first
 	 * sequential reads, dropped for good once reads of this handle overlap in time. */
 	struct readahead *ra;	    /* protected by lock (the pointer) */
 	_Atomic unsigned readers;   /* lode_pread calls in progress */
@@ -83,55 +101,60 @@ struct lode_file {
 	_Atomic uint64_t ra_served; /* bytes served from read-ahead */
 };
 
-/* Current credentials for a request from this thread. */
-struct lode_wire_cred client_cred(const struct lode_client *c);
+/* ---- client.c ---- */
+
+/* Credentials for a request from this thread: its override, else the client's. */
+struct lode_wire_cred lode_client_cred(const struct lode_client *c);
 
 /* A call to the MDS with a fixed reply body and optional reply data. */
-int mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
-	     const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
-	     void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
+int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
 
 /* The connection to a target; refreshes the target list from the MDS if unknown. */
-int target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
+int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
+/* The chain hop of target id: its address as the target list has it (never blocks). */
+int lode_client_target_hop(struct lode_client *c, uint32_t id, struct lode_wire_chain_hop *h);
 /* Re-reads the target list (after a connection failure: the OSS may have moved). */
-int targets_refresh(struct lode_client *c);
+int lode_client_targets_refresh(struct lode_client *c);
 /* Re-reads it if a target looked down and the list is older than a second or two. Caller
  * threads only (it waits for the MDS). */
-void targets_maybe_refresh(struct lode_client *c);
+void lode_client_targets_maybe_refresh(struct lode_client *c);
 /* Whether a target is worth trying first: up at the MDS and no recent failure here. Never
  * blocks (the I/O threads call it). */
-bool target_is_up(struct lode_client *c, uint32_t id);
+bool lode_client_target_is_up(struct lode_client *c, uint32_t id);
 /* A call to the target failed as if it were down: avoid it for a moment. */
-void target_suspect(struct lode_client *c, uint32_t id);
-
-/* Copies found failing (any thread; never blocks) and their report to the MDS (caller
- * threads: it waits). A write is acknowledged only after its failed copies are reported,
- * so that no reader can take a copy that missed it for a good one. */
-void file_report(struct lode_file *f, unsigned idx, unsigned kind);
-int file_reports_flush(struct lode_file *f);
-
-void attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
-
-/* Object I/O (io.c). */
-uint64_t object_size_for(const struct lode_wire_layout *l, uint64_t file_size, unsigned stripe);
-int objects_truncate(struct lode_file *f, uint64_t new_size);
-/* Waits for the handle's read-ahead and frees it (lode_close). */
-void readahead_free(struct lode_file *f);
+void lode_client_target_suspect(struct lode_client *c, uint32_t id);
 /* A write or truncate of this client starts or ends (see write_gen). */
-void client_write_gen_bump(struct lode_client *c);
-int objects_fsync(struct lode_file *f, uint64_t stripes);
+void lode_client_write_gen_bump(struct lode_client *c);
 
-/* Files (file.c). */
-int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-		       struct lode_file **out);
-/* Renews the write lease once half of it has passed (from the write path). */
-int file_lease_renew_if_due(struct lode_file *f);
+void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
 
-/* Path resolution (namespace.c). */
-int resolve_parent(struct lode_client *c, const char *path, uint64_t *parent, char *name);
+/* ---- namespace.c ---- */
+
+/* The parent directory of path and its last name (name: LODE_NAME_MAX + 1 bytes);
+ * -EINVAL for "/". */
+int lode_client_resolve_parent(struct lode_client *c, const char *path, uint64_t *parent,
+			       char *name);
 /* The inode of the regular file at path: -EISDIR for a directory, -EINVAL for another
  * type. A call by that inode that gets -ESTALE (the name was deleted or renamed over
  * since) should resolve the path once more. */
-int resolve_regular(struct lode_client *c, const char *path, uint64_t *ino);
+int lode_client_resolve_regular(struct lode_client *c, const char *path, uint64_t *ino);
+
+/* ---- handle.c ---- */
+
+/* A handle for an OPEN or CREATE reply (flags: the O_ACCMODE of the handle). */
+int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
+			 struct lode_file **out);
+void lode_client_file_free(struct lode_file *f);
+/* Sends COMMIT (op LODE_OP_COMMIT) or CLOSE with the size and mtime this handle knows. */
+int lode_client_file_commit(struct lode_file *f, uint8_t op);
+/* Renews the write lease once half of it has passed (from the write path). */
+int lode_client_file_lease_renew_if_due(struct lode_file *f);
+/* Copies found failing (any thread; never blocks) and their report to the MDS (caller
+ * threads: it waits). A write is acknowledged only after its failed copies are reported,
+ * so that no reader can take a copy that missed it for a good one. */
+void lode_client_file_report(struct lode_file *f, unsigned idx, unsigned kind);
+int lode_client_file_reports_flush(struct lode_file *f);
 
 #endif

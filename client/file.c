@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * liblode open files: open and create at the MDS, the write lease, and committing size
- * and mtime on fsync and close (close-to-open: a reader that opens after our close sees
- * everything we wrote).
+ * liblode's file API: open and create at the MDS, fsync, flush, truncate, close and the
+ * attributes of an open file. A handle's state (commit, lease, reports) is handle.c's;
+ * its data goes through readahead.c and write.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client.h"
 #include "codec.h"
+#include "io.h"
 
 static uint32_t open_flags_to_wire(int flags)
 {
@@ -25,138 +25,6 @@ static uint32_t open_flags_to_wire(int flags)
 	}
 }
 
-int file_from_open_rep(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-		       struct lode_file **out)
-{
-	struct lode_file *f;
-
-	if (lode_layout_check(&rep->layout))
-		return -EPROTO;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->c = c;
-	f->ino = rep->attr.ino;
-	f->handle = rep->handle;
-	f->flags = flags;
-	f->layout = rep->layout;
-	f->attr = rep->attr;
-	f->lease_ms = rep->lease_ms;
-	f->size = rep->attr.size;
-	f->mtime_ns = rep->attr.mtime_ns;
-	f->lease_renewed_ms = lode_now_ms();
-	f->degraded = rep->degraded;
-	pthread_rwlock_init(&f->rw, NULL);
-	pthread_mutex_init(&f->lock, NULL);
-	*out = f;
-	return 0;
-}
-
-static void file_free(struct lode_file *f)
-{
-	pthread_rwlock_destroy(&f->rw);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
-}
-
-/* Sends COMMIT (or CLOSE) with the size and mtime this handle knows. */
-static int commit(struct lode_file *f, uint8_t op)
-{
-	struct lode_wire_commit_req req = {.ino = f->ino, .handle = f->handle};
-	struct lode_wire_attr attr;
-	int rc;
-
-	pthread_mutex_lock(&f->lock);
-	if (f->dirty_meta) {
-		req.commit = 1;
-		req.size = f->size;
-		req.mtime_ns = f->mtime_ns;
-	}
-	pthread_mutex_unlock(&f->lock);
-	rc = mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
-	if (!rc) {
-		pthread_mutex_lock(&f->lock);
-		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
-			f->dirty_meta = false;
-		f->lease_renewed_ms = lode_now_ms();
-		pthread_mutex_unlock(&f->lock);
-	}
-	return rc;
-}
-
-void file_report(struct lode_file *f, unsigned idx, unsigned kind)
-{
-	uint64_t bit = 1ull << idx;
-
-	pthread_mutex_lock(&f->lock);
-	if (!((f->degraded | f->report_pending) & bit)) {
-		f->report_pending |= bit;
-		if (kind == LODE_REPORT_BAD_DATA)
-			f->report_bad_data |= bit;
-	}
-	pthread_mutex_unlock(&f->lock);
-}
-
-int file_reports_flush(struct lode_file *f)
-{
-	uint64_t pending, bad;
-	int rc = 0;
-
-	pthread_mutex_lock(&f->lock);
-	pending = f->report_pending;
-	bad = f->report_bad_data;
-	pthread_mutex_unlock(&f->lock);
-	for (unsigned idx = 0; pending >> idx; idx++) {
-		struct lode_wire_report_req req = {.ino = f->ino,
-						   .generation = f->layout.generation};
-		int r;
-
-		if (!(pending & (1ull << idx)))
-			continue;
-		req.stripe = idx / f->layout.mirror_count;
-		req.target_id = f->layout.targets[idx];
-		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
-		r = mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
-			     0, NULL);
-		if (r == -ENOENT || r == -ESTALE)
-			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
-		if (r == -EBUSY) {
-			/* the stripe's last good copy: it stays good (it has everything that was
-			 * acknowledged), and what failed on it cannot be acknowledged */
-			pthread_mutex_lock(&f->lock);
-			f->report_pending &= ~(1ull << idx);
-			f->report_bad_data &= ~(1ull << idx);
-			pthread_mutex_unlock(&f->lock);
-			if (!rc)
-				rc = -EIO;
-			continue;
-		}
-		if (r) {
-			if (!rc)
-				rc =
-				    -EIO; /* the failed copy is not on record: cannot acknowledge */
-			continue;
-		}
-		pthread_mutex_lock(&f->lock);
-		f->degraded |= 1ull << idx;
-		f->report_pending &= ~(1ull << idx);
-		f->report_bad_data &= ~(1ull << idx);
-		pthread_mutex_unlock(&f->lock);
-	}
-	return rc;
-}
-
-int file_lease_renew_if_due(struct lode_file *f)
-{
-	bool due;
-
-	pthread_mutex_lock(&f->lock);
-	due = f->lease_ms && lode_now_ms() - f->lease_renewed_ms > f->lease_ms / 2;
-	pthread_mutex_unlock(&f->lock);
-	/* a commit renews the lease and publishes the size written so far */
-	return due ? commit(f, LODE_OP_COMMIT) : 0;
-}
-
 /* The handle for an OPEN or CREATE reply, truncated first for O_TRUNC (objects before the
  * size, as every truncate). */
 static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
@@ -165,7 +33,7 @@ static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *r
 	struct lode_file *f;
 	int rc;
 
-	rc = file_from_open_rep(c, rep, handle_flags, &f);
+	rc = lode_client_file_new(c, rep, handle_flags, &f);
 	if (rc)
 		return rc;
 	/* O_TRUNC empties the file whatever the access mode (Linux truncates on O_RDONLY too,
@@ -183,7 +51,7 @@ static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *r
 
 int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out)
 {
-	struct lode_wire_open_req req = {.ino = ino, .cred = client_cred(c)};
+	struct lode_wire_open_req req = {.ino = ino, .cred = lode_client_cred(c)};
 	struct lode_wire_open_rep rep;
 	int rc;
 
@@ -194,8 +62,8 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 			return rc;
 	}
 	req.flags = open_flags_to_wire(flags);
-	rc =
-	    mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+				  NULL, 0, NULL);
 	if (rc)
 		return rc;
 	return open_finish(c, &rep, flags, flags, out);
@@ -204,7 +72,7 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
 		   uint32_t mode, const struct lode_layout *layout, struct lode_file **out)
 {
-	struct lode_wire_create_req req = {.parent = parent, .cred = client_cred(c)};
+	struct lode_wire_create_req req = {.parent = parent, .cred = lode_client_cred(c)};
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_open_rep rep;
 	size_t nlen = strlen(name);
@@ -233,8 +101,8 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 	}
 	memcpy(body, &req, sizeof(req));
 	memcpy(body + sizeof(req), name, nlen);
-	rc = mds_call(c, LODE_OP_CREATE, body, (uint32_t)(sizeof(req) + nlen), NULL, 0, &rep,
-		      sizeof(rep), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_CREATE, body, (uint32_t)(sizeof(req) + nlen), NULL, 0,
+				  &rep, sizeof(rep), NULL, 0, NULL);
 	if (rc)
 		return rc;
 	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of
@@ -250,7 +118,7 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 	int rc;
 
 	if (flags & O_CREAT) {
-		rc = resolve_parent(c, path, &parent, name);
+		rc = lode_client_resolve_parent(c, path, &parent, name);
 		if (rc)
 			return rc == -EINVAL ? -EISDIR : rc;
 		return lode_ll_create(c, parent, name, flags, mode, NULL, out);
@@ -258,7 +126,7 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 	/* the name may be deleted or renamed over between the lookup and the open (-ESTALE):
 	 * then look it up once more */
 	for (int tries = 0;; tries++) {
-		rc = resolve_regular(c, path, &ino);
+		rc = lode_client_resolve_regular(c, path, &ino);
 		if (!rc)
 			rc = lode_ll_open(c, ino, flags, out);
 		if (rc != -ESTALE || tries == 1)
@@ -273,7 +141,7 @@ int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mo
 	uint64_t parent;
 	int rc;
 
-	rc = resolve_parent(c, path, &parent, name);
+	rc = lode_client_resolve_parent(c, path, &parent, name);
 	if (rc)
 		return rc == -EINVAL ? -EEXIST : rc;
 	return lode_ll_create(c, parent, name, O_RDWR | O_CREAT | O_EXCL, mode, layout, out);
@@ -291,7 +159,7 @@ int lode_fsync(struct lode_file *f)
 	f->dirty_stripes = 0;
 	pthread_mutex_unlock(&f->lock);
 	if (stripes) {
-		rc = objects_fsync(f, stripes);
+		rc = lode_client_objects_fsync(f, stripes);
 		if (rc) {
 			pthread_mutex_lock(&f->lock);
 			f->dirty_stripes |= stripes;
@@ -299,7 +167,7 @@ int lode_fsync(struct lode_file *f)
 			return rc;
 		}
 	}
-	return commit(f, LODE_OP_COMMIT);
+	return lode_client_file_commit(f, LODE_OP_COMMIT);
 }
 
 int lode_flush(struct lode_file *f)
@@ -311,7 +179,7 @@ int lode_flush(struct lode_file *f)
 	pthread_mutex_lock(&f->lock);
 	dirty = f->dirty_meta;
 	pthread_mutex_unlock(&f->lock);
-	return dirty ? commit(f, LODE_OP_COMMIT) : 0;
+	return dirty ? lode_client_file_commit(f, LODE_OP_COMMIT) : 0;
 }
 
 int lode_ftruncate(struct lode_file *f, uint64_t size)
@@ -323,14 +191,14 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 	if (size > (uint64_t)INT64_MAX)
 		return -EFBIG;
 	pthread_rwlock_wrlock(&f->rw);
-	rc = objects_truncate(f, size);
+	rc = lode_client_objects_truncate(f, size);
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		f->size = size;
 		f->mtime_ns = lode_now_ns();
 		f->dirty_meta = true;
 		pthread_mutex_unlock(&f->lock);
-		rc = commit(f, LODE_OP_COMMIT);
+		rc = lode_client_file_commit(f, LODE_OP_COMMIT);
 	}
 	pthread_rwlock_unlock(&f->rw);
 	return rc;
@@ -342,9 +210,9 @@ int lode_close(struct lode_file *f)
 
 	if (!f)
 		return 0;
-	readahead_free(f);
-	rc = commit(f, LODE_OP_CLOSE);
-	file_free(f);
+	lode_client_readahead_free(f);
+	rc = lode_client_file_commit(f, LODE_OP_CLOSE);
+	lode_client_file_free(f);
 	return rc;
 }
 
@@ -366,9 +234,9 @@ int lode_fstat(struct lode_file *f, struct lode_stat *st)
 	return rc;
 }
 
-void lode_file_stat(struct lode_file *f, struct lode_stat *st)
+void lode_file_stat_cached(struct lode_file *f, struct lode_stat *st)
 {
-	attr_to_stat(&f->attr, st);
+	lode_client_attr_to_stat(&f->attr, st);
 	pthread_mutex_lock(&f->lock);
 	st->size = f->size;
 	st->mtime_ns = f->mtime_ns;
@@ -391,4 +259,33 @@ void lode_file_layout(const struct lode_file *f, struct lode_layout *out)
 uint64_t lode_file_size(const struct lode_file *f)
 {
 	return f->size;
+}
+
+/* ---- truncate by inode or path: an open for writing, then lode_ftruncate ---- */
+
+int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size)
+{
+	struct lode_file *f;
+	int rc, rc2;
+
+	rc = lode_ll_open(c, ino, O_WRONLY, &f);
+	if (rc)
+		return rc;
+	rc = lode_ftruncate(f, size);
+	rc2 = lode_close(f);
+	return rc ? rc : rc2;
+}
+
+int lode_truncate(struct lode_client *c, const char *path, uint64_t size)
+{
+	uint64_t ino;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = lode_client_resolve_regular(c, path, &ino);
+		if (!rc)
+			rc = lode_ll_truncate(c, ino, size);
+		if (rc != -ESTALE || tries == 1)
+			return rc;
+	}
 }

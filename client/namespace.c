@@ -17,7 +17,7 @@
 
 int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, struct lode_stat *st)
 {
-	struct lode_wire_lookup_req req = {.parent = parent, .cred = client_cred(c)};
+	struct lode_wire_lookup_req req = {.parent = parent, .cred = lode_client_cred(c)};
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_attr attr;
 	size_t len = strlen(name);
@@ -29,11 +29,11 @@ int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, str
 	req.name_len = (uint16_t)len;
 	memcpy(body, &req, sizeof(req));
 	memcpy(body + sizeof(req), name, len);
-	rc = mds_call(c, LODE_OP_LOOKUP, body, (uint32_t)(sizeof(req) + len), NULL, 0, &attr,
-		      sizeof(attr), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_LOOKUP, body, (uint32_t)(sizeof(req) + len), NULL, 0,
+				  &attr, sizeof(attr), NULL, 0, NULL);
 	if (rc)
 		return rc;
-	attr_to_stat(&attr, st);
+	lode_client_attr_to_stat(&attr, st);
 	return 0;
 }
 
@@ -43,11 +43,11 @@ int lode_ll_getattr(struct lode_client *c, uint64_t ino, struct lode_stat *st)
 	struct lode_wire_attr attr;
 	int rc;
 
-	rc = mds_call(c, LODE_OP_GETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0,
-		      NULL);
+	rc = lode_client_mds_call(c, LODE_OP_GETATTR, &req, sizeof(req), NULL, 0, &attr,
+				  sizeof(attr), NULL, 0, NULL);
 	if (rc)
 		return rc;
-	attr_to_stat(&attr, st);
+	lode_client_attr_to_stat(&attr, st);
 	return 0;
 }
 
@@ -58,8 +58,8 @@ static ssize_t ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_
 	uint64_t len = 0;
 	int rc;
 
-	rc = mds_call(c, LODE_OP_READLINK, &req, sizeof(req), NULL, 0, NULL, 0, target,
-		      sizeof(target), &len);
+	rc = lode_client_mds_call(c, LODE_OP_READLINK, &req, sizeof(req), NULL, 0, NULL, 0, target,
+				  sizeof(target), &len);
 	if (rc)
 		return rc;
 	if (len > size)
@@ -201,12 +201,13 @@ out:
 	return rc;
 }
 
-int resolve_parent(struct lode_client *c, const char *path, uint64_t *parent, char *name)
+int lode_client_resolve_parent(struct lode_client *c, const char *path, uint64_t *parent,
+			       char *name)
 {
 	return walk(c, path, 0, 1, NULL, parent, name);
 }
 
-int resolve_regular(struct lode_client *c, const char *path, uint64_t *ino)
+int lode_client_resolve_regular(struct lode_client *c, const char *path, uint64_t *ino)
 {
 	struct lode_stat st;
 	int rc = lode_stat(c, path, &st);
@@ -245,7 +246,7 @@ static uint32_t body2(char *out, const void *fixed, size_t flen, const char *a, 
 static int attr_reply(int rc, const struct lode_wire_attr *attr, struct lode_stat *st)
 {
 	if (!rc && st)
-		attr_to_stat(attr, st);
+		lode_client_attr_to_stat(attr, st);
 	return rc;
 }
 
@@ -254,7 +255,7 @@ static int attr_reply(int rc, const struct lode_wire_attr *attr, struct lode_sta
 int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
 		  struct lode_stat *st)
 {
-	struct lode_wire_mkdir_req req = {.parent = parent, .cred = client_cred(c)};
+	struct lode_wire_mkdir_req req = {.parent = parent, .cred = lode_client_cred(c)};
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_attr attr;
 	size_t nlen = strlen(name);
@@ -267,13 +268,14 @@ int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint
 	req.mode = mode & 07777;
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
-	rc = mds_call(c, LODE_OP_MKDIR, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_MKDIR, body, len, NULL, 0, &attr, sizeof(attr), NULL,
+				  0, NULL);
 	return attr_reply(rc, &attr, st);
 }
 
 static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, uint8_t op)
 {
-	struct lode_wire_lookup_req req = {.parent = parent, .cred = client_cred(c)};
+	struct lode_wire_lookup_req req = {.parent = parent, .cred = lode_client_cred(c)};
 	char body[sizeof(req) + LODE_NAME_MAX];
 	size_t nlen = strlen(name);
 	uint32_t len;
@@ -284,7 +286,7 @@ static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, u
 		return rc;
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
-	return mds_call(c, op, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+	return lode_client_mds_call(c, op, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
 }
 
 int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name)
@@ -314,13 +316,13 @@ int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uin
 		rc = lode_name_check(new_name, blen);
 	if (rc)
 		return rc;
-	req.cred = client_cred(c);
+	req.cred = lode_client_cred(c);
 	req.old_name_len = (uint16_t)alen;
 	req.new_name_len = (uint16_t)blen;
 	req.flags = (flags & LODE_RENAME_NOREPLACE_FLAG ? LODE_RENAME_NOREPLACE : 0) |
 		    (flags & LODE_RENAME_EXCHANGE_FLAG ? LODE_RENAME_EXCHANGE : 0);
 	len = body2(body, &req, sizeof(req), name, alen, new_name, blen);
-	return mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+	return lode_client_mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
 }
 
 int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,
@@ -336,10 +338,11 @@ int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const
 	rc = lode_name_check(new_name, nlen);
 	if (rc)
 		return rc;
-	req.cred = client_cred(c);
+	req.cred = lode_client_cred(c);
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), new_name, nlen, NULL, 0);
-	rc = mds_call(c, LODE_OP_LINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_LINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0,
+				  NULL);
 	return attr_reply(rc, &attr, st);
 }
 
@@ -363,11 +366,12 @@ int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent, 
 	body = malloc(sizeof(req) + nlen + tlen);
 	if (!body)
 		return -ENOMEM;
-	req.cred = client_cred(c);
+	req.cred = lode_client_cred(c);
 	req.name_len = (uint16_t)nlen;
 	req.target_len = (uint16_t)tlen;
 	len = body2(body, &req, sizeof(req), name, nlen, target, tlen);
-	rc = mds_call(c, LODE_OP_SYMLINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_SYMLINK, body, len, NULL, 0, &attr, sizeof(attr), NULL,
+				  0, NULL);
 	free(body);
 	return attr_reply(rc, &attr, st);
 }
@@ -380,7 +384,7 @@ ssize_t lode_ll_readlink(struct lode_client *c, uint64_t ino, char *buf, size_t 
 int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setattr *sa,
 		    struct lode_stat *st)
 {
-	struct lode_wire_setattr_req req = {.ino = ino, .cred = client_cred(c)};
+	struct lode_wire_setattr_req req = {.ino = ino, .cred = lode_client_cred(c)};
 	struct lode_wire_attr attr;
 	int rc;
 
@@ -396,27 +400,15 @@ int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setat
 	req.atime_ns = sa->atime_ns;
 	req.mtime_ns = sa->mtime_ns;
 	req.ctime_ns = sa->ctime_ns;
-	rc = mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL, 0,
-		      NULL);
+	rc = lode_client_mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr,
+				  sizeof(attr), NULL, 0, NULL);
 	return attr_reply(rc, &attr, st);
-}
-
-int lode_ll_truncate(struct lode_client *c, uint64_t ino, uint64_t size)
-{
-	struct lode_file *f;
-	int rc, rc2;
-
-	rc = lode_ll_open(c, ino, O_WRONLY, &f);
-	if (rc)
-		return rc;
-	rc = lode_ftruncate(f, size);
-	rc2 = lode_close(f);
-	return rc ? rc : rc2;
 }
 
 static void dirent_from_wire(struct lode_dirent *d, const struct lode_wire_dirent *e,
 			     const struct lode_name *n)
 {
+	memset(d, 0, sizeof(*d));
 	d->ino = e->ino;
 	d->cookie = e->cookie;
 	d->mode = e->mode;
@@ -428,7 +420,8 @@ static void dirent_from_wire(struct lode_dirent *d, const struct lode_wire_diren
 static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
 			struct lode_dirent *out, struct lode_direntplus *outp, int max, int *eof)
 {
-	struct lode_wire_readdir_req req = {.ino = ino, .cookie = cookie, .cred = client_cred(c)};
+	struct lode_wire_readdir_req req = {
+	    .ino = ino, .cookie = cookie, .cred = lode_client_cred(c)};
 	size_t fixed = outp ? sizeof(struct lode_wire_direntplus) : sizeof(struct lode_wire_dirent);
 	const struct lode_wire_readdir_rep *rep;
 	struct lode_wire_readdir_rep repbuf;
@@ -448,8 +441,8 @@ static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
 	data = malloc(cap);
 	if (!data)
 		return -ENOMEM;
-	rc = mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf, sizeof(repbuf), data,
-		      cap, &dlen);
+	rc = lode_client_mds_call(c, LODE_OP_READDIR, &req, sizeof(req), NULL, 0, &repbuf,
+				  sizeof(repbuf), data, cap, &dlen);
 	if (!rc)
 		rc = outp ? lode_dec_readdirplus_rep(&repbuf, sizeof(repbuf), data, dlen, &rep)
 			  : lode_dec_readdir_rep(&repbuf, sizeof(repbuf), data, dlen, &rep);
@@ -462,8 +455,9 @@ static int readdir_page(struct lode_client *c, uint64_t ino, uint64_t cookie,
 			rc = lode_readdirplus_next(data, dlen, &pos, &e, &n);
 			if (rc != 1)
 				break;
+			memset(&outp[count], 0, sizeof(outp[count]));
 			dirent_from_wire(&outp[count].d, &e->d, &n);
-			attr_to_stat(&e->attr, &outp[count].st);
+			lode_client_attr_to_stat(&e->attr, &outp[count].st);
 		} else {
 			const struct lode_wire_dirent *e;
 
@@ -501,7 +495,7 @@ int lode_ll_readdirplus(struct lode_client *c, uint64_t ino, uint64_t cookie,
 #define WITH_PARENT(c, path, parent, name, on_root_err)                                            \
 	char name[LODE_NAME_MAX + 1];                                                              \
 	uint64_t parent;                                                                           \
-	int rc_ = resolve_parent(c, path, &parent, name);                                          \
+	int rc_ = lode_client_resolve_parent(c, path, &parent, name);                              \
 	if (rc_)                                                                                   \
 	return rc_ == -EINVAL ? (on_root_err) : rc_
 
@@ -531,7 +525,7 @@ int lode_rename(struct lode_client *c, const char *from, const char *to, unsigne
 	int rc;
 
 	WITH_PARENT(c, from, parent, name, -EBUSY);
-	rc = resolve_parent(c, to, &new_parent, b);
+	rc = lode_client_resolve_parent(c, to, &new_parent, b);
 	if (rc)
 		return rc == -EINVAL ? -EBUSY : rc;
 	return lode_ll_rename(c, parent, name, new_parent, b, flags);
@@ -627,28 +621,16 @@ int lode_utimens(struct lode_client *c, const char *path, int64_t atime_ns, int6
 	return path_setattr(c, path, &sa);
 }
 
-int lode_truncate(struct lode_client *c, const char *path, uint64_t size)
-{
-	uint64_t ino;
-	int rc;
-
-	for (int tries = 0;; tries++) {
-		rc = resolve_regular(c, path, &ino);
-		if (!rc)
-			rc = lode_ll_truncate(c, ino, size);
-		if (rc != -ESTALE || tries == 1)
-			return rc;
-	}
-}
-
 int lode_statfs(struct lode_client *c, struct lode_statfs *out)
 {
 	struct lode_wire_statfs_rep rep;
 	int rc;
 
-	rc = mds_call(c, LODE_OP_STATFS, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_STATFS, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL, 0,
+				  NULL);
 	if (rc)
 		return rc;
+	memset(out, 0, sizeof(*out));
 	out->bytes_total = rep.bytes_total;
 	out->bytes_free = rep.bytes_free;
 	out->files = rep.files;
@@ -700,7 +682,7 @@ static int xattr_call(struct lode_client *c, uint8_t op, uint64_t ino, const cha
 		      const void *value, size_t size, unsigned flags, void *out, size_t outsize,
 		      uint32_t *outlen)
 {
-	struct lode_wire_xattr_req req = {.ino = ino, .cred = client_cred(c), .flags = flags};
+	struct lode_wire_xattr_req req = {.ino = ino, .cred = lode_client_cred(c), .flags = flags};
 	char body[sizeof(req) + LODE_XATTR_NAME_MAX];
 	struct lode_wire_xattr_rep rep;
 	struct iovec iov = {(void *)value, size};
@@ -725,14 +707,14 @@ static int xattr_call(struct lode_client *c, uint8_t op, uint64_t ino, const cha
 	if (nlen)
 		memcpy(body + sizeof(req), name, nlen);
 	if (op == LODE_OP_GETXATTR || op == LODE_OP_LISTXATTR) {
-		rc = mds_call(c, op, body, (uint32_t)(sizeof(req) + nlen), NULL, 0, &rep,
-			      sizeof(rep), out, outsize, &dlen);
+		rc = lode_client_mds_call(c, op, body, (uint32_t)(sizeof(req) + nlen), NULL, 0,
+					  &rep, sizeof(rep), out, outsize, &dlen);
 		if (!rc)
 			*outlen = rep.size;
 		return rc;
 	}
-	return mds_call(c, op, body, (uint32_t)(sizeof(req) + nlen), size ? &iov : NULL,
-			size ? 1 : 0, NULL, 0, NULL, 0, NULL);
+	return lode_client_mds_call(c, op, body, (uint32_t)(sizeof(req) + nlen), size ? &iov : NULL,
+				    size ? 1 : 0, NULL, 0, NULL, 0, NULL);
 }
 
 int lode_ll_setxattr(struct lode_client *c, uint64_t ino, const char *name, const void *value,

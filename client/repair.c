@@ -16,6 +16,7 @@
 
 #include "client.h"
 #include "codec.h"
+#include "stripe.h"
 
 #define COPY_STEP (4u << 20) /* LODE_DATA_MAX: one request each way */
 
@@ -36,7 +37,7 @@ static int obj_call(struct lode_client *c, uint32_t target, uint8_t op, const vo
 	    .reply_data = reply_data,
 	    .reply_data_max = reply_data_max,
 	};
-	int rc = target_conn(c, target, &conn);
+	int rc = lode_client_target_conn(c, target, &conn);
 
 	if (rc)
 		return rc;
@@ -125,7 +126,7 @@ static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_l
 	uint64_t best_free = 0;
 	uint32_t best = 0;
 
-	if (target_is_up(c, l->targets[idx]))
+	if (lode_client_target_is_up(c, l->targets[idx]))
 		return l->targets[idx];
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->ntargets; i++) {
@@ -158,8 +159,8 @@ int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout
 	if (rc)
 		return rc;
 	req.ino = st.ino;
-	rc = mds_call(c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL, 0,
-		      NULL);
+	rc = lode_client_mds_call(c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep,
+				  sizeof(rep), NULL, 0, NULL);
 	if (rc)
 		return rc;
 	memset(layout, 0, sizeof(*layout));
@@ -190,10 +191,10 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 		goto out_close;
 	}
 	greq.ino = f->ino;
-	rc = mds_call(c, LODE_OP_LAYOUT_GET, &greq, sizeof(greq), NULL, 0, &lrep, sizeof(lrep),
-		      NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_LAYOUT_GET, &greq, sizeof(greq), NULL, 0, &lrep,
+				  sizeof(lrep), NULL, 0, NULL);
 	if (!rc)
-		rc = targets_refresh(c);
+		rc = lode_client_targets_refresh(c);
 	if (rc)
 		goto out_free;
 	for (unsigned idx = 0; idx < LODE_LAYOUT_TARGETS_MAX; idx++) {
@@ -208,13 +209,14 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 			continue;
 		res.copies_degraded++;
 		for (unsigned k = first; k < first + l->mirror_count && !src; k++)
-			if (!(lrep.degraded & (1ull << k)) && target_is_up(c, l->targets[k]))
+			if (!(lrep.degraded & (1ull << k)) &&
+			    lode_client_target_is_up(c, l->targets[k]))
 				src = l->targets[k];
 		dst = pick_destination(c, l, idx);
 		if (!src || !dst)
 			continue; /* no good copy or no room to put one: stays degraded */
-		rc2 = copy_object(c, &id, src, dst, object_size_for(l, f->size, stripe), buf,
-				  &res.bytes_copied);
+		rc2 = copy_object(c, &id, src, dst, lode_client_object_size(l, f->size, stripe),
+				  buf, &res.bytes_copied);
 		if (rc2) {
 			if (!rc)
 				rc = rc2;
@@ -223,8 +225,8 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 		sc.index = idx;
 		sc.old_target = l->targets[idx];
 		sc.new_target = dst;
-		rc2 = mds_call(c, LODE_OP_LAYOUT_SET_COPY, &sc, sizeof(sc), NULL, 0, &lrep,
-			       sizeof(lrep), NULL, 0, NULL);
+		rc2 = lode_client_mds_call(c, LODE_OP_LAYOUT_SET_COPY, &sc, sizeof(sc), NULL, 0,
+					   &lrep, sizeof(lrep), NULL, 0, NULL);
 		if (rc2) {
 			if (!rc)
 				rc = rc2;

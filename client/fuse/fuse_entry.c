@@ -87,7 +87,7 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 		lf_reply_err(req, rc);
 		return;
 	}
-	lode_file_stat(f, &st); /* just created: the reply's attributes are current */
+	lode_file_stat_cached(f, &st); /* just created: the reply's attributes are current */
 	rc = lode_close(f);
 	if (rc) {
 		lf_reply_err(req, rc);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode-fuse: what every operation family shares. Credentials per request, the one place
- * where liblode's negative errno becomes a FUSE reply, attribute conversion, and the
- * record of which file versions the kernel's page cache holds (close-to-open).
+ * lode-fuse: what every operation family shares. Credentials per request (and, on the
+ * first, the mount's kernel readahead), the one place where liblode's negative errno
+ * becomes a FUSE reply, attribute conversion, and the record of which file versions the
+ * kernel's page cache holds (close-to-open).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -33,6 +34,53 @@ void lf_log(enum lf_level level, const char *fmt, ...)
 	fprintf(stderr, "lode-fuse: %s: %s\n", names[level], line);
 }
 
+/*
+ * FUSE caps the readahead at the kernel's default (128 KiB), and one sequential reader
+ * then has too few 1 MiB requests in flight to keep liblode's striped reads busy. The
+ * mount's bdi takes a larger value through sysfs (as root); its name is the device
+ * number that /proc/self/mountinfo gives for our mount point.
+ */
+static void set_readahead(struct lode_fuse *lf)
+{
+	unsigned maj = 0, min = 0;
+	char line[4096], path[96];
+	bool found = false;
+	FILE *mi, *ra;
+
+	if (!lf->o.read_ahead_kb || !lf->o.mount_abs)
+		return;
+	mi = fopen("/proc/self/mountinfo", "r");
+	if (!mi)
+		return;
+	while (fgets(line, sizeof(line), mi)) {
+		char mnt[4096], fstype[256];
+		unsigned a, b;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ... */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
+			continue;
+		if (strcmp(mnt, lf->o.mount_abs) || !strstr(line, " - fuse.lode ") ||
+		    sscanf(strstr(line, " - ") + 3, "%255s", fstype) != 1)
+			continue;
+		maj = a; /* the last match is the newest mount */
+		min = b;
+		found = true;
+	}
+	fclose(mi);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	ra = fopen(path, "w");
+	if (ra) {
+		int bad_write = fprintf(ra, "%u\n", lf->o.read_ahead_kb) < 0;
+
+		if (!fclose(ra) && !bad_write)
+			return;
+	}
+	lf_log(LF_WARN, "cannot set %s (%s): sequential reads will be slower", path,
+	       strerror(errno));
+}
+
 struct lode_fuse *lf_req(fuse_req_t req)
 {
 	struct lode_fuse *lf = fuse_req_userdata(req);
@@ -43,14 +91,14 @@ struct lode_fuse *lf_req(fuse_req_t req)
 	 * have undone a readahead set earlier */
 	if (!atomic_load_explicit(&lf->readahead_set, memory_order_relaxed) &&
 	    !atomic_exchange(&lf->readahead_set, 1))
-		lf_set_readahead(lf);
+		set_readahead(lf);
 	if (lf->o.root_squash) {
 		if (uid == 0)
 			uid = LF_SQUASH_ID;
 		if (gid == 0)
 			gid = LF_SQUASH_ID;
 	}
-	lode_set_creds(lf->c, uid, gid);
+	lode_thread_creds_set(uid, gid);
 	return lf;
 }
 
@@ -122,37 +170,6 @@ void lf_stat_to_attr(const struct lode_stat *st, struct stat *out)
 	out->st_mtim.tv_nsec = st->mtime_ns % 1000000000;
 	out->st_ctim.tv_sec = st->ctime_ns / 1000000000;
 	out->st_ctim.tv_nsec = st->ctime_ns % 1000000000;
-}
-
-void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st)
-{
-	struct lf_writer *w;
-
-	if (!S_ISREG(st->mode))
-		return;
-	w = lf_writer_find(lf, st->ino);
-	if (!w)
-		return;
-	/* our writer is the file's only writer: its size is the truth, committed or not */
-	lf_writer_drain(w);
-	st->size = lode_file_size(w->f);
-	lf_writer_put(lf, w);
-}
-
-int lf_getattr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st)
-{
-	struct lf_writer *w = lf_writer_find(lf, ino);
-	int rc;
-
-	if (w) {
-		/* size and mtime as the writer knows them, so that the kernel never shrinks
-		 * its view of a file this mount is writing */
-		lf_writer_drain(w);
-		rc = lode_fstat(w->f, st);
-		lf_writer_put(lf, w);
-		return rc;
-	}
-	return lode_ll_getattr(lf->c, ino, st);
 }
 
 void lf_fill_entry(struct lode_fuse *lf, const struct lode_stat *st, struct fuse_entry_param *e)

@@ -5,6 +5,15 @@
  *
  * FUSE inode numbers are Lode inode numbers (the root is 1 on both sides), so the daemon
  * keeps no inode table and ignores forget: every request names the MDS's own inode.
+ *
+ * Files call each other one way only, top to bottom:
+ *   main.c          options, mounting, the table of operations
+ *   fuse_entry.c, fuse_attr.c, fuse_dir.c, fuse_file.c, fuse_xattr.c
+ *                   one family of operations each (fuse_attr.c asks fuse_file.c for the
+ *                   writer behind an open handle)
+ *   fuse_writer.c   the shared write handles, write-behind, attributes with our size
+ *   fuse_state.c    requests and credentials, replies, logging, page-cache versions
+ *   liblode         (lode/lode.h only)
  */
 #ifndef LODE_FUSE_H
 #define LODE_FUSE_H
@@ -106,36 +115,49 @@ struct lode_fuse {
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The mount of a request, with the caller's credentials (squashed if asked) set for the
- * liblode calls this thread makes next. */
+/* The mount of a request, with the caller's credentials (squashed if asked) set as this
+ * thread's override (lode_thread_creds_set) for the liblode calls it makes next. */
 struct lode_fuse *lf_req(fuse_req_t req);
-/* Raises the kernel's readahead for this mount (main.c); called once, after INIT. */
-void lf_set_readahead(struct lode_fuse *lf);
 /* Replies a negative errno from liblode, mapped for the application; never replies 0. */
 void lf_reply_err(fuse_req_t req, int rc);
 /* Notes that a server answered (for the "reachable again" log line). */
 void lf_ok(struct lode_fuse *lf);
 
 void lf_stat_to_attr(const struct lode_stat *st, struct stat *out);
-/* Attributes as this mount knows them: the MDS's, with the size of our own writer. */
-int lf_getattr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st);
-void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st);
 void lf_reply_entry(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st);
 void lf_fill_entry(struct lode_fuse *lf, const struct lode_stat *st, struct fuse_entry_param *e);
-
-/* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
-struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
-/* Hands buffered writes to liblode, so that reads, attributes and truncates see them.
- * Failures stay recorded for the next write, flush or fsync. */
-void lf_writer_drain(struct lf_writer *w);
-/* Drops a reference; the last one closes the liblode handle. Returns lode_close()'s
- * result when it closed, else 0. */
-int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w);
 
 /* Whether the kernel may keep the cached pages of ino, given its attributes now; records
  * them as what the cache holds from here on. */
 bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_t size);
 void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
+
+/* fuse_writer.c: the shared write handles and their write-behind */
+
+/* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
+struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
+/* The writer of ino, opened now (flags: the FUSE open's; O_TRUNC truncates) if this
+ * mount has none, with a reference taken. Returns 0 or -errno. */
+int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writer **out);
+/* Enters a handle that lode_ll_create() opened (a new file has no writer yet); the writer
+ * owns f from then on. Returns 0 or -ENOMEM (f is then still the caller's). */
+int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
+		    struct lf_writer **out);
+/* Hands buffered writes to liblode, so that reads, attributes and truncates see them.
+ * Failures stay recorded for the next write, flush or fsync. */
+void lf_writer_drain(struct lf_writer *w);
+/* Drains, and returns (and forgets) the first write-behind failure; free_buffer gives
+ * the buffers back (an idle open file keeps no 16 MiB). */
+int lf_writer_sync_err(struct lf_writer *w, bool free_buffer);
+/* A FUSE write: gathered for write-behind, or written through. Returns size or -errno. */
+ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint64_t pos,
+			bool write_through);
+/* Drops a reference; the last one closes the liblode handle. Returns lode_close()'s
+ * result when it closed, else 0. */
+int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w);
+/* Attributes as this mount knows them: the MDS's, with the size of our own writer. */
+int lf_getattr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st);
+void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st);
 
 /* fuse_entry.c */
 void lf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

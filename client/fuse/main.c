@@ -204,53 +204,6 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 		bad("no mount point given");
 }
 
-/*
- * FUSE caps the readahead at the kernel's default (128 KiB), and one sequential reader
- * then has too few 1 MiB requests in flight to keep liblode's striped reads busy. The
- * mount's bdi takes a larger value through sysfs (as root); its name is the device
- * number that /proc/self/mountinfo gives for our mount point.
- */
-void lf_set_readahead(struct lode_fuse *lf)
-{
-	unsigned maj = 0, min = 0;
-	char line[4096], path[96];
-	bool found = false;
-	FILE *mi, *ra;
-
-	if (!lf->o.read_ahead_kb || !lf->o.mount_abs)
-		return;
-	mi = fopen("/proc/self/mountinfo", "r");
-	if (!mi)
-		return;
-	while (fgets(line, sizeof(line), mi)) {
-		char mnt[4096], fstype[256];
-		unsigned a, b;
-
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ... */
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
-			continue;
-		if (strcmp(mnt, lf->o.mount_abs) || !strstr(line, " - fuse.lode ") ||
-		    sscanf(strstr(line, " - ") + 3, "%255s", fstype) != 1)
-			continue;
-		maj = a; /* the last match is the newest mount */
-		min = b;
-		found = true;
-	}
-	fclose(mi);
-	if (!found)
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
-	ra = fopen(path, "w");
-	if (ra) {
-		int bad_write = fprintf(ra, "%u\n", lf->o.read_ahead_kb) < 0;
-
-		if (!fclose(ra) && !bad_write)
-			return;
-	}
-	lf_log(LF_WARN, "cannot set %s (%s): sequential reads will be slower", path,
-	       strerror(errno));
-}
-
 static void lf_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -320,7 +273,7 @@ static int connect_cluster(struct lode_fuse *lf)
 	struct lode_client_opts co = {
 	    .size = sizeof(co),
 	    .timeout_ms = lf->o.timeout_s * 1000,
-	    .use_process_creds = 1, /* replaced per request by lode_set_creds() */
+	    .use_process_creds = 1, /* each request sets its caller's: lode_thread_creds_set() */
 	};
 
 	int rc = lode_connect(lf->o.mds, &co, &lf->c);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode: an open file's state behind the API. Making a handle from an OPEN or CREATE
+ * reply, committing size and mtime (close-to-open: a reader that opens after our commit
+ * sees everything we wrote), keeping the write lease, and reporting copies found failing
+ * to the MDS. The data path (read.c, write.c) and the API (file.c) build on it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "codec.h"
+
+int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
+			 struct lode_file **out)
+{
+	struct lode_file *f;
+
+	if (lode_layout_check(&rep->layout))
+		return -EPROTO;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->c = c;
+	f->ino = rep->attr.ino;
+	f->handle = rep->handle;
+	f->flags = flags;
+	f->layout = rep->layout;
+	f->attr = rep->attr;
+	f->lease_ms = rep->lease_ms;
+	f->size = rep->attr.size;
+	f->mtime_ns = rep->attr.mtime_ns;
+	f->lease_renewed_ms = lode_now_ms();
+	f->degraded = rep->degraded;
+	pthread_rwlock_init(&f->rw, NULL);
+	pthread_mutex_init(&f->lock, NULL);
+	*out = f;
+	return 0;
+}
+
+void lode_client_file_free(struct lode_file *f)
+{
+	pthread_rwlock_destroy(&f->rw);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+/* Sends COMMIT (or CLOSE) with the size and mtime this handle knows. */
+int lode_client_file_commit(struct lode_file *f, uint8_t op)
+{
+	struct lode_wire_commit_req req = {.ino = f->ino, .handle = f->handle};
+	struct lode_wire_attr attr;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty_meta) {
+		req.commit = 1;
+		req.size = f->size;
+		req.mtime_ns = f->mtime_ns;
+	}
+	pthread_mutex_unlock(&f->lock);
+	rc = lode_client_mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
+				  0, NULL);
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
+			f->dirty_meta = false;
+		f->lease_renewed_ms = lode_now_ms();
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+void lode_client_file_report(struct lode_file *f, unsigned idx, unsigned kind)
+{
+	uint64_t bit = 1ull << idx;
+
+	pthread_mutex_lock(&f->lock);
+	if (!((f->degraded | f->report_pending) & bit)) {
+		f->report_pending |= bit;
+		if (kind == LODE_REPORT_BAD_DATA)
+			f->report_bad_data |= bit;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+int lode_client_file_reports_flush(struct lode_file *f)
+{
+	uint64_t pending, bad;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	pending = f->report_pending;
+	bad = f->report_bad_data;
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned idx = 0; pending >> idx; idx++) {
+		struct lode_wire_report_req req = {.ino = f->ino,
+						   .generation = f->layout.generation};
+		int r;
+
+		if (!(pending & (1ull << idx)))
+			continue;
+		req.stripe = idx / f->layout.mirror_count;
+		req.target_id = f->layout.targets[idx];
+		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
+		r = lode_client_mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0,
+					 NULL, 0, NULL, 0, NULL);
+		if (r == -ENOENT || r == -ESTALE)
+			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
+		if (r == -EBUSY) {
+			/* the stripe's last good copy: it stays good (it has everything that was
+			 * acknowledged), and what failed on it cannot be acknowledged */
+			pthread_mutex_lock(&f->lock);
+			f->report_pending &= ~(1ull << idx);
+			f->report_bad_data &= ~(1ull << idx);
+			pthread_mutex_unlock(&f->lock);
+			if (!rc)
+				rc = -EIO;
+			continue;
+		}
+		if (r) {
+			if (!rc)
+				rc =
+				    -EIO; /* the failed copy is not on record: cannot acknowledge */
+			continue;
+		}
+		pthread_mutex_lock(&f->lock);
+		f->degraded |= 1ull << idx;
+		f->report_pending &= ~(1ull << idx);
+		f->report_bad_data &= ~(1ull << idx);
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+int lode_client_file_lease_renew_if_due(struct lode_file *f)
+{
+	bool due;
+
+	pthread_mutex_lock(&f->lock);
+	due = f->lease_ms && lode_now_ms() - f->lease_renewed_ms > f->lease_ms / 2;
+	pthread_mutex_unlock(&f->lock);
+	/* a commit renews the lease and publishes the size written so far */
+	return due ? lode_client_file_commit(f, LODE_OP_COMMIT) : 0;
+}

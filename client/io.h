@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode's data path, shared by its files: the in-flight window (window.c), object reads
+ * with failover (read.c), chained replication (replication.c), object writes, truncates
+ * and fsyncs (write.c), and a handle's read-ahead (readahead.c). Nothing here is public.
+ */
+#ifndef LODE_CLIENT_IO_H
+#define LODE_CLIENT_IO_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "stripe.h"
+
+#define CHUNK	 LODE_CHUNK_SIZE
+#define SUMS_MAX (LODE_DATA_MAX / LODE_CHUNK_SIZE + 2)
+
+static inline uint64_t round_down(uint64_t x, uint64_t a)
+{
+	return x - x % a;
+}
+
+static inline uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return round_down(x + a - 1, a);
+}
+
+/* A failure that says nothing about the copy's data (the server is gone or slow). */
+static inline bool lode_client_unreachable(int rc)
+{
+	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -EPIPE ||
+	       rc == -ESHUTDOWN || rc == -EHOSTUNREACH || rc == -ENXIO || rc == -ECONNABORTED;
+}
+
+/*
+ * A failure that says the copy is unusable, not that the request was wrong. A copy that
+ * cannot be reached (or whose disk failed) does not fail a write while another copy
+ * stored it: that copy is reported degraded to the MDS before the write is acknowledged,
+ * and readers skip it until a repair. A full disk or a checksum rejected in transit fails
+ * the write itself.
+ */
+static inline bool lode_client_copy_failure(int rc)
+{
+	return lode_client_unreachable(rc) || rc == -EIO;
+}
+
+/* ---- in-flight window (window.c) ---- */
+
+struct window {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight; /* protected by lock */
+	int error;	   /* protected by lock: first error */
+};
+
+void lode_client_window_init(struct window *w);
+void lode_client_window_destroy(struct window *w);
+/* Waits until fewer than max are in flight, then counts one more. Returns the first error
+ * so far (the caller stops submitting). */
+int lode_client_window_enter(struct window *w, unsigned max);
+/* One request left, with its result (0 or -errno). Any thread; never blocks for long. */
+void lode_client_window_leave(struct window *w, int err);
+/* Waits until nothing is in flight; returns the first error. */
+int lode_client_window_drain(struct window *w);
+
+/* ---- object reads (read.c) ---- */
+
+/* Starts reading [off, off + len) of the objects into buf (zeros where no data was
+ * written); every piece started is counted in w. Returns 0, or the error that stopped it
+ * from starting the rest (lode_client_window_drain(w) waits for what did start). */
+int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf, uint64_t len,
+				   uint64_t off);
+/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
+int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off);
+/* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
+ * object has no data. start is chunk aligned. */
+int lode_client_object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start, char *buf,
+				 uint64_t len);
+
+/* ---- chained requests (replication.c) ---- */
+
+/*
+ * One chained OBJ_WRITE or OBJ_FSYNC of one stripe: sent to the first copy of idx[] with
+ * the others as its chain (proto/wire_spec.h), answered with every copy's status. A copy
+ * the request did not reach (ECANCELED; or every copy, when the head refused or broke the
+ * connection) gets it again in a next round, as a shorter chain headed by the first of
+ * them: each round drops at least its head, so there are at most n rounds. A head that
+ * timed out may still forward the request late, so then every copy of the round counts as
+ * failed instead. Rounds after the first are sent from an I/O thread, which must not
+ * wait: every connection and address is resolved up front.
+ */
+struct chain {
+	struct lode_call call;
+	struct lode_file *f;
+	uint8_t op;
+	unsigned n;			  /* copies in this round */
+	unsigned idx[LODE_CHAIN_MAX + 1]; /* their layout indexes, head first */
+	struct lode_rpc_conn *conn[LODE_CHAIN_MAX + 1];
+	struct lode_wire_chain_hop hop[LODE_CHAIN_MAX + 1]; /* their ids and addresses */
+	const struct iovec *data;	  /* OBJ_WRITE: the bytes, valid until finish */
+	size_t fixed_len;		  /* body bytes before the chain */
+	uint64_t body[LODE_BODY_MAX / 8]; /* the request: fixed part, then the chain */
+	struct lode_wire_obj_chain_rep rep;
+	/* results: written by one completion at a time (a resubmission follows the last) */
+	unsigned good; /* copies that took it */
+	int err;       /* a failure that fails the operation itself */
+	int copy_err;  /* the last failure of one copy (recorded as degraded) */
+	void (*finish)(struct chain *ch);
+	void *arg;
+};
+
+/* Adds copy idx to the chain (caller thread: it may ask the MDS for the target list).
+ * Returns 0, or -errno when the copy cannot be reached at all. */
+int lode_client_chain_add(struct chain *ch, unsigned idx);
+/* Sends the chain's current round; finish runs when every round is done. */
+void lode_client_chain_submit(struct chain *ch);
+
+/* ---- object truncate and fsync (write.c), read-ahead (readahead.c) ---- */
+
+/* Truncates (or extends) every object of the file to what new_size means for it. */
+int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size);
+/* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy. */
+int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes);
+/* Waits for the handle's read-ahead and frees it (lode_close). */
+void lode_client_readahead_free(struct lode_file *f);
+
+#endif

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode: writes, truncates and fsyncs of a file's objects, on every copy. A range is cut
+ * into pieces as for reads (stripe.c); each piece goes to every live copy of its stripe,
+ * one request per copy (fan-out) or one chained request (replication.c), with up to
+ * max_inflight pieces in flight. The copies of one piece may complete on different I/O
+ * threads at once; the last to complete sums up their statuses. A copy that failed is
+ * recorded as degraded at the MDS before the write is acknowledged.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "io.h"
+
+struct write_piece {
+	struct chain *chain; /* owned: chain replication, instead of calls[] */
+	struct lode_call calls[LODE_LAYOUT_TARGETS_MAX];
+	struct lode_wire_obj_rep reps[LODE_LAYOUT_TARGETS_MAX];
+	unsigned idx[LODE_LAYOUT_TARGETS_MAX]; /* layout index of each call's copy */
+	struct lode_file *f;
+	struct window *w;
+	unsigned ncalls;
+	/* calls completed: they complete on several I/O threads at once, so each call keeps
+	 * its own status and the last one to complete sums them up */
+	_Atomic unsigned done;
+	unsigned good; /* copies that stored the piece (set when all are done) */
+	int err;       /* a failure that fails the write itself (set when all are done) */
+	int copy_err;  /* the last failure of one copy (set when all are done) */
+	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
+	struct iovec iov;
+	char *bounce; /* owned: the merged chunk data for a read-modify-write */
+};
+
+static void write_piece_end(struct write_piece *p)
+{
+	if (!p->err && !p->good)
+		p->err = p->copy_err ? p->copy_err : -EIO; /* no copy has it */
+	lode_client_window_leave(p->w, p->err);
+	free(p->chain);
+	free(p->bounce);
+	free(p->req);
+	free(p);
+}
+
+static void write_call_done(struct lode_call *call)
+{
+	struct write_piece *p = call->arg;
+	unsigned i = (unsigned)(call - p->calls);
+
+	if (lode_client_copy_failure(call->status)) {
+		lode_client_file_report(p->f, p->idx[i], LODE_REPORT_WRITE_FAILED);
+		if (lode_client_unreachable(call->status))
+			lode_client_target_suspect(p->f->c, p->f->layout.targets[p->idx[i]]);
+	}
+	/* acq_rel: the last call sees every other call's status */
+	if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 < p->ncalls)
+		return;
+	for (unsigned k = 0; k < p->ncalls; k++) {
+		int st = p->calls[k].status;
+
+		if (!st)
+			p->good++;
+		else if (lode_client_copy_failure(st))
+			p->copy_err = st;
+		else if (!p->err)
+			p->err = st == -EBADMSG ? -EIO : st;
+	}
+	write_piece_end(p);
+}
+
+static void write_chain_finish(struct chain *ch)
+{
+	struct write_piece *p = ch->arg;
+
+	p->good = ch->good;
+	p->err = ch->err;
+	p->copy_err = ch->copy_err;
+	write_piece_end(p);
+}
+
+/* Sends a prepared piece (its live copies in idx[]) as one chained request. */
+static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
+{
+	struct lode_file *f = p->f;
+	size_t fixed = sizeof(*p->req) + nchunks * sizeof(uint64_t);
+	struct chain *ch;
+	int rc;
+
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	p->chain = ch;
+	ch->f = f;
+	ch->op = LODE_OP_OBJ_WRITE;
+	ch->data = &p->iov;
+	ch->finish = write_chain_finish;
+	ch->arg = p;
+	for (unsigned m = 0; m < p->ncalls; m++) {
+		if (lode_client_chain_add(ch, p->idx[m]))
+			lode_client_file_report(f, p->idx[m], LODE_REPORT_WRITE_FAILED);
+	}
+	if (!ch->n) {
+		rc = -EIO; /* every copy of this stripe is gone */
+		goto err_free;
+	}
+	p->req->flags |= LODE_OBJ_F_CHAIN;
+	memcpy(ch->body, p->req, fixed);
+	ch->fixed_len = fixed;
+	rc = lode_client_window_enter(p->w, f->c->max_inflight);
+	if (rc)
+		goto err_free;
+	/* p may be freed by the completion: nothing reads it after this */
+	lode_client_chain_submit(ch);
+	return 0;
+
+err_free:
+	free(p->chain);
+	free(p->bounce);
+	free(p->req);
+	free(p);
+	return rc;
+}
+
+/*
+ * Writes [obj_off, obj_off + n) of one stripe object from src, to every copy. The request
+ * must start on a chunk boundary and end on one unless it ends at or past the object's
+ * end (obj_size, as this writer knows it): a piece that does not is widened to whole
+ * chunks, and the bytes it does not change are read back first (verified) and merged.
+ * The caller holds f->rw exclusively when a piece needs that.
+ */
+static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, uint64_t obj_off,
+		       const char *src, uint64_t n, uint64_t obj_size)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t start = round_down(obj_off, CHUNK), end = obj_off + n, len, nchunks;
+	struct write_piece *p;
+	const char *data = src;
+	uint64_t *sums;
+	int rc;
+
+	if (end < obj_size && end % CHUNK) {
+		end = round_up(end, CHUNK);
+		if (end > obj_size)
+			end = obj_size;
+	}
+	len = end - start;
+	nchunks = (len + CHUNK - 1) / CHUNK;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->req = malloc(sizeof(*p->req) + nchunks * sizeof(uint64_t));
+	if (!p->req) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	if (start != obj_off || end != obj_off + n) {
+		p->bounce = malloc(len);
+		if (!p->bounce) {
+			rc = -ENOMEM;
+			goto err_free;
+		}
+		rc = lode_client_object_read_sync(f, stripe, start, p->bounce, len);
+		if (rc)
+			goto err_free;
+		memcpy(p->bounce + (obj_off - start), src, n);
+		data = p->bounce;
+	}
+	memset(p->req, 0, sizeof(*p->req));
+	p->req->obj.ino = f->ino;
+	p->req->obj.generation = l->generation;
+	p->req->obj.stripe = stripe;
+	p->req->offset = start;
+	p->req->nchunks = (uint32_t)nchunks;
+	sums = (uint64_t *)(p->req + 1);
+	for (uint64_t i = 0; i < nchunks; i++) {
+		uint64_t off = i * CHUNK;
+
+		sums[i] = lode_chunk_sum(data + off, len - off < CHUNK ? len - off : CHUNK);
+	}
+	p->iov.iov_base = (void *)data;
+	p->iov.iov_len = len;
+	p->w = w;
+	p->f = f;
+	p->ncalls = 0;
+	{
+		uint64_t degraded;
+
+		pthread_mutex_lock(&f->lock);
+		degraded = f->degraded | f->report_pending;
+		pthread_mutex_unlock(&f->lock);
+		for (unsigned m = 0; m < l->mirror_count; m++) {
+			unsigned idx = stripe * l->mirror_count + m;
+			struct lode_call *call = &p->calls[p->ncalls];
+
+			if (degraded & (1ull << idx))
+				continue; /* a repair will refill it from a good copy */
+			if (!lode_client_target_is_up(f->c, l->targets[idx])) {
+				/* known down: skip the wait, the copy is degraded from here on */
+				lode_client_file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
+			rc = lode_client_target_conn(f->c, l->targets[idx], &call->conn_);
+			if (rc) {
+				lode_client_file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
+			p->idx[p->ncalls++] = idx;
+		}
+	}
+	if (!p->ncalls) {
+		rc = -EIO; /* every copy of this stripe is gone: nothing can hold the data */
+		goto err_free;
+	}
+	if (p->ncalls > 1 && p->ncalls <= LODE_CHAIN_MAX + 1 &&
+	    lode_replication(f->c) == LODE_REPLICATION_CHAIN)
+		return write_piece_chain(p, nchunks);
+	rc = lode_client_window_enter(w, f->c->max_inflight);
+	if (rc)
+		goto err_free;
+	/* p may be freed by the completion of its last call: nothing reads it after that */
+	for (unsigned m = 0, ncalls = p->ncalls; m < ncalls; m++) {
+		struct lode_call *call = &p->calls[m];
+		struct lode_rpc_conn *conn = call->conn_;
+
+		call->opcode = LODE_OP_OBJ_WRITE;
+		call->body = p->req;
+		call->body_len = (uint32_t)(sizeof(*p->req) + nchunks * sizeof(uint64_t));
+		call->data = &p->iov;
+		call->data_iovcnt = 1;
+		call->reply_body = &p->reps[m];
+		call->reply_body_max = sizeof(p->reps[m]);
+		call->done = write_call_done;
+		call->arg = p;
+		lode_rpc_submit(conn, call);
+	}
+	return 0;
+
+err_free:
+	free(p->bounce);
+	free(p->req);
+	free(p);
+	return rc;
+}
+
+/* Does [off, off + len) need a read-modify-write somewhere? Only its two ends can. */
+static bool needs_rmw(const struct lode_wire_layout *l, uint64_t off, uint64_t len)
+{
+	/* stripe units are chunk multiples, so file and object offsets share alignment */
+	(void)l;
+	return off % CHUNK || (off + len) % CHUNK;
+}
+
+ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t size, pos = 0, stripes = 0;
+	bool exclusive;
+	struct window w;
+	int rc = 0, rc2;
+
+	if ((f->flags & 3) == 0 /* O_RDONLY */)
+		return -EBADF;
+	if (len == 0)
+		return 0;
+	if (len > (size_t)SSIZE_MAX || off > (uint64_t)INT64_MAX - len)
+		return -EFBIG;
+	lode_client_targets_maybe_refresh(f->c);
+	lode_client_write_gen_bump(f->c); /* read-ahead fetched from now on may miss this write */
+	exclusive = needs_rmw(l, off, len);
+	if (exclusive)
+		pthread_rwlock_wrlock(&f->rw);
+	else
+		pthread_rwlock_rdlock(&f->rw);
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	lode_client_window_init(&w);
+	while (pos < len) {
+		uint64_t obj_off, n;
+		unsigned stripe;
+
+		n = lode_client_stripe_piece(l, off, pos, len, &stripe, &obj_off);
+		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n,
+				 lode_client_object_size(l, size, stripe));
+		if (rc)
+			break;
+		stripes |= 1ull << (stripe % 64);
+		pos += n;
+	}
+	rc2 = lode_client_window_drain(&w);
+	if (!rc)
+		rc = rc2;
+	lode_client_window_destroy(&w);
+	/* copies that missed this write are recorded as degraded before we acknowledge it */
+	rc2 = lode_client_file_reports_flush(f);
+	if (!rc)
+		rc = rc2;
+	if (!rc) {
+		pthread_mutex_lock(&f->lock);
+		if (off + len > f->size)
+			f->size = off + len;
+		f->mtime_ns = lode_now_ns();
+		f->dirty_meta = true;
+		f->dirty_stripes |= stripes;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_rwlock_unlock(&f->rw);
+	lode_client_write_gen_bump(f->c); /* and read-ahead started during it may too */
+	if (!rc)
+		rc = lode_client_file_lease_renew_if_due(f);
+	return rc ? rc : (ssize_t)len;
+}
+
+/* ---- truncate and fsync: one request per object copy (or one chain per stripe) ---- */
+
+struct obj_op {
+	struct lode_call call;
+	struct window *w;
+	struct lode_file *f;
+	unsigned idx; /* layout index of the copy */
+	union {
+		struct lode_wire_obj_truncate_req trunc;
+		struct lode_wire_objid id;
+	} req;
+	struct lode_wire_obj_rep rep;
+};
+
+static void obj_op_done(struct lode_call *call)
+{
+	struct obj_op *o = lode_container_of(call, struct obj_op, call);
+	int rc = call->status;
+
+	/* a copy that cannot take it is degraded, as for writes; the stripe check follows */
+	if (rc && lode_client_copy_failure(rc)) {
+		lode_client_file_report(o->f, o->idx, LODE_REPORT_WRITE_FAILED);
+		rc = 0;
+	}
+	lode_client_window_leave(o->w, rc);
+	free(o);
+}
+
+static void fsync_chain_finish(struct chain *ch)
+{
+	/* copies that failed are reported; objects_each checks that each stripe kept one */
+	lode_client_window_leave(ch->arg, ch->err);
+	free(ch);
+}
+
+/* One chained OBJ_FSYNC for the live copies of stripe s. */
+static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64_t degraded)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	struct lode_wire_objid id = {.ino = f->ino, .generation = l->generation, .stripe = s};
+	struct chain *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return -ENOMEM;
+	ch->f = f;
+	ch->op = LODE_OP_OBJ_FSYNC;
+	ch->finish = fsync_chain_finish;
+	ch->arg = w;
+	for (unsigned m = 0; m < l->mirror_count; m++) {
+		unsigned idx = s * l->mirror_count + m;
+
+		if (degraded & (1ull << idx))
+			continue;
+		if (lode_client_chain_add(ch, idx))
+			lode_client_file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+	}
+	if (!ch->n) {
+		free(ch); /* no copy left: the stripe check fails it */
+		return 0;
+	}
+	memcpy(ch->body, &id, sizeof(id));
+	ch->fixed_len = sizeof(id);
+	lode_client_window_enter(w, UINT32_MAX);
+	lode_client_chain_submit(ch);
+	return 0;
+}
+
+static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t degraded;
+	struct window w;
+	bool chained;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded | f->report_pending;
+	pthread_mutex_unlock(&f->lock);
+	chained = op == LODE_OP_OBJ_FSYNC && l->mirror_count > 1 &&
+		  l->mirror_count <= LODE_CHAIN_MAX + 1 &&
+		  lode_replication(f->c) == LODE_REPLICATION_CHAIN;
+	lode_client_window_init(&w);
+	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
+		if (!(stripes & (1ull << (s % 64))))
+			continue;
+		if (chained) {
+			rc = fsync_chain(f, &w, s, degraded);
+			continue;
+		}
+		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
+			unsigned idx = s * l->mirror_count + m;
+			struct lode_rpc_conn *conn;
+			struct obj_op *o;
+
+			if (degraded & (1ull << idx))
+				continue;
+			if (lode_client_target_conn(f->c, l->targets[idx], &conn)) {
+				lode_client_file_report(f, idx, LODE_REPORT_WRITE_FAILED);
+				continue;
+			}
+			o = calloc(1, sizeof(*o));
+			if (!o) {
+				rc = -ENOMEM;
+				break;
+			}
+			o->w = &w;
+			o->f = f;
+			o->idx = idx;
+			o->req.id.ino = f->ino;
+			o->req.id.generation = l->generation;
+			o->req.id.stripe = s;
+			if (op == LODE_OP_OBJ_TRUNCATE) {
+				o->req.trunc.size = lode_client_object_size(l, new_size, s);
+				o->call.body_len = sizeof(o->req.trunc);
+			} else {
+				o->call.body_len = sizeof(o->req.id);
+			}
+			o->call.opcode = op;
+			o->call.body = &o->req;
+			o->call.reply_body = &o->rep;
+			o->call.reply_body_max = sizeof(o->rep);
+			o->call.done = obj_op_done;
+			lode_client_window_enter(&w, UINT32_MAX);
+			lode_rpc_submit(conn, &o->call);
+		}
+	}
+	{
+		int rc2 = lode_client_window_drain(&w);
+
+		if (!rc)
+			rc = rc2;
+	}
+	lode_client_window_destroy(&w);
+	if (!rc)
+		rc = lode_client_file_reports_flush(f);
+	/* every stripe touched must still have a copy that took the operation */
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded;
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
+		uint64_t all = (l->mirror_count >= 64 ? ~0ull : (1ull << l->mirror_count) - 1)
+			       << (s * l->mirror_count);
+
+		if ((stripes & (1ull << (s % 64))) && (degraded & all) == all)
+			rc = -EIO;
+	}
+	return rc;
+}
+
+int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size)
+{
+	int rc;
+
+	lode_client_write_gen_bump(f->c); /* as for a write */
+	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size);
+	lode_client_write_gen_bump(f->c);
+	return rc;
+}
+
+int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes)
+{
+	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0);
+}
