@@ -84,7 +84,7 @@ int lode_client_object_read_sync(struct lode_file *f, unsigned stripe, uint64_t 
 
 /*
  * One chained OBJ_WRITE or OBJ_FSYNC of one stripe: sent to the first copy of idx[] with
- * the others as its chain (proto/wire_spec.h), answered with every copy's status. A copy
+ * the others as its chain (proto/wire/wire_spec.h), answered with every copy's status. A copy
  * the request did not reach (ECANCELED; or every copy, when the head refused or broke the
  * connection) gets it again in a next round, as a shorter chain headed by the first of
  * them: each round drops at least its head, so there are at most n rounds. A head that

@@ -392,7 +392,7 @@ test_a_client_pipelining_without_reading_is_held_back_and_others_are_served(void
 /*
  * Once the pipelining client reads, the server must deliver every reply exactly once, in
  * order (the echo handler answers synchronously, so replies follow requests). It does
- * not: see the report on proto/transport_tcp.c send_done() re-entering send_kick().
+ * not: see the report on proto/net/transport_tcp.c send_done() re-entering send_kick().
  */
 static void test_a_client_that_pipelines_10000_requests_gets_every_reply_in_order(void **state)
 {
