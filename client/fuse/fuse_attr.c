@@ -86,10 +86,8 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct lode_stat st;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = do_truncate(lf, ino, (uint64_t)attr->st_size, fi);
 		if (rc)

@@ -52,10 +52,8 @@ void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct lode_stat st;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_mkdir(lf->c, parent, name, mode & 07777, &st);
 	if (rc) {
 		lf_reply_err(req, rc);
@@ -73,10 +71,8 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 	int rc;
 
 	(void)rdev;
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	if (!S_ISREG(mode)) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -101,15 +97,10 @@ void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct lode_fuse *lf = lf_req(req);
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_unlink(lf->c, parent, name);
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -117,15 +108,10 @@ void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct lode_fuse *lf = lf_req(req);
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_rmdir(lf->c, parent, name);
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -135,10 +121,8 @@ void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	unsigned lflags = 0;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: no overlay support */
 		return;
@@ -148,10 +132,7 @@ void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (flags & RENAME_EXCHANGE)
 		lflags |= LODE_RENAME_EXCHANGE_FLAG;
 	rc = lode_ll_rename(lf->c, parent, name, newparent, newname, lflags);
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -160,10 +141,8 @@ void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	struct lode_stat st;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_link(lf->c, ino, newparent, newname, &st);
 	if (rc) {
 		lf_reply_err(req, rc);
@@ -179,10 +158,8 @@ void lf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char 
 	struct lode_stat st;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_symlink(lf->c, link, parent, name, &st);
 	if (rc) {
 		lf_reply_err(req, rc);

@@ -151,10 +151,8 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct lf_handle *h;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
@@ -313,10 +311,7 @@ void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (!rc)
 			rc = lode_flush(w->f);
 	}
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -332,10 +327,7 @@ void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 		if (!rc)
 			rc = lode_fsync(w->f);
 	}
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 void lf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

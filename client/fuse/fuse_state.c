@@ -127,6 +127,22 @@ void lf_ok(struct lode_fuse *lf)
 		lf_log(LF_INFO, "cluster reachable again");
 }
 
+bool lf_refuse_ro(fuse_req_t req, const struct lode_fuse *lf)
+{
+	if (!lf->o.ro)
+		return false;
+	fuse_reply_err(req, EROFS);
+	return true;
+}
+
+void lf_reply_status(fuse_req_t req, int rc)
+{
+	if (rc)
+		lf_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
 void lf_reply_err(fuse_req_t req, int rc)
 {
 	struct lode_fuse *lf = fuse_req_userdata(req);

@@ -24,10 +24,8 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 	unsigned lflags = 0;
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	if (!strcmp(name, CAPABILITY_XATTR)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -37,10 +35,7 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 	if (flags & XATTR_REPLACE)
 		lflags |= LODE_XATTR_REPLACE_FLAG;
 	rc = lode_ll_setxattr(lf->c, ino, name, value, size, lflags);
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }
 
 /* getxattr and listxattr: the same two-step protocol. */
@@ -103,13 +98,8 @@ void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct lode_fuse *lf = lf_req(req);
 	int rc;
 
-	if (lf->o.ro) {
-		fuse_reply_err(req, EROFS);
+	if (lf_refuse_ro(req, lf))
 		return;
-	}
 	rc = lode_ll_removexattr(lf->c, ino, name);
-	if (rc)
-		lf_reply_err(req, rc);
-	else
-		fuse_reply_err(req, 0);
+	lf_reply_status(req, rc);
 }

@@ -120,6 +120,10 @@ void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(pri
 struct lode_fuse *lf_req(fuse_req_t req);
 /* Replies a negative errno from liblode, mapped for the application; never replies 0. */
 void lf_reply_err(fuse_req_t req, int rc);
+/* Replies the status of a call with nothing to return: success for 0, else lf_reply_err. */
+void lf_reply_status(fuse_req_t req, int rc);
+/* On a read-only mount (-o ro), answers a mutation EROFS and returns true. */
+bool lf_refuse_ro(fuse_req_t req, const struct lode_fuse *lf);
 /* Notes that a server answered (for the "reachable again" log line). */
 void lf_ok(struct lode_fuse *lf);
 
