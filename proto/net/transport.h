@@ -118,6 +118,11 @@ struct lode_transport_ops {
 extern const struct lode_transport_ops lode_transport_tcp;
 extern const struct lode_transport_ops lode_transport_rdma; /* if built (LODE_HAVE_RDMA) */
 
+/* For a transport's send(): fills the header's lengths and keeps a copy of the body (inline
+ * or on the heap, in body_heap_, which the transport frees once the frame is sent or
+ * failed), pointing s->body at it: the caller's body need not outlive the call. */
+void lode_send_prepare(struct lode_send *s);
+
 /* The implementation for an address's scheme, or NULL if it is not built in. */
 const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr);
 

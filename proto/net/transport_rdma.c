@@ -795,29 +795,10 @@ static void sq_kick(struct lode_tconn *c)
 
 static void rt_send(struct lode_tconn *c, struct lode_send *s)
 {
-	uint64_t dlen = 0;
-
-	for (int i = 0; i < s->data_iovcnt; i++)
-		dlen += s->data[i].iov_len;
-	dlen += s->file_len;
-	s->hdr.body_len = s->body_len;
-	s->hdr.data_len = dlen;
-	s->next_ = NULL;
-	s->body_heap_ = NULL;
+	lode_send_prepare(s);
 	if (c->closing) {
 		fail_send(c, s);
 		return;
-	}
-	/* the body is encoded when the frame leaves the queue: keep a copy until then */
-	if (s->body_len > sizeof(s->body_copy_)) {
-		s->body_heap_ = malloc(s->body_len);
-		if (!s->body_heap_)
-			abort();
-		memcpy(s->body_heap_, s->body, s->body_len);
-		s->body = s->body_heap_;
-	} else if (s->body_len) {
-		memcpy(s->body_copy_, s->body, s->body_len);
-		s->body = s->body_copy_;
 	}
 	if (c->sq_tail)
 		c->sq_tail->next_ = s;

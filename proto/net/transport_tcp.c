@@ -470,7 +470,7 @@ static void send_kick(struct lode_tconn *c)
 		return;
 	}
 	for (struct lode_send *s = c->sq_head; s && n < SEND_IOV_MAX - 2; s = s->next_) {
-		const void *body = s->body_heap_ ? s->body_heap_ : s->body_copy_;
+		const void *body = s->body;
 
 		n = iov_add(c->siov, n, &s->hdr, sizeof(s->hdr), &skip);
 		if (s->body_len)
@@ -494,23 +494,7 @@ static void send_kick(struct lode_tconn *c)
 
 static void tcp_send(struct lode_tconn *c, struct lode_send *s)
 {
-	uint64_t dlen = 0;
-
-	for (int i = 0; i < s->data_iovcnt; i++)
-		dlen += s->data[i].iov_len;
-	dlen += s->file_len;
-	s->hdr.body_len = s->body_len;
-	s->hdr.data_len = dlen;
-	s->next_ = NULL;
-	s->body_heap_ = NULL;
-	if (s->body_len > sizeof(s->body_copy_)) {
-		s->body_heap_ = malloc(s->body_len);
-		if (!s->body_heap_)
-			abort();
-		memcpy(s->body_heap_, s->body, s->body_len);
-	} else if (s->body_len) {
-		memcpy(s->body_copy_, s->body, s->body_len);
-	}
+	lode_send_prepare(s);
 	if (c->closing) {
 		free(s->body_heap_);
 		s->body_heap_ = NULL;
@@ -726,14 +710,3 @@ const struct lode_transport_ops lode_transport_tcp = {
     .close_cookie = tcp_close_cookie,
     .cookie_peer = tcp_cookie_peer,
 };
-
-const struct lode_transport_ops *lode_transport_for(const struct lode_addr *addr)
-{
-	if (addr->scheme == LODE_SCHEME_TCP)
-		return &lode_transport_tcp;
-#if LODE_HAVE_RDMA
-	if (addr->scheme == LODE_SCHEME_RDMA)
-		return &lode_transport_rdma;
-#endif
-	return NULL;
-}
