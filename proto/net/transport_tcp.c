@@ -53,7 +53,7 @@ struct lode_tconn {
 	enum rstate rstate;
 	struct lode_wire_hdr hdr;
 	char *body_dst;
-	uint32_t body_got;
+	uint64_t body_got;
 	char *data_dst;
 	uint64_t data_got;
 
@@ -188,6 +188,25 @@ static void tcp_close(struct lode_tconn *c, int err)
 
 /* ---- receive ---- */
 
+/* Moves what the buffer holds of one part of the frame (body or data) to dst (NULL: drop
+ * it). Returns true once the part is complete, else arms the next recv. */
+static bool take_part(struct lode_tconn *c, char *dst, uint64_t *got, uint64_t want, size_t avail)
+{
+	uint64_t take = want - *got;
+
+	if (take > avail)
+		take = avail;
+	if (dst)
+		memcpy(dst + *got, c->rbuf + c->rstart, take);
+	c->rstart += take;
+	*got += take;
+	if (*got < want) {
+		recv_arm(c);
+		return false;
+	}
+	return true;
+}
+
 /* Parses as much as the buffer holds; arms the next recv. */
 static void process(struct lode_tconn *c)
 {
@@ -223,39 +242,17 @@ static void process(struct lode_tconn *c)
 			c->rstate = R_BODY;
 			break;
 		}
-		case R_BODY: {
-			size_t take = c->hdr.body_len - c->body_got;
-
-			if (take > avail)
-				take = avail;
-			if (c->body_dst)
-				memcpy(c->body_dst + c->body_got, c->rbuf + c->rstart, take);
-			c->rstart += take;
-			c->body_got += (uint32_t)take;
-			if (c->body_got < c->hdr.body_len) {
-				recv_arm(c);
+		case R_BODY:
+			if (!take_part(c, c->body_dst, &c->body_got, c->hdr.body_len, avail))
 				return;
-			}
 			c->rstate = R_DATA;
 			break;
-		}
-		case R_DATA: {
-			uint64_t take = c->hdr.data_len - c->data_got;
-
-			if (take > avail)
-				take = avail;
-			if (c->data_dst)
-				memcpy(c->data_dst + c->data_got, c->rbuf + c->rstart, take);
-			c->rstart += take;
-			c->data_got += take;
-			if (c->data_got < c->hdr.data_len) {
-				recv_arm(c);
+		case R_DATA:
+			if (!take_part(c, c->data_dst, &c->data_got, c->hdr.data_len, avail))
 				return;
-			}
 			c->rstate = R_HDR;
 			c->cbs->on_frame(c, &c->hdr);
 			break;
-		}
 		}
 	}
 }
