@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +110,7 @@ static int cmd_put(struct lode_client *c, int argc, char **argv)
 	int have_layout = 0, fd, rc;
 	uint64_t v, off = 0;
 	struct lode_file *f;
-	double t0;
+	double t0 = 0;
 	char *buf;
 
 	if (argc < 3) {
@@ -205,9 +207,11 @@ static int cmd_put(struct lode_client *c, int argc, char **argv)
 static int cmd_get(struct lode_client *c, int argc, char **argv)
 {
 	struct lode_file *f;
+	char tmp[PATH_MAX + 32];
 	uint64_t off = 0;
+	bool to_file;
 	int fd, rc = 0;
-	double t0;
+	double t0 = 0;
 	char *buf;
 
 	if (argc != 3) {
@@ -217,16 +221,20 @@ static int cmd_get(struct lode_client *c, int argc, char **argv)
 	rc = lode_open(c, argv[1], O_RDONLY, 0, &f);
 	if (rc)
 		return fail("open", argv[1], rc);
-	fd = strcmp(argv[2], "-") ? open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644)
-				  : STDOUT_FILENO;
+	/* into a temporary name beside LOCAL, renamed over it once complete: a failed get
+	 * leaves no partial file behind, and an existing LOCAL as it was */
+	to_file = strcmp(argv[2], "-") != 0;
+	if (to_file)
+		snprintf(tmp, sizeof(tmp), "%s.lodectl-get.%d", argv[2], (int)getpid());
+	fd = to_file ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : STDOUT_FILENO;
 	if (fd < 0) {
 		lode_close(f);
 		return fail("create", argv[2], -errno);
 	}
 	buf = aligned_alloc(4096, COPY_BUF);
 	if (!buf) {
-		lode_close(f);
-		return fail("get", "", -ENOMEM);
+		rc = fail("get", "", -ENOMEM);
+		goto out;
 	}
 	t0 = now_s();
 	for (;;) {
@@ -252,11 +260,17 @@ static int cmd_get(struct lode_client *c, int argc, char **argv)
 		off += (uint64_t)n;
 	}
 out:
+	free(buf);
+	if (to_file) {
+		if (close(fd) && !rc)
+			rc = fail("close", argv[2], -errno);
+		if (!rc && rename(tmp, argv[2]))
+			rc = fail("rename", argv[2], -errno);
+		if (rc)
+			unlink(tmp);
+	}
 	if (!rc)
 		print_rate("get", off, now_s() - t0);
-	free(buf);
-	if (fd != STDOUT_FILENO && close(fd) && !rc)
-		rc = fail("close", argv[2], -errno);
 	lode_close(f);
 	return rc ? 1 : 0;
 }
@@ -282,24 +296,41 @@ struct ls_ctx {
 	int long_format;
 };
 
+/* A name as a terminal may show it: control bytes, DEL and backslash as \xNN (a file name
+ * may hold any byte but '/' and NUL, and some would move the cursor or retitle the window). */
+static const char *shown_name(const char *name, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p && o + 5 < size; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", *p);
+		else
+			buf[o++] = (char)*p;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static int ls_entry(void *arg, const char *name, uint64_t ino, uint32_t mode)
 {
 	struct ls_ctx *ls = arg;
-	char path[8192], ms[11];
+	char path[8192], ms[11], shown[4 * 255 + 8];
 	struct lode_stat st;
 
 	(void)ino;
 	if (!ls->long_format) {
-		printf("%s%s\n", name, S_ISDIR(mode) ? "/" : "");
+		printf("%s%s\n", shown_name(name, shown, sizeof(shown)), S_ISDIR(mode) ? "/" : "");
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s/%s", strcmp(ls->dir, "/") ? ls->dir : "", name);
 	if (lode_lstat(ls->c, path, &st)) {
-		printf("?????????? %s\n", name);
+		printf("?????????? %s\n", shown_name(name, shown, sizeof(shown)));
 		return 0;
 	}
 	mode_string(st.mode, ms);
-	printf("%s %3u %5u %5u %14" PRIu64 " %s\n", ms, st.nlink, st.uid, st.gid, st.size, name);
+	printf("%s %3u %5u %5u %14" PRIu64 " %s\n", ms, st.nlink, st.uid, st.gid, st.size,
+	       shown_name(name, shown, sizeof(shown)));
 	return 0;
 }
 
