@@ -230,11 +230,12 @@ static void op_advance(struct obj_op *op, int res)
 		op_finish(op, 0);
 		return;
 	case ST_READ_DATA: {
-		uint32_t n;
+		/* the checksums of the whole range asked for, not only of the data found: a
+		 * chunk past the data's end that has one was written, and is missing */
+		uint32_t n = (uint32_t)((op->len + CHUNK - 1) / CHUNK);
 
 		op->res.data_len = op->xdone; /* shorter if the object shrank meanwhile */
-		n = (uint32_t)((op->res.data_len + CHUNK - 1) / CHUNK);
-		op->res.nchunks = n;
+		op->res.nchunks = (uint32_t)((op->res.data_len + CHUNK - 1) / CHUNK);
 		op->res.sums = calloc(n ? n : 1, 8);
 		if (!op->res.sums) {
 			op_finish(op, -ENOMEM);
@@ -244,13 +245,23 @@ static void op_advance(struct obj_op *op, int res)
 			   op->off / CHUNK * 8, false);
 		return;
 	}
-	case ST_READ_SUMS:
-		/* Entries past the .sum file's end stayed zero: holes, like zero entries. */
+	case ST_READ_SUMS: {
+		uint32_t n = (uint32_t)((op->len + CHUNK - 1) / CHUNK);
+
+		/* Never a wrong byte: data the checksums say was written, but that the file
+		 * does not hold (deleted or cut short on disk), is an error the reader fails
+		 * over on, not zeros. Entries past the .sum file's end stayed zero: holes. */
+		for (uint32_t i = op->res.nchunks; i < n; i++)
+			if (op->res.sums[i]) {
+				op_finish(op, -EBADMSG);
+				return;
+			}
 		for (uint32_t i = 0; i < op->res.nchunks; i++)
 			if (!op->res.sums[i])
 				op->res.sums[i] = st->zero_sum;
 		op_finish(op, 0);
 		return;
+	}
 	case ST_TRUNC_READ_CHUNK:
 		op->chunk_len = op->xdone;
 		op->sum = 0;
@@ -353,6 +364,31 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 }
 
 /* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */
+/* Whether the .sum file of an object whose data file is gone says some chunk of [off, off +
+ * len) was written. A rare path (a missing object), so plain syscalls. */
+static bool sums_outlived_data(struct lode_objstore *st, const struct lode_wire_objid *id,
+			       uint64_t off, size_t len)
+{
+	uint64_t sums[LODE_DATA_MAX / CHUNK] = {0};
+	size_t n = (len + CHUNK - 1) / CHUNK;
+	char sname[OBJ_NAME_BUF];
+	ssize_t got;
+	int fd;
+
+	if (n > sizeof(sums) / sizeof(sums[0]))
+		n = sizeof(sums) / sizeof(sums[0]);
+	objstore_name(id, sname, true);
+	fd = openat(objstore_dirfd(st, id), sname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	got = pread(fd, sums, n * 8, (off_t)(off / CHUNK * 8));
+	close(fd);
+	for (ssize_t i = 0; i < got / 8; i++)
+		if (sums[i])
+			return true;
+	return false;
+}
+
 static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
 		       size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
 {
@@ -372,10 +408,13 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 	}
 	op->off = off;
 	op->zero_copy = zero_copy;
+	op->len = len;
 	err = objstore_fds_get(io, id, false, &op->fds, &sb);
 	if (err == -ENOENT) {
 		op->fds = NULL;
-		op_finish(op, 0); /* a missing object reads as empty */
+		/* an object never written reads as empty; one whose checksums outlived its data
+		 * file lost that data */
+		op_finish(op, sums_outlived_data(io->st, id, off, len) ? -EBADMSG : 0);
 		return;
 	}
 	if (err) {

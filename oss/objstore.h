@@ -95,9 +95,10 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 			 unsigned flags, lode_obj_done_fn done, void *arg);
 
 /* Reads up to len bytes at off (chunk aligned): res->data holds the bytes that exist (short
- * at the object's end; a missing object reads as empty) and res->sums the stored checksums
- * of the chunks they cover, with holes as the zero-chunk checksum. Nothing is verified
- * here: the reader does that. */
+ * at the object's end; an object never written reads as empty) and res->sums the stored
+ * checksums of the chunks they cover, with holes as the zero-chunk checksum. Nothing is
+ * verified here: the reader does that. -EBADMSG when a chunk of the range has a checksum
+ * but no data (the data file was deleted or cut short): lost data never reads as zeros. */
 void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
 			size_t len, lode_obj_done_fn done, void *arg);
 

@@ -544,7 +544,9 @@ _Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
 
 /* OBJ_READ: offset chunk aligned, length <= LODE_DATA_MAX. Reply body: lode_wire_obj_read_rep
  * + nchunks u64 checksums; data: the bytes that exist (data_len <= length; shorter at the
- * object's end; a missing object reads as empty). Checksums cover whole padded chunks. */
+ * object's end; an object never written reads as empty). Checksums cover whole padded
+ * chunks. EBADMSG when the object's checksums say a chunk of the range was written that its
+ * data file does not hold (deleted or cut short on disk): never zeros for lost data. */
 struct lode_wire_obj_read_req {
 	struct lode_wire_objid obj;
 	uint64_t offset;
