@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * MDS link: a plain thread making synchronous calls through its own lode_rpc. Nothing on
- * the data path waits for it; the workers only read the target and cluster ids it sets.
+ * MDS link: two plain threads making synchronous calls, each through its own lode_rpc.
+ * Nothing on the data path waits for them; the workers only read the target and cluster
+ * ids the link sets.
+ *
+ * - The link thread registers and heartbeats, once a second. It does nothing else, so a
+ *   heartbeat never waits behind bulk work: the MDS takes a target it has not heard from
+ *   for a while for a dead one.
+ * - The reclaim thread removes the objects of deleted files (orphans) the MDS lists for
+ *   this target, a page at a time. Removing tens of thousands of objects on a busy disk
+ *   takes minutes; on the link thread, that stopped the heartbeats and made every target
+ *   look down to the MDS while training jobs were saving checkpoints.
  */
 #include "mds_link.h"
 
@@ -29,7 +38,7 @@
 enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
 
 struct lode_mds_link {
-	pthread_t thread;
+	pthread_t thread, reclaim_thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* signalled on stop */
 	bool stop;	     /* protected by lock */
@@ -46,6 +55,9 @@ struct lode_mds_link {
 	uint32_t target_id;
 	enum link_state state;
 	int last_err;
+	/* reclaim thread only */
+	struct lode_rpc *reclaim_rpc;
+	struct lode_rpc_conn *reclaim_conn;
 	struct lode_wire_objid orphans[LODE_OBJLIST_MAX];
 	struct lode_wire_objid removed[LODE_OBJLIST_MAX];
 };
@@ -195,9 +207,9 @@ static int do_heartbeat(struct lode_mds_link *l)
 
 /* One page of orphans: removes them and reports what was removed. Returns the number
  * listed (>= 0) or -errno. */
-static int orphan_round(struct lode_mds_link *l)
+static int orphan_round(struct lode_mds_link *l, uint32_t target_id)
 {
-	struct lode_wire_orphan_req req = {.target_id = l->target_id, .max = LODE_OBJLIST_MAX};
+	struct lode_wire_orphan_req req = {.target_id = target_id, .max = LODE_OBJLIST_MAX};
 	struct lode_wire_orphan_list_rep rep = {0};
 	struct lode_call call = {
 	    .opcode = LODE_OP_ORPHAN_LIST,
@@ -212,7 +224,7 @@ static int orphan_round(struct lode_mds_link *l)
 	uint32_t nremoved = 0;
 	int err;
 
-	err = lode_rpc_call(l->conn, &call);
+	err = lode_rpc_call(l->reclaim_conn, &call);
 	if (err)
 		return err;
 	if (call.reply_body_len != sizeof(rep) || rep.count > LODE_OBJLIST_MAX ||
@@ -242,7 +254,7 @@ static int orphan_round(struct lode_mds_link *l)
 	call.body_len = sizeof(req);
 	call.data = &iov;
 	call.data_iovcnt = 1;
-	err = lode_rpc_call(l->conn, &call);
+	err = lode_rpc_call(l->reclaim_conn, &call);
 	if (err)
 		return err;
 	LODE_INFO("removed %u orphan objects", nremoved);
@@ -299,7 +311,6 @@ static void *link_main(void *arg)
 {
 	struct lode_mds_link *l = arg;
 	bool registered = false;
-	uint64_t next_orphans = 0;
 	int err;
 
 	do {
@@ -311,7 +322,6 @@ static void *link_main(void *arg)
 			}
 			registered = true;
 			set_state(l, LINK_UP, 0);
-			next_orphans = lode_now_ms() + ORPHAN_EVERY_MS / 2;
 			continue;
 		}
 		err = do_heartbeat(l);
@@ -327,17 +337,29 @@ static void *link_main(void *arg)
 			set_state(l, LINK_DOWN, err);
 			continue;
 		}
-		if (lode_now_ms() >= next_orphans) {
-			for (unsigned i = 0; i < ORPHAN_ROUNDS_MAX && !stopping(l); i++) {
-				err = orphan_round(l);
-				if (err < LODE_OBJLIST_MAX)
-					break;
-			}
-			if (err < 0)
-				LODE_WARN("orphan cleanup: %s", strerror(-err));
-			next_orphans = lode_now_ms() + ORPHAN_EVERY_MS;
-		}
 	} while (!wait_ms(l, HEARTBEAT_MS));
+	return NULL;
+}
+
+/* Every ORPHAN_EVERY_MS once the target has an id: up to ORPHAN_ROUNDS_MAX pages. */
+static void *reclaim_main(void *arg)
+{
+	struct lode_mds_link *l = arg;
+	int err = 0;
+
+	while (!wait_ms(l, ORPHAN_EVERY_MS)) {
+		uint32_t target_id = atomic_load(&l->oss->target_id);
+
+		if (!target_id)
+			continue; /* not registered yet */
+		for (unsigned i = 0; i < ORPHAN_ROUNDS_MAX && !stopping(l); i++) {
+			err = orphan_round(l, target_id);
+			if (err < LODE_OBJLIST_MAX)
+				break;
+		}
+		if (err < 0)
+			LODE_WARN("orphan cleanup: %s", strerror(-err));
+	}
 	return NULL;
 }
 
@@ -370,6 +392,12 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	err = lode_rpc_conn_open(l->rpc, l->mds_addr, &l->conn);
 	if (err)
 		goto err_rpc;
+	err = lode_rpc_create(&l->reclaim_rpc, RPC_TIMEOUT_MS);
+	if (err)
+		goto err_rpc;
+	err = lode_rpc_conn_open(l->reclaim_rpc, l->mds_addr, &l->reclaim_conn);
+	if (err)
+		goto err_reclaim_rpc;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -378,12 +406,23 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	err = -pthread_create(&l->thread, NULL, link_main, l);
 	if (err)
 		goto err_sync;
+	err = -pthread_create(&l->reclaim_thread, NULL, reclaim_main, l);
+	if (err)
+		goto err_link_thread;
 	*out = l;
 	return 0;
 
+err_link_thread:
+	pthread_mutex_lock(&l->lock);
+	l->stop = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	pthread_join(l->thread, NULL);
 err_sync:
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
+err_reclaim_rpc:
+	lode_rpc_destroy(l->reclaim_rpc);
 err_rpc:
 	lode_rpc_destroy(l->rpc); /* closes the connection too */
 err_free:
@@ -400,9 +439,11 @@ void lode_mds_link_stop(struct lode_mds_link *l)
 		return;
 	pthread_mutex_lock(&l->lock);
 	l->stop = true;
-	pthread_cond_signal(&l->cond);
+	pthread_cond_broadcast(&l->cond);
 	pthread_mutex_unlock(&l->lock);
 	pthread_join(l->thread, NULL);
+	pthread_join(l->reclaim_thread, NULL);
+	lode_rpc_destroy(l->reclaim_rpc);
 	lode_rpc_destroy(l->rpc);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The OSS's MDS link against a fake MDS on loopback: registration with the persistent
- * uuid, heartbeats, re-registration when the MDS forgets the target, orphan removal.
+ * uuid, heartbeats, re-registration when the MDS forgets the target, orphan removal, and
+ * heartbeats that keep flowing while orphan removal is slow.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +43,30 @@ struct fake_mds {
 	int norphans;
 	struct lode_wire_objid done[8];
 	int ndone;
+	/* a slow MDS with endless orphans: every ORPHAN_LIST answers a full page, late */
+	unsigned slow_orphans_ms;
+	int orphan_lists;
 };
+
+struct late_reply {
+	struct lode_req *req;
+	unsigned ms;
+};
+
+static struct lode_wire_objid endless[LODE_OBJLIST_MAX];
+
+/* Answers an ORPHAN_LIST with a full page of objects after ms, from a thread of its own, so
+ * the fake's worker stays free for heartbeats: the slowness is the reclaim's, not the MDS's. */
+static void *reply_late(void *arg)
+{
+	struct late_reply *lr = arg;
+	struct lode_wire_orphan_list_rep rep = {.count = LODE_OBJLIST_MAX};
+
+	usleep(lr->ms * 1000u);
+	lode_req_reply(lr->req, 0, &rep, sizeof(rep), endless, sizeof(endless), NULL);
+	free(lr);
+	return NULL;
+}
 
 struct fixture {
 	char dir[64];
@@ -102,6 +126,21 @@ static void fake_request(void *ctx, struct lode_req *req)
 
 		if (err)
 			break;
+		if (hdr->opcode == LODE_OP_ORPHAN_LIST && m->slow_orphans_ms) {
+			struct late_reply *lr = malloc(sizeof(*lr));
+			pthread_t t;
+
+			m->orphan_lists++;
+			lr->req = req;
+			lr->ms = m->slow_orphans_ms;
+			pthread_create(&t, NULL, reply_late, lr);
+			pthread_detach(t);
+			break;
+		}
+		if (hdr->opcode == LODE_OP_ORPHAN_DONE && m->slow_orphans_ms) {
+			lode_req_reply(req, 0, NULL, 0, NULL, 0, NULL);
+			break;
+		}
 		if (hdr->opcode == LODE_OP_ORPHAN_DONE) {
 			if (n > 8)
 				n = 8;
@@ -249,6 +288,41 @@ static void test_the_link_registers_heartbeats_reregisters_and_removes_orphans(v
 	lode_mds_link_stop(link);
 }
 
+/* Orphan removal that takes long (each page answered 2.5 s late, pages without end) must
+ * not hold up the heartbeats: an MDS that stops hearing from a target takes it for dead,
+ * and new files then find no target to go to. */
+static void test_heartbeats_keep_flowing_while_orphan_removal_is_slow(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_mds_link_opts lo = {
+	    .advertise = "tcp://10.0.0.9:7000", .data_dir = f->dir, .st = f->st, .oss = &f->oss};
+	struct lode_mds_link *link;
+	uint8_t uuid[16];
+	int before, after;
+
+	for (unsigned i = 0; i < LODE_OBJLIST_MAX; i++)
+		endless[i] = (struct lode_wire_objid){.ino = 1000 + i, .generation = 1};
+	f->mds.slow_orphans_ms = 2500;
+	assert_int_equal(lode_oss_uuid_load(f->dir, uuid), 0);
+	lo.mds_addr = lode_server_address(f->srv, 0);
+	lo.uuid = uuid;
+	assert_int_equal(lode_mds_link_start(&link, &lo), 0);
+	assert_true(wait_for(&f->mds, &f->mds.orphan_lists, 1, 10000));
+	pthread_mutex_lock(&f->mds.lock);
+	before = f->mds.heartbeats;
+	pthread_mutex_unlock(&f->mds.lock);
+	sleep(6);
+	pthread_mutex_lock(&f->mds.lock);
+	after = f->mds.heartbeats;
+	pthread_mutex_unlock(&f->mds.lock);
+	print_message("%d heartbeats in 6 s of slow orphan removal (%d pages asked)\n",
+		      after - before, f->mds.orphan_lists);
+	assert_true(after - before >= 4); /* one a second */
+	assert_true(f->mds.orphan_lists >= 2);
+	lode_mds_link_stop(link);
+	usleep(3000 * 1000); /* let the last late reply go before the server stops */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +331,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_the_link_registers_heartbeats_reregisters_and_removes_orphans, setup,
 		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_heartbeats_keep_flowing_while_orphan_removal_is_slow, setup, teardown),
 	};
 
 	fixture_skip_without_io_uring();
