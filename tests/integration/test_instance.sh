@@ -4,16 +4,10 @@
 # restarts a daemon killed with -9 a moment before, even while its process is still an
 # unreaped zombie.
 set -euo pipefail
-lodectl=${LODECTL:?}
 mds_bin=${LODE_MDS_BIN:?}
 oss_bin=${LODE_OSS_BIN:?}
-dir=$(mktemp -d /tmp/lode-instance.XXXXXX)
-cleanup() {
-	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+LODE_TEST_NAME=instance
+. "$(dirname "$0")/lib.sh"
 
 mds=$("$lodectl" local up "$dir/c" --oss 2)
 export LODE_MDS=$mds

@@ -3,14 +3,8 @@
 # (a name could move the cursor or retitle the terminal), and a `get` that fails half way
 # leaves no partial file behind and an existing LOCAL as it was.
 set -euo pipefail
-lodectl=${LODECTL:?}
-dir=$(mktemp -d /tmp/lode-lodectl.XXXXXX)
-cleanup() {
-	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+LODE_TEST_NAME=lodectl
+. "$(dirname "$0")/lib.sh"
 
 export LODE_MDS=$("$lodectl" local up "$dir/c" --oss 2)
 "$lodectl" mkdir /d

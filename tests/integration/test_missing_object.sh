@@ -5,14 +5,8 @@
 # fails over to it and returns every byte. (That a sparse file's never-written ranges still
 # read as zeros is checked by cluster-data and fuse-fsx.)
 set -euo pipefail
-lodectl=${LODECTL:?}
-dir=$(mktemp -d /tmp/lode-missing.XXXXXX)
-cleanup() {
-	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+LODE_TEST_NAME=missing-object
+. "$(dirname "$0")/lib.sh"
 
 export LODE_MDS=$("$lodectl" local up "$dir/c" --oss 2)
 head -c 3000000 /dev/urandom >"$dir/src"
