@@ -234,10 +234,15 @@ static void req_free(struct lode_req *req)
 	req_release(req);
 }
 
+static struct peer_count **peer_bucket(struct lode_server *srv, uint32_t addr)
+{
+	return &srv->peers[(addr * 2654435761u) >> 24 & (PEER_BUCKETS - 1)];
+}
+
 /* Counts a connection from addr; false (counting nothing) when the peer has its fill. */
 static bool peer_take(struct lode_server *srv, uint32_t addr)
 {
-	struct peer_count **b = &srv->peers[(addr * 2654435761u) >> 24 & (PEER_BUCKETS - 1)];
+	struct peer_count **b = peer_bucket(srv, addr);
 	struct peer_count *p;
 	bool ok = true;
 
@@ -262,7 +267,7 @@ static bool peer_take(struct lode_server *srv, uint32_t addr)
 
 static void peer_put(struct lode_server *srv, uint32_t addr)
 {
-	struct peer_count **pp = &srv->peers[(addr * 2654435761u) >> 24 & (PEER_BUCKETS - 1)];
+	struct peer_count **pp = peer_bucket(srv, addr);
 
 	pthread_mutex_lock(&srv->peers_lock);
 	for (; *pp && (*pp)->addr != addr; pp = &(*pp)->next)
@@ -274,6 +279,14 @@ static void peer_put(struct lode_server *srv, uint32_t addr)
 		free(p);
 	}
 	pthread_mutex_unlock(&srv->peers_lock);
+}
+
+/* A connection is gone (or will not be attached): it no longer counts against the caps. */
+static void conn_uncount(struct lode_server *srv, uint32_t peer)
+{
+	if (peer)
+		peer_put(srv, peer);
+	__atomic_sub_fetch(&srv->nconns, 1, __ATOMIC_RELAXED);
 }
 
 static void s_on_close(struct lode_tconn *t, int err)
@@ -297,9 +310,7 @@ static void s_on_close(struct lode_tconn *t, int err)
 	if (sc->next)
 		sc->next->prev = sc->prev;
 	w->nconns--;
-	if (sc->peer)
-		peer_put(w->srv, sc->peer);
-	__atomic_sub_fetch(&w->srv->nconns, 1, __ATOMIC_RELAXED);
+	conn_uncount(w->srv, sc->peer);
 	sconn_put(sc);
 	if (w->draining && w->nconns == 0)
 		lode_loop_stop(w->loop);
@@ -324,9 +335,7 @@ static void attach_drop(struct attach_msg *m)
 	struct lode_server *srv = m->w->srv;
 
 	m->ops->close_cookie(m->cookie);
-	if (m->peer)
-		peer_put(srv, m->peer);
-	__atomic_sub_fetch(&srv->nconns, 1, __ATOMIC_RELAXED);
+	conn_uncount(srv, m->peer);
 	free(m);
 }
 
@@ -354,9 +363,7 @@ static void attach_on_worker(void *arg)
 		/* attach has closed the cookie */
 		if (w->srv->ops->on_conn_error)
 			w->srv->ops->on_conn_error(w->srv->ctx, m->ops->scheme, rc);
-		if (m->peer)
-			peer_put(w->srv, m->peer);
-		__atomic_sub_fetch(&w->srv->nconns, 1, __ATOMIC_RELAXED);
+		conn_uncount(w->srv, m->peer);
 		free(sc);
 		free(m);
 		return;
