@@ -429,9 +429,8 @@ abort_txn:
  * end. So the file's size is checked against LMDB's own view (the last page in use, read
  * from the meta pages with read(), not through the map) before any page is touched.
  */
-static int check_size(struct lode_store *st, const char *dir, char *why, size_t why_len)
+static int check_size(struct lode_store *st, const char *path, char *why, size_t why_len)
 {
-	char path[4096];
 	MDB_envinfo info;
 	MDB_stat ms;
 	struct stat sb;
@@ -445,7 +444,6 @@ static int check_size(struct lode_store *st, const char *dir, char *why, size_t 
 		snprintf(why, why_len, "cannot read LMDB's view of the store: %s", strerror(-rc));
 		return rc;
 	}
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	if (stat(path, &sb)) {
 		rc = -errno;
 		snprintf(why, why_len, "cannot stat %s: %s", path, strerror(-rc));
@@ -506,7 +504,7 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 			 strerror(-rc));
 		goto close_env;
 	}
-	rc = check_size(st, opts->dir, why, why_len);
+	rc = check_size(st, path, why, why_len);
 	if (!rc)
 		rc = open_dbs(st, was_empty, opts->format, why, why_len);
 	if (rc)
