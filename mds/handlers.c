@@ -729,9 +729,16 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
 static void answer_read(struct lode_mds *m, struct lode_req *req, const struct mds_op *row,
 			const struct lode_msg *msg)
 {
-	struct rreply r = {.body_len = 0};
+	struct rreply r;
 	struct lode_txn t;
 	int rc = 0;
+
+	/* the body is sent as the read left it: zero it, so no stack bytes reach the wire; the
+	 * 4 KiB link buffer is written before it is sent, and is not worth clearing per read */
+	memset(&r.body, 0, sizeof(r.body));
+	r.body_len = 0;
+	r.data = NULL;
+	r.data_len = 0;
 
 	if (row->txn)
 		rc = lode_store_read_begin(m->st, &t);
