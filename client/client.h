@@ -8,6 +8,7 @@
  *   repair.c            re-replicating degraded copies (through the file API)
  *   file.c              the file API: open, create, fsync, close, truncate, stat
  *   readahead.c         lode_pread: a handle's reads, with sequential read-ahead
+ *   stream.c            lode_read_stream: a large read handed over piece by piece
  *   write.c             lode_pwrite, object truncate and fsync, on every copy
  *   replication.c       chained requests to a stripe's copies; the replication mode
  *   read.c              object reads, verified, with failover between copies

@@ -49,11 +49,21 @@ static inline bool lode_client_copy_failure(int rc)
 
 /* ---- in-flight window (window.c) ---- */
 
+/* A piece of a streamed read that completed, verified, waiting for the caller. */
+struct window_piece {
+	struct window_piece *next;
+	char *dst;
+	uint64_t len;
+};
+
 struct window {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned inflight; /* protected by lock */
 	int error;	   /* protected by lock: first error */
+	/* lode_read_stream (stream.c) only: pieces done, oldest first; protected by lock */
+	bool stream;
+	struct window_piece *done, **done_tail;
 };
 
 void lode_client_window_init(struct window *w);
@@ -65,6 +75,14 @@ int lode_client_window_enter(struct window *w, unsigned max);
 void lode_client_window_leave(struct window *w, int err);
 /* Waits until nothing is in flight; returns the first error. */
 int lode_client_window_drain(struct window *w);
+/* A read piece of len bytes at dst completed and verified: for a streaming window it is
+ * queued for the caller, then the piece leaves the window. */
+void lode_client_window_piece_done(struct window *w, char *dst, uint64_t len);
+/* Streaming window: waits until a piece is done, an error is recorded, or fewer than max
+ * are in flight; takes the done pieces (the caller frees them) and says how many are in
+ * flight. Returns the first error. */
+int lode_client_window_wait(struct window *w, unsigned max, struct window_piece **done,
+			    unsigned *inflight);
 
 /* ---- object reads (read.c) ---- */
 

@@ -136,7 +136,7 @@ static void read_piece_done(struct lode_call *call)
 	} else if (got < p->len) {
 		memset(p->dst + got, 0, p->len - got);
 	}
-	lode_client_window_leave(p->w, 0);
+	lode_client_window_piece_done(p->w, p->dst, p->len);
 	free(p->bounce);
 	free(p);
 }

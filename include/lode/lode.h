@@ -280,6 +280,20 @@ LODE_API int lode_create_with_layout(struct lode_client *c, const char *path, ui
  * against its checksums end to end, and a copy that fails is skipped for another: corrupt
  * bytes never reach buf. On error buf may hold part of the data. */
 LODE_API ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
+/* One piece of a streamed read: [off, off + len) of the file, verified against its
+ * checksums, now at buf (inside the caller's buffer, at its final place). Returns 0 to go
+ * on, or -errno to stop the stream (lode_read_stream returns it). */
+typedef int (*lode_piece_fn)(void *arg, uint64_t off, void *buf, size_t len);
+/* Reads up to len bytes at off into buf, as lode_pread, with many pieces (at most 1 MiB,
+ * inside one stripe unit) in flight across the file's targets, and hands each piece to fn
+ * on the calling thread as soon as it has landed and been verified, in completion order,
+ * while the next pieces are read: a consumer (a copy to a GPU, a parser) overlaps with
+ * the reads, and no byte is copied on the host. Returns the bytes read (short only at end
+ * of file) or -errno: -EBADF (write-only handle), -EINVAL (no buf or fn), -EIO, or what fn
+ * returned. On error nothing is in flight any more when it returns; pieces already handed
+ * to fn stay valid, the rest of buf is undefined. */
+LODE_API ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t off,
+				  lode_piece_fn fn, void *arg);
 /* Bytes of this handle's reads served from its read-ahead. A read-only handle read
  * sequentially, one read at a time, in reads of at most 1 MiB, reads the next 8 MiB ahead;
  * any write or truncate by this client discards what was read ahead, and a read elsewhere

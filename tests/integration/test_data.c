@@ -2,7 +2,8 @@
 /*
  * Data path against a real local cluster (MDS + 3 OSS): a 1 GiB file striped over every
  * OSS comes back byte-exact, unaligned and sparse writes read back as a local file would,
- * four clients at once each get their own 256 MiB back, and lodectl put/get round-trip.
+ * four clients at once each get their own 256 MiB back, a streamed read hands over every
+ * piece once, verified, and lodectl put/get round-trip.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -304,6 +305,98 @@ static void test_sequential_reads_are_read_ahead_and_see_this_clients_writes(voi
 	free(buf);
 }
 
+/* What a streamed read handed its callback, checked as it arrives. */
+struct stream_log {
+	char *buf;
+	uint64_t off, len; /* the range asked for */
+	uint64_t seen;	   /* bytes handed over */
+	unsigned pieces;
+	unsigned char *covered; /* per byte of the range: times handed over */
+	pthread_t caller;
+	uint64_t seed;
+	unsigned stop_after; /* fail the stream after this many pieces (0: never) */
+};
+
+static int stream_piece(void *arg, uint64_t off, void *buf, size_t len)
+{
+	struct stream_log *lg = arg;
+
+	/* on the caller's thread, inside the range, at its own place in the buffer, and
+	 * already the right bytes when handed over */
+	assert_true(pthread_equal(pthread_self(), lg->caller));
+	assert_true(off >= lg->off && off + len <= lg->off + lg->len);
+	assert_ptr_equal(buf, lg->buf + (off - lg->off));
+	assert_int_equal(pattern_check(buf, len, lg->seed, off), -1);
+	for (size_t i = 0; i < len; i++)
+		lg->covered[off - lg->off + i]++;
+	lg->seen += len;
+	if (++lg->pieces == lg->stop_after)
+		return -ECANCELED;
+	return 0;
+}
+
+static void stream_check(struct lode_file *f, uint64_t size, uint64_t off, uint64_t len,
+			 uint64_t seed)
+{
+	uint64_t want = off >= size ? 0 : (off + len > size ? size - off : len);
+	struct stream_log lg = {.off = off, .len = want, .caller = pthread_self(), .seed = seed};
+
+	lg.buf = malloc(len ? len : 1);
+	lg.covered = calloc(1, want ? want : 1);
+	assert_non_null(lg.buf);
+	assert_non_null(lg.covered);
+	assert_int_equal(lode_read_stream(f, lg.buf, len, off, stream_piece, &lg), (ssize_t)want);
+	assert_int_equal(lg.seen, want);
+	for (uint64_t i = 0; i < want; i++)
+		assert_int_equal(lg.covered[i], 1); /* every byte exactly once */
+	free(lg.buf);
+	free(lg.covered);
+}
+
+static void test_a_streamed_read_hands_over_every_verified_piece_once(void **state)
+{
+	struct lode_client *c = connect_or_fail();
+	struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 3, .mirror_count = 2};
+	const uint64_t size = 40 * MiB + 4321, seed = 99;
+	char *data = malloc(size);
+	struct lode_file *f;
+
+	(void)state;
+	assert_non_null(data);
+	pattern_fill(data, size, seed, 0);
+	assert_int_equal(lode_create_with_layout(c, "/stream", 0600, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, data, size, 0), (ssize_t)size);
+	assert_int_equal(lode_close(f), 0);
+	free(data);
+
+	assert_int_equal(lode_open(c, "/stream", O_RDONLY, 0, &f), 0);
+	stream_check(f, size, 0, size, seed);		  /* the whole file */
+	stream_check(f, size, 12345, 17 * MiB + 3, seed); /* unaligned both ends */
+	stream_check(f, size, size - 100, MiB, seed);	  /* short at the end */
+	stream_check(f, size, size + 5, MiB, seed);	  /* past the end: 0 */
+
+	/* a consumer that fails stops the stream with its error, and nothing is left in
+	 * flight: the buffer can be freed at once */
+	struct stream_log lg = {
+	    .len = size, .caller = pthread_self(), .seed = seed, .stop_after = 3};
+	lg.buf = malloc(size);
+	lg.covered = calloc(1, size);
+	assert_int_equal(lode_read_stream(f, lg.buf, size, 0, stream_piece, &lg), -ECANCELED);
+	assert_int_equal(lg.pieces, 3);
+	free(lg.buf);
+	free(lg.covered);
+	assert_int_equal(lode_read_stream(f, NULL, 10, 0, stream_piece, &lg), -EINVAL);
+	assert_int_equal(lode_close(f), 0);
+
+	/* a write-only handle cannot stream */
+	assert_int_equal(lode_open(c, "/stream", O_WRONLY, 0, &f), 0);
+	char one;
+	assert_int_equal(lode_read_stream(f, &one, 1, 0, stream_piece, &lg), -EBADF);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_unlink(c, "/stream"), 0);
+	lode_disconnect(c);
+}
+
 static void test_lodectl_put_and_get_round_trip_a_file(void **state)
 {
 	char local[300], back[300], args[1024];
@@ -342,6 +435,7 @@ int main(void)
 	    cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
 	    cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
 	    cmocka_unit_test(test_sequential_reads_are_read_ahead_and_see_this_clients_writes),
+	    cmocka_unit_test(test_a_streamed_read_hands_over_every_verified_piece_once),
 	    cmocka_unit_test(test_lodectl_put_and_get_round_trip_a_file),
 	};
 

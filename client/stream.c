@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode: lode_read_stream, a large read handed to its caller piece by piece. The range
+ * is cut into the same pieces as any read (stripe.c) and up to max_inflight of them are in
+ * flight; each lands, verified, at its final place in the caller's buffer, and the
+ * caller's thread gets it at once, in completion order, while the next pieces are read.
+ * A consumer (a copy to a GPU, a parser) so overlaps with the reads, with no copy on the
+ * host. Failover and corruption handling are read.c's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "io.h"
+
+static void pieces_free(struct window_piece *p)
+{
+	while (p) {
+		struct window_piece *next = p->next;
+
+		free(p);
+		p = next;
+	}
+}
+
+/* Hands the done pieces to fn (all of them, even after fn failed: they are freed). */
+static int pieces_deliver(struct window_piece *p, char *buf, uint64_t off, lode_piece_fn fn,
+			  void *arg, int rc)
+{
+	for (; p; p = p->next)
+		if (!rc)
+			rc = fn(arg, off + (uint64_t)(p->dst - buf), p->dst, (size_t)p->len);
+	return rc;
+}
+
+ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t off, lode_piece_fn fn,
+			 void *arg)
+{
+	struct window_piece *done;
+	uint64_t size, pos = 0;
+	struct window w;
+	int rc = 0;
+
+	if ((f->flags & 3) == 1 /* O_WRONLY */)
+		return -EBADF;
+	if (!buf || !fn)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	if (off >= size || len == 0)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	if (len > (size_t)SSIZE_MAX)
+		len = SSIZE_MAX;
+	lode_client_targets_maybe_refresh(f->c);
+
+	lode_client_window_init(&w);
+	w.stream = true;
+	pthread_rwlock_rdlock(&f->rw);
+	for (;;) {
+		/* while pieces remain to start, wake when one more may go; then for each piece */
+		unsigned max = pos < len ? f->c->max_inflight : 1, inflight;
+		unsigned stripe;
+		uint64_t obj_off, n;
+
+		rc = lode_client_window_wait(&w, max, &done, &inflight);
+		rc = pieces_deliver(done, buf, off, fn, arg, rc);
+		pieces_free(done);
+		if (rc || (pos == len && !inflight))
+			break;
+		for (; pos < len && inflight < max; inflight++) {
+			n = lode_client_stripe_piece(&f->layout, off, pos, len, &stripe, &obj_off);
+			rc = lode_client_objects_read_start(f, &w, (char *)buf + pos, n, off + pos);
+			if (rc)
+				break;
+			pos += n;
+		}
+		if (rc)
+			break;
+	}
+	/* after an error, what is still in flight completes into buf: wait for it, so that buf
+	 * is the caller's again when this returns */
+	if (rc) {
+		lode_client_window_drain(&w);
+		pieces_free(w.done);
+	}
+	pthread_rwlock_unlock(&f->rw);
+	lode_client_window_destroy(&w);
+	lode_client_file_reports_flush(f);
+	return rc ? rc : (ssize_t)len;
+}
