@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "load.h"
 #include "local_cluster.h"
 #include "lode/lode.h"
 
@@ -44,6 +45,8 @@ static void usage(FILE *out)
 	    "  ls [-l] PATH\n"
 	    "  stat PATH                    attributes, layout and degraded copies\n"
 	    "  repair PATH                  re-replicate a file's degraded copies\n"
+	    "  load PATH... [--to host|cuda:N] [--verify] [--json]\n"
+	    "                               load files or a model directory into memory\n"
 	    "  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
 	    "\n"
 	    "The MDS address comes from --mds or $LODE_MDS. --timeout: how long a request waits\n"
@@ -527,7 +530,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") && strcmp(cmd, "df") && strcmp(cmd, "put") &&
 	    strcmp(cmd, "get") && strcmp(cmd, "ls") && strcmp(cmd, "stat") &&
 	    strcmp(cmd, "mkdir") && strcmp(cmd, "rm") && strcmp(cmd, "rmdir") &&
-	    strcmp(cmd, "mv") && strcmp(cmd, "repair")) {
+	    strcmp(cmd, "mv") && strcmp(cmd, "repair") && strcmp(cmd, "load")) {
 		fprintf(stderr, "lodectl: unknown command '%s' (see lodectl --help)\n", cmd);
 		return 2;
 	}
@@ -555,6 +558,8 @@ int main(int argc, char **argv)
 		rc = cmd_stat(c, argc, argv);
 	else if (!strcmp(cmd, "repair"))
 		rc = cmd_repair(c, argc, argv);
+	else if (!strcmp(cmd, "load"))
+		rc = lodectl_load(c, argc, argv);
 	else
 		rc = cmd_simple(c, argc, argv);
 	lode_disconnect(c);
