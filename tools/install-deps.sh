@@ -4,6 +4,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
+      # liblode-loader: safetensors headers and lodectl load --json; the Python package's tests
+      libjson-c-dev python3-numpy python3-torch
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
       qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
 missing=()
