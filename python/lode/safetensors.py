@@ -196,3 +196,53 @@ def _load_torch(client, f, data_offset, data_len, tensors, device, loader):
             v = raw.clone().view(dt)
         out[t.name] = v.reshape(t.shape)
     return out
+
+
+def load_local(path, framework="numpy", chunk=64 << 20):
+    """The same loader over a file of the local file system (a mount of Lode or of another
+    file system): the header checked by the same parser, the data read with readinto in
+    chunk-sized pieces into one buffer, the tensors views of it. For comparisons, and for
+    files that are not on Lode. Returns {name: array or tensor}."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, min(8, size), 0)
+        res = parse_header(head, size)
+        if isinstance(res, int):
+            res = parse_header(os.pread(fd, res, 0), size)
+        data_offset, tensors = res
+        import numpy as np
+
+        data = np.empty(size - data_offset, dtype=np.uint8)
+        mv = memoryview(data)
+        pos = 0
+        with open(fd, "rb", buffering=0, closefd=False) as f:
+            f.seek(data_offset)
+            while pos < len(data):
+                n = f.readinto(mv[pos:pos + chunk])
+                if not n:
+                    raise OSError(f"{path}: the file ended at {data_offset + pos}")
+                pos += n
+    finally:
+        os.close(fd)
+    if framework == "torch":
+        import torch
+
+        data_t = torch.from_numpy(data)
+        out = {}
+        for t in tensors:
+            raw = data_t[t.begin:t.end]
+            try:
+                v = raw.view(_torch_dtype(torch, t.dtype))
+            except RuntimeError:
+                v = raw.clone().view(_torch_dtype(torch, t.dtype))
+            out[t.name] = v.reshape(t.shape)
+        return out
+    out = {}
+    for t in tensors:
+        dt = np.dtype(_NUMPY[t.dtype])
+        out[t.name] = np.frombuffer(data, dtype=dt, count=(t.end - t.begin) // dt.itemsize,
+                                    offset=t.begin).reshape(t.shape)
+    return out

@@ -185,6 +185,13 @@ class Python(unittest.TestCase):
             self.assertEqual(got["w.bf16"].dtype, torch.bfloat16)
             # torch importable: auto gives torch
             self.assertIsInstance(lst.load(path, client=self.c)["big"], torch.Tensor)
+            # the same loader over a local file
+            local = os.path.join(DIR, "local.safetensors")
+            with open(local, "wb") as lf:
+                lf.write(blob)
+            self.check_equal(lst.load_local(local), ref, torch_out=False)
+            self.check_equal(lst.load_local(local, framework="torch", chunk=4096), ref,
+                             torch_out=True)
             # a staged loader (the GPU pipeline on the host) gives the same arrays
             with lode.Loader(self.c, "staged", chunk_bytes=1 << 20, buffers=2) as ld:
                 got = lst.load(path, client=self.c, framework="numpy", loader=ld)

@@ -12,7 +12,8 @@
  *       one PATH: N threads read distinct, contiguous ranges of it (of its first LEN bytes
  *       if given);
  *       several PATHs: N threads (default: one per PATH), thread i reads PATHs i, i+N, ...
- *       Every read is lode_pread of REQ bytes (default 16 MiB) into a per-thread buffer.
+ *       Every read is lode_pread of REQ bytes (default 16 MiB, at most 64 GiB: a whole
+ *       model in one call) into a per-thread buffer.
  *
  * Prints "bytes=N seconds=S busiest_thread=NAME:T client_cpu=C" (the clock runs from the
  * first open to the last close; C: CPU seconds, user + system, this process used meanwhile:
@@ -247,7 +248,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--len") && !writing)
 			rc = bench_parse_size(o, v, 1, 1ull << 44, &len);
 		else if (!strcmp(o, "--req"))
-			rc = bench_parse_size(o, v, 4096, 256u << 20, &req);
+			rc = bench_parse_size(o, v, 4096, 64ull << 30,
+					      &req); /* one read of a model */
 		else
 			rc = -1;
 		if (rc)
