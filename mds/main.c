@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 		goto fini;
 	}
 	for (unsigned i = 0; i < nlisten; i++)
-		fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, i));
+		LODE_INFO("listening on %s", lode_server_address(srv, i));
 	if (port_file) {
 		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {

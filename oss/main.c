@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 		goto out_oss;
 	}
 	for (unsigned i = 0; i < a.nlisten; i++)
-		fprintf(stderr, PROG ": listening on %s\n", lode_server_address(srv, i));
+		LODE_INFO("listening on %s", lode_server_address(srv, i));
 	bound = lode_server_address(srv, 0); /* clients are told the first, unless --advertise */
 	if (!a.advertise && !strncmp(bound, "tcp://0.0.0.0:", 14))
 		LODE_WARN("advertising %s to clients: give --advertise to name a reachable host",
