@@ -114,9 +114,11 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->listen[a->nlisten++] = optarg;
 			break;
 		case 'm':
+			check_addr("--mds", optarg); /* here, where an error names its line */
 			a->mds = optarg;
 			break;
 		case 'a':
+			check_addr("--advertise", optarg);
 			a->advertise = optarg;
 			break;
 		case 'p':
@@ -165,9 +167,6 @@ static void parse_args(int argc, char **argv, struct args *a)
 		bad_args("--listen is required");
 	if (!a->mds)
 		bad_args("--mds is required");
-	check_addr("--mds", a->mds);
-	if (a->advertise)
-		check_addr("--advertise", a->advertise);
 }
 
 int main(int argc, char **argv)
