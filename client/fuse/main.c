@@ -45,7 +45,7 @@ static const struct option conf_keys[] = {
     {0},
 };
 
-static const char *log_path;	/* --log FILE */
+static char *log_path;		/* --log FILE or -o log=FILE: the last one given */
 static const char *parsing_arg; /* the argument parse_args() is at, for bad() */
 
 static void usage(FILE *out)
@@ -70,6 +70,7 @@ static void usage(FILE *out)
 	    "     replication=M    fanout or chain: how writes reach a file's copies (default:\n"
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
+	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
 }
@@ -137,6 +138,14 @@ static void append(char **list, const char *opt)
 	*list = n;
 }
 
+static void set_log_path(const char *path)
+{
+	free(log_path);
+	log_path = strdup(path);
+	if (!log_path)
+		bad("out of memory");
+}
+
 /* Takes our options out of one -o list; the rest goes to libfuse, which checks them. */
 static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 {
@@ -164,6 +173,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->replication = lode_replication_from_name(v);
 			if (o->replication < 0)
 				bad("replication: expected fanout or chain, got '%s'", v);
+		} else if (!strcmp(opt, "log") && v && *v) {
+			set_log_path(v); /* --log for mount(8) and fstab */
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
@@ -171,7 +182,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash"))
+			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
+			 !strcmp(opt, "log"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
@@ -246,7 +258,7 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 		} else if ((v = long_value(argc, argv, &i, "log"))) {
 			if (!*v)
 				bad("--log needs a file name");
-			log_path = v;
+			set_log_path(v);
 		} else if (long_value(argc, argv, &i, "config")) {
 			continue; /* read by lode_conf_load() */
 		} else if (a[0] == '-') {
@@ -376,6 +388,65 @@ static const char *source_name(const char *mds)
 	return p ? p + 3 : mds;
 }
 
+/* mountinfo writes a space, tab, newline or backslash in a path as an octal escape
+ * (backslash and three digits): decode them in place. */
+static void unescape_octal(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = 0;
+}
+
+/*
+ * Whether Lode is what one sees at dir (absolute, resolved) now: the last mount of dir in
+ * /proc/self/mountinfo is the top one. A second lode-fuse there would stack a mount on top of
+ * the first, hiding it and whatever its users have open. src gets the first's source.
+ */
+static bool lode_mounted_at(const char *dir, char *src, size_t src_len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	bool lode = false;
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+
+	if (!mi)
+		return false; /* no /proc: nothing to compare with; the mount decides */
+	while (getline(&line, &cap, mi) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS */
+		char *save = NULL, *mnt = NULL, *sep, *type, *source;
+
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = 0;
+		strtok_r(line, " ", &save);
+		for (int f = 0; f < 4; f++)
+			mnt = strtok_r(NULL, " ", &save);
+		if (!mnt)
+			continue;
+		unescape_octal(mnt);
+		if (strcmp(mnt, dir))
+			continue;
+		save = NULL;
+		type = strtok_r(sep + 3, " ", &save);
+		source = strtok_r(NULL, " ", &save);
+		lode = type && !strcmp(type, "fuse.lode");
+		snprintf(src, src_len, "%s", lode && source ? source : "");
+	}
+	free(line);
+	fclose(mi);
+	return lode;
+}
+
 int main(int argc, char **argv)
 {
 	static struct lode_fuse lf_storage;
@@ -383,6 +454,7 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
 	char *fuse_opts = NULL, *base = NULL;
+	char *real, other[256];
 	struct stat mst;
 	int rc, ret = 1, log_fd = -1;
 
@@ -403,6 +475,17 @@ int main(int argc, char **argv)
 		free(lf->o.mount_abs);
 		lf->o.mount_abs = NULL;
 	}
+	real = realpath(lf->o.mountpoint, NULL);
+	if (real && lode_mounted_at(real, other, sizeof(other))) {
+		fprintf(stderr,
+			"lode-fuse: %s is already a Lode mount (of %s); unmount it first "
+			"(umount %s)\n",
+			lf->o.mountpoint, other, lf->o.mountpoint);
+		free(real);
+		free(lf->o.mount_abs);
+		return 1;
+	}
+	free(real);
 	if (log_path) {
 		/* opened now, so that a bad path is said on the terminal */
 		log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
