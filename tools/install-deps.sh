@@ -4,6 +4,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
+      # tests/service: systemd-analyze verify of the units; the Kubernetes manifests' schema
+      systemd python3-yaml python3-kubernetes
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
       qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
 missing=()
