@@ -173,7 +173,9 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->replication = lode_replication_from_name(v);
 			if (o->replication < 0)
 				bad("replication: expected fanout or chain, got '%s'", v);
-		} else if (!strcmp(opt, "log") && v && *v) {
+		} else if (!strcmp(opt, "log") && v) {
+			if (!*v)
+				bad("log= needs a file name");
 			set_log_path(v); /* --log for mount(8) and fstab */
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;

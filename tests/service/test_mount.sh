@@ -75,6 +75,14 @@ grep -Eq "${dated}mounted $mds on $mnt read-only" "$dir/fuse2.log" ||
 fusermount3 -u "$mnt"
 wait_unmounted "$dir/fuse2.log"
 
+echo "== a bad lode-fuse config file names its line"
+printf 'mds = %s\noptions = ro,timeout=abc\n' "$mds" >"$dir/badfuse.conf"
+rc=0
+"$fuse" --config "$dir/badfuse.conf" "$mnt" >"$dir/badfuse.out" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -qF "$dir/badfuse.conf:2: bad value for timeout: 'abc'" "$dir/badfuse.out" ||
+	fail "bad config: exit $rc, $(cat "$dir/badfuse.out")"
+mountpoint -q "$mnt" && fail "mounted despite a bad config file"
+
 echo "== a bad --log path is said on the terminal, nothing mounted"
 rc=0
 "$fuse" --mds "$mds" "$mnt" --log "$dir/no/such/dir/log" >"$dir/badlog.out" 2>&1 || rc=$?
