@@ -34,6 +34,18 @@ start_daemon() {
 	"$@" 2>"$dir/$name.log" &
 	pids+=($!)
 }
+# stop_all: SIGTERM to every daemon started, each must exit 0 (a clean stop; under ASan, no
+# leak or error either)
+stop_all() {
+	local p rc
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do
+		rc=0
+		wait "$p" || rc=$?
+		[ $rc -eq 0 ] || fail "a daemon (pid $p) exited with status $rc when stopped"
+	done
+	pids=()
+}
 # wait_file FILE: up to 20 s for FILE to exist (a port file: written atomically)
 wait_file() {
 	for _ in $(seq 400); do

@@ -80,4 +80,5 @@ rc=0
 	"$dir/missing.out" || fail "a missing file: exit $rc, $(cat "$dir/missing.out")"
 [ ! -e "$dir/x" ] || fail "a daemon with a bad config file created its data directory"
 "$lodectl" stat /from-config >/dev/null || fail "the cluster stopped serving"
+stop_all
 echo "PASS"

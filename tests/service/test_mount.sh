@@ -24,7 +24,12 @@ dated='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]
 # wait_unmounted LOG: the mount is gone and lode-fuse said it was unmounting (its last line)
 wait_unmounted() {
 	for _ in $(seq 200); do
-		grep -q "unmounting $mnt" "$1" 2>/dev/null && ! mountpoint -q "$mnt" && return 0
+		if grep -q "unmounting $mnt" "$1" 2>/dev/null && ! mountpoint -q "$mnt"; then
+			# what a sanitizer build prints at exit lands in the same file
+			sleep 0.5
+			grep -q "Sanitizer" "$1" && fail "lode-fuse: $(grep -A5 Sanitizer "$1")"
+			return 0
+		fi
 		sleep 0.05
 	done
 	fail "lode-fuse did not end after the unmount: $(cat "$1")"
