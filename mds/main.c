@@ -4,6 +4,7 @@
  *
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
+ *   lode-mds --config FILE [options that override the file's]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by sigwait() in the
  * main thread, which then stops the server (no new requests), drains the writer (every
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "conf.h"
 #include "config.h"
 #include "daemon.h"
 #include "handlers.h"
@@ -33,6 +35,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
 		"\n"
+		"  --config FILE       read options from FILE, `key = value` lines with the long\n"
+		"                      option names as keys (docs/config.md); options given\n"
+		"                      here override the file's\n"
 		"  --data DIR          LMDB data directory (created if missing)\n"
 		"  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
 		"                      (port 0: any free port; repeat to serve on up to 3)\n"
@@ -53,7 +58,7 @@ static int __attribute__((format(printf, 1, 2))) bad_args(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("lode-mds: ", stderr);
+	fprintf(stderr, "lode-mds: %s", lode_conf_where_getopt());
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -99,6 +104,7 @@ int main(int argc, char **argv)
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
 	    {"format", no_argument, NULL, 'F'},
+	    {"config", required_argument, NULL, 'C'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -119,6 +125,8 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int opt, sig, rc;
 
+	if (lode_conf_load(longopts, &argc, &argv, why, sizeof(why)))
+		return bad_args("%s", why);
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -153,6 +161,8 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			mopts.format = 1;
+			break;
+		case 'C': /* read by lode_conf_load() */
 			break;
 		case 'L':
 			if (parse_level(optarg, &level))
@@ -215,7 +225,7 @@ int main(int argc, char **argv)
 		goto fini;
 	}
 	for (unsigned i = 0; i < nlisten; i++)
-		fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, i));
+		LODE_INFO("listening on %s", lode_server_address(srv, i));
 	if (port_file) {
 		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {

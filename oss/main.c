@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "conf.h"
 #include "config.h"
 #include "daemon.h"
 #include "handlers.h"
@@ -30,7 +31,10 @@
 
 static const char usage[] =
     "usage: " PROG " --data DIR --listen tcp://HOST:PORT --mds tcp://HOST:PORT [options]\n"
+    "       " PROG " --config FILE [options that override the file's]\n"
     "\n"
+    "  --config FILE       read options from FILE, `key = value` lines with the long\n"
+    "                      option names as keys (docs/config.md)\n"
     "  --data DIR          object store directory (created if missing)\n"
     "  --listen ADDR       address to serve on, tcp://HOST:PORT or rdma://HOST:PORT (port 0\n"
     "                      picks a free one; repeat to serve on up to 3)\n"
@@ -57,7 +61,7 @@ static void __attribute__((noreturn, format(printf, 1, 2))) bad_args(const char 
 {
 	va_list ap;
 
-	fputs(PROG ": ", stderr);
+	fprintf(stderr, PROG ": %s", lode_conf_where_getopt());
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -83,14 +87,17 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"threads", required_argument, NULL, 't'},
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"log-level", required_argument, NULL, 'L'},
+	    {"config", required_argument, NULL, 'C'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	char *end;
+	char *end, why[256];
 	long n;
 	int c;
 
+	if (lode_conf_load(opts, &argc, &argv, why, sizeof(why)))
+		bad_args("%s", why);
 	memset(a, 0, sizeof(*a));
 	a->threads = 2;
 	a->level = LODE_LOG_INFO;
@@ -107,9 +114,11 @@ static void parse_args(int argc, char **argv, struct args *a)
 			a->listen[a->nlisten++] = optarg;
 			break;
 		case 'm':
+			check_addr("--mds", optarg); /* here, where an error names its line */
 			a->mds = optarg;
 			break;
 		case 'a':
+			check_addr("--advertise", optarg);
 			a->advertise = optarg;
 			break;
 		case 'p':
@@ -136,6 +145,8 @@ static void parse_args(int argc, char **argv, struct args *a)
 				bad_args("--log-level: expected err, warn, info or debug, got '%s'",
 					 optarg);
 			break;
+		case 'C': /* read by lode_conf_load() */
+			break;
 		case 'V':
 			printf(PROG " %s\n", LODE_VERSION);
 			exit(0);
@@ -156,9 +167,6 @@ static void parse_args(int argc, char **argv, struct args *a)
 		bad_args("--listen is required");
 	if (!a->mds)
 		bad_args("--mds is required");
-	check_addr("--mds", a->mds);
-	if (a->advertise)
-		check_addr("--advertise", a->advertise);
 }
 
 int main(int argc, char **argv)
@@ -228,7 +236,7 @@ int main(int argc, char **argv)
 		goto out_oss;
 	}
 	for (unsigned i = 0; i < a.nlisten; i++)
-		fprintf(stderr, PROG ": listening on %s\n", lode_server_address(srv, i));
+		LODE_INFO("listening on %s", lode_server_address(srv, i));
 	bound = lode_server_address(srv, 0); /* clients are told the first, unless --advertise */
 	if (!a.advertise && !strncmp(bound, "tcp://0.0.0.0:", 14))
 		LODE_WARN("advertising %s to clients: give --advertise to name a reachable host",

@@ -6,6 +6,8 @@ pkgs=(build-essential meson ninja-build pkg-config
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
       # liblode-loader: safetensors headers and lodectl load --json; the Python package's tests
       libjson-c-dev python3-numpy python3-torch
+      # tests/service: systemd-analyze verify of the units; the Kubernetes manifests' schema
+      systemd python3-yaml python3-kubernetes
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
       qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
 missing=()

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <syslog.h>
 
+#include "log.h"
 #include "lode_fuse.h"
 
 bool lf_log_syslog;
@@ -26,12 +27,15 @@ void lf_log(enum lf_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (lf_log_syslog) { /* a daemon's stderr is /dev/null */
+	if (lf_log_syslog) { /* detached without --log: stderr is /dev/null */
 		syslog(prios[level], "%s: %s", names[level], line);
 		return;
 	}
-	/* one write, so that lines from several threads do not interleave */
-	fprintf(stderr, "lode-fuse: %s: %s\n", names[level], line);
+	/* the daemons' format: a dated line, or a level prefix for systemd's journal */
+	lode_log(level == LF_ERR    ? LODE_LOG_ERR
+		 : level == LF_WARN ? LODE_LOG_WARN
+				    : LODE_LOG_INFO,
+		 "%s", line);
 }
 
 /*

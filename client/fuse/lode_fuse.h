@@ -111,7 +111,8 @@ struct lode_fuse {
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
 
-/* Set once daemonized: lf_log() goes to syslog from then on. */
+/* Set once daemonized without --log: lf_log() goes to syslog from then on; else it
+ * writes lode_log() lines (proto/daemon/log.h) to stderr. */
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

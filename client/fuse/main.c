@@ -2,7 +2,8 @@
 /*
  * lode-fuse: mounts a Lode cluster with the low-level libfuse API.
  *
- *   lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS]
+ *   lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS] [--log FILE]
+ *   lode-fuse --config FILE MOUNTPOINT [options that override the file's]
  *
  * Order of start-up, and why: arguments are checked and the MDS is asked once while the
  * terminal still sees our messages; then the kernel mount, then fuse_daemonize() (a
@@ -12,6 +13,7 @@
  * either way we unmount and commit what open writers still hold.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +22,31 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "config.h"
+#include "log.h"
 #include "lode_fuse.h"
+
+/*
+ * lode-fuse's long options: the keys a --config file may use (proto/daemon/conf.h); an
+ * option added to parse_args() belongs here too. `options` is -o, `foreground` -f, `debug`
+ * -d; -o given on the command line adds to the file's `options` (the later value of one
+ * mount option wins), --options replaces them.
+ */
+static const struct option conf_keys[] = {
+    {"mds", required_argument, NULL, 0},
+    {"options", required_argument, NULL, 0},
+    {"foreground", no_argument, NULL, 0},
+    {"debug", no_argument, NULL, 0},
+    {"log", required_argument, NULL, 0},
+    {"config", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {"version", no_argument, NULL, 0},
+    {0},
+};
+
+static char *log_path;		/* --log FILE or -o log=FILE: the last one given */
+static const char *parsing_arg; /* the argument parse_args() is at, for bad() */
 
 static void usage(FILE *out)
 {
@@ -32,7 +57,11 @@ static void usage(FILE *out)
 	    "  --mds ADDR          metadata server of the cluster to mount\n"
 	    "  -f                  stay in the foreground\n"
 	    "  -d                  debug: foreground, and libfuse traces every request\n"
-	    "  -o OPT[,OPT...]     mount options:\n"
+	    "  --config FILE       read options from FILE, `key = value` lines: mds, options,\n"
+	    "                      foreground, debug, log (docs/config.md)\n"
+	    "  --log FILE          once mounted, log to FILE (appended) instead of stderr, or\n"
+	    "                      instead of syslog when detached\n"
+	    "  -o OPT[,OPT...]     mount options (also --options OPTS):\n"
 	    "     attr_timeout=S   seconds the kernel caches attributes (default 1)\n"
 	    "     entry_timeout=S  seconds the kernel caches names (default 1)\n"
 	    "     timeout=S        seconds a call waits for an unreachable server (default 30)\n"
@@ -41,6 +70,7 @@ static void usage(FILE *out)
 	    "     replication=M    fanout or chain: how writes reach a file's copies (default:\n"
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
+	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
 }
@@ -49,7 +79,7 @@ static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt,
 {
 	va_list ap;
 
-	fputs("lode-fuse: ", stderr);
+	fprintf(stderr, "lode-fuse: %s", lode_conf_where(parsing_arg));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -108,6 +138,14 @@ static void append(char **list, const char *opt)
 	*list = n;
 }
 
+static void set_log_path(const char *path)
+{
+	free(log_path);
+	log_path = strdup(path);
+	if (!log_path)
+		bad("out of memory");
+}
+
 /* Takes our options out of one -o list; the rest goes to libfuse, which checks them. */
 static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 {
@@ -135,6 +173,10 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->replication = lode_replication_from_name(v);
 			if (o->replication < 0)
 				bad("replication: expected fanout or chain, got '%s'", v);
+		} else if (!strcmp(opt, "log") && v) {
+			if (!*v)
+				bad("log= needs a file name");
+			set_log_path(v); /* --log for mount(8) and fstab */
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
@@ -142,7 +184,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash"))
+			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
+			 !strcmp(opt, "log"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
@@ -159,10 +202,31 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 	free(copy);
 }
 
+/* "--NAME VALUE" or "--NAME=VALUE" at argv[*i]: the value (*i moved past it), else NULL. */
+static const char *long_value(int argc, char **argv, int *i, const char *name)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(a, "--", 2) || strncmp(a + 2, name, n) || (a[2 + n] && a[2 + n] != '='))
+		return NULL;
+	if (a[2 + n] == '=')
+		return a + 3 + n;
+	if (++*i == argc)
+		bad("%s needs a value", a);
+	return argv[*i];
+}
+
 static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opts)
 {
+	char why[256];
+
+	if (lode_conf_load(conf_keys, &argc, &argv, why, sizeof(why)))
+		bad("%s", why);
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
+
+		parsing_arg = a;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -188,6 +252,17 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 		} else if (!strcmp(a, "-d")) {
 			o->foreground = 1;
 			o->debug = 1;
+		} else if (!strcmp(a, "--foreground") || !strcmp(a, "--debug")) {
+			o->foreground = 1;
+			o->debug |= a[2] == 'd';
+		} else if ((v = long_value(argc, argv, &i, "options"))) {
+			parse_o(o, v, fuse_opts);
+		} else if ((v = long_value(argc, argv, &i, "log"))) {
+			if (!*v)
+				bad("--log needs a file name");
+			set_log_path(v);
+		} else if (long_value(argc, argv, &i, "config")) {
+			continue; /* read by lode_conf_load() */
 		} else if (a[0] == '-') {
 			bad("unknown option '%s'", a);
 		} else if (!o->mountpoint) {
@@ -196,6 +271,7 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 			bad("unexpected argument '%s'", a);
 		}
 	}
+	parsing_arg = NULL;
 	if (!o->mds)
 		bad("--mds tcp://HOST:PORT is required");
 	if (!*o->mds || strchr(o->mds, ','))
@@ -314,6 +390,65 @@ static const char *source_name(const char *mds)
 	return p ? p + 3 : mds;
 }
 
+/* mountinfo writes a space, tab, newline or backslash in a path as an octal escape
+ * (backslash and three digits): decode them in place. */
+static void unescape_octal(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = 0;
+}
+
+/*
+ * Whether Lode is what one sees at dir (absolute, resolved) now: the last mount of dir in
+ * /proc/self/mountinfo is the top one. A second lode-fuse there would stack a mount on top of
+ * the first, hiding it and whatever its users have open. src gets the first's source.
+ */
+static bool lode_mounted_at(const char *dir, char *src, size_t src_len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	bool lode = false;
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+
+	if (!mi)
+		return false; /* no /proc: nothing to compare with; the mount decides */
+	while (getline(&line, &cap, mi) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS */
+		char *save = NULL, *mnt = NULL, *sep, *type, *source;
+
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = 0;
+		strtok_r(line, " ", &save);
+		for (int f = 0; f < 4; f++)
+			mnt = strtok_r(NULL, " ", &save);
+		if (!mnt)
+			continue;
+		unescape_octal(mnt);
+		if (strcmp(mnt, dir))
+			continue;
+		save = NULL;
+		type = strtok_r(sep + 3, " ", &save);
+		source = strtok_r(NULL, " ", &save);
+		lode = type && !strcmp(type, "fuse.lode");
+		snprintf(src, src_len, "%s", lode && source ? source : "");
+	}
+	free(line);
+	fclose(mi);
+	return lode;
+}
+
 int main(int argc, char **argv)
 {
 	static struct lode_fuse lf_storage;
@@ -321,14 +456,16 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
 	char *fuse_opts = NULL, *base = NULL;
+	char *real, other[256];
 	struct stat mst;
-	int rc, ret = 1;
+	int rc, ret = 1, log_fd = -1;
 
 	lf->o.attr_timeout = 1.0;
 	lf->o.entry_timeout = 1.0;
 	lf->o.timeout_s = 30;
 	lf->o.max_threads = 64;
 	lf->o.read_ahead_kb = 16384;
+	lode_log_init("lode-fuse", LODE_LOG_INFO);
 	parse_args(argc, argv, &lf->o, &fuse_opts);
 	if (stat(lf->o.mountpoint, &mst))
 		bad("mount point %s: %s", lf->o.mountpoint, strerror(errno));
@@ -339,6 +476,26 @@ int main(int argc, char **argv)
 	if (lf->o.mount_abs && strpbrk(lf->o.mount_abs, " \t\n\\")) {
 		free(lf->o.mount_abs);
 		lf->o.mount_abs = NULL;
+	}
+	real = realpath(lf->o.mountpoint, NULL);
+	if (real && lode_mounted_at(real, other, sizeof(other))) {
+		fprintf(stderr,
+			"lode-fuse: %s is already a Lode mount (of %s); unmount it first "
+			"(umount %s)\n",
+			lf->o.mountpoint, other, lf->o.mountpoint);
+		free(real);
+		free(lf->o.mount_abs);
+		return 1;
+	}
+	free(real);
+	if (log_path) {
+		/* opened now, so that a bad path is said on the terminal */
+		log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		if (log_fd < 0) {
+			fprintf(stderr, "lode-fuse: --log %s: %s\n", log_path, strerror(errno));
+			free(lf->o.mount_abs);
+			return 1;
+		}
 	}
 
 	pthread_mutex_init(&lf->wlock, NULL);
@@ -382,14 +539,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lode-fuse: cannot mount on %s\n", lf->o.mountpoint);
 		goto out_signals;
 	}
-	lf_log(LF_INFO, "mounted %s on %s%s", lf->o.mds, lf->o.mountpoint,
-	       lf->o.ro ? " read-only" : "");
 	if (fuse_daemonize(lf->o.foreground))
 		goto out_unmount;
-	if (!lf->o.foreground) {
+	if (log_fd >= 0) {
+		/* fuse_daemonize() pointed stderr at /dev/null; libfuse's -d traces follow it */
+		if (dup2(log_fd, STDERR_FILENO) < 0)
+			goto out_unmount;
+		close(log_fd);
+		log_fd = -1;
+		lode_log_init("lode-fuse", LODE_LOG_INFO);
+	} else if (!lf->o.foreground) {
 		openlog("lode-fuse", LOG_PID, LOG_DAEMON);
 		lf_log_syslog = true;
 	}
+	lf_log(LF_INFO, "mounted %s on %s%s", lf->o.mds, lf->o.mountpoint,
+	       lf->o.ro ? " read-only" : "");
 	if (!lf->c) {
 		rc = connect_cluster(lf);
 		if (rc) {
@@ -415,6 +579,8 @@ out_signals:
 out_session:
 	fuse_session_destroy(lf->se);
 out_free:
+	if (log_fd >= 0)
+		close(log_fd);
 	if (lf->c)
 		close_writers(lf);
 	lode_disconnect(lf->c);

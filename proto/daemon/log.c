@@ -1,42 +1,87 @@
 /* SPDX-License-Identifier: MIT */
-/* Daemon logging to stderr: one write() per line so that threads do not interleave. */
-#include <errno.h>
+/*
+ * Daemon logging to stderr: one write() per line so that threads do not interleave.
+ *
+ * Two formats, chosen at lode_log_init():
+ * - on a terminal or a file: "2026-12-01T08:55:02.123+00:00 INFO  lode-mds: message", a full
+ *   local date and time with milliseconds and the zone, so that a line found in a file days
+ *   later still says when it happened;
+ * - under systemd, whose journal stamps every line itself: "<6>message", the sd-daemon(3)
+ *   level prefix the journal turns into the entry's priority. systemd says stderr is the
+ *   journal by setting JOURNAL_STREAM to the device and inode of that stream; a daemon whose
+ *   stderr was redirected elsewhere inherits the variable, so it counts only while stderr is
+ *   still that stream.
+ */
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "codec.h"
 #include "log.h"
 
 static const char *log_prog = "lode";
 static enum lode_log_level log_max = LODE_LOG_INFO;
+static bool log_journal;
+
+bool lode_log_stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char end;
+
+	if (!js || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void lode_log_init(const char *prog, enum lode_log_level max)
 {
 	log_prog = prog;
 	log_max = max;
+	log_journal = lode_log_stderr_is_journal();
+}
+
+/* "2026-12-01T08:55:02.123+01:00": ISO 8601, local time, milliseconds, the zone's offset. */
+static int format_time(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	int off, n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	off = (int)(tm.tm_gmtoff / 60);
+	n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03d%c%02d:%02d", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     (int)(ts.tv_nsec / 1000000), off < 0 ? '-' : '+', abs(off) / 60,
+		     abs(off) % 60);
+	return n < 0 ? 0 : n;
 }
 
 void lode_log(enum lode_log_level lvl, const char *fmt, ...)
 {
 	static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-	char line[1024];
-	struct timespec ts;
-	struct tm tm;
+	/* sd-daemon(3): <3> SD_ERR, <4> SD_WARNING, <6> SD_INFO, <7> SD_DEBUG */
+	static const char *const journal[] = {"<3>", "<4>", "<6>", "<7>"};
+	char line[1024], when[64];
 	va_list ap;
 	int n;
 
 	if (lvl > log_max)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %-5s %s: ", tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, ts.tv_nsec / 1000000, names[lvl], log_prog);
+	if (log_journal) {
+		n = snprintf(line, sizeof(line), "%s", journal[lvl]);
+	} else {
+		format_time(when, sizeof(when));
+		n = snprintf(line, sizeof(line), "%s %-5s %s: ", when, names[lvl], log_prog);
+	}
 	va_start(ap, fmt);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
@@ -45,61 +90,4 @@ void lode_log(enum lode_log_level lvl, const char *fmt, ...)
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
-}
-
-/*
- * A line about what a peer did wrong is printed at most once a second: a peer doing it in a
- * loop must not flood the log. Returns true when this one may be printed; *quieted gets the
- * count of those suppressed since the last one printed.
- */
-struct ratelimit {
-	_Atomic int64_t last_s;
-	_Atomic uint64_t quiet;
-};
-
-static bool ratelimit_pass(struct ratelimit *r, uint64_t *quieted)
-{
-	struct timespec ts;
-	int64_t prev;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	prev = atomic_load(&r->last_s);
-	if (ts.tv_sec == prev || !atomic_compare_exchange_strong(&r->last_s, &prev, ts.tv_sec)) {
-		atomic_fetch_add(&r->quiet, 1);
-		return false;
-	}
-	*quieted = atomic_exchange(&r->quiet, 0);
-	return true;
-}
-
-void lode_log_conn_error(void *ctx, const char *transport, int err)
-{
-	static struct ratelimit rl;
-	uint64_t quiet;
-
-	(void)ctx;
-	if (!ratelimit_pass(&rl, &quiet))
-		return;
-	LODE_WARN("%s: refused an accepted connection: %s (%llu more since the last line)",
-		  transport,
-		  err == -EMFILE   ? "too many connections"
-		  : err == -EUSERS ? "too many connections from one peer"
-				   : strerror(-err),
-		  (unsigned long long)quiet);
-}
-
-int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr)
-{
-	static struct ratelimit rl;
-	uint64_t quiet;
-	int rc = lode_hdr_check_bounds(hdr);
-
-	(void)ctx;
-	if (!rc || !ratelimit_pass(&rl, &quiet))
-		return rc;
-	LODE_WARN("refused a %s request announcing %u body and %llu data bytes: %s (closing its "
-		  "connection; %llu more refused since the last line)",
-		  lode_op_name(hdr->opcode), hdr->body_len, (unsigned long long)hdr->data_len,
-		  strerror(-rc), (unsigned long long)quiet);
-	return rc;
 }
