@@ -4,6 +4,7 @@
  *
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
+ *            [--metrics HOST:PORT [--metrics-port-file FILE]]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by sigwait() in the
  * main thread, which then stops the server (no new requests), drains the writer (every
@@ -24,29 +25,34 @@
 #include "addr.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_metrics.h"
 #include "handlers.h"
 #include "log.h"
 #include "server.h"
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
-		"\n"
-		"  --data DIR          LMDB data directory (created if missing)\n"
-		"  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
-		"                      (port 0: any free port; repeat to serve on up to 3)\n"
-		"  --threads N         worker threads (default 4)\n"
-		"  --log-level LEVEL   err, warn, info (default) or debug\n"
-		"  --port-file FILE    write the bound address into FILE once listening\n"
-		"  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
-		"                      (default 5000)\n"
-		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
-		"                      deletion after S seconds (default 60)\n"
-		"  --format            format the store even though it holds data but no format\n"
-		"                      version (a damaged store: its namespace is lost)\n"
-		"  --version           print the version and exit\n"
-		"  --help              print this help and exit\n");
+	fprintf(
+	    out,
+	    "usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
+	    "\n"
+	    "  --data DIR          LMDB data directory (created if missing)\n"
+	    "  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
+	    "                      (port 0: any free port; repeat to serve on up to 3)\n"
+	    "  --threads N         worker threads (default 4)\n"
+	    "  --log-level LEVEL   err, warn, info (default) or debug\n"
+	    "  --port-file FILE    write the bound address into FILE once listening\n"
+	    "  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
+	    "                      (default 5000)\n"
+	    "  --orphan-grace S    objects of deleted files are handed to their targets for\n"
+	    "                      deletion after S seconds (default 60)\n"
+	    "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (off by\n"
+	    "                      default; port 0: any free port)\n"
+	    "  --metrics-port-file FILE  write the metrics HOST:PORT into FILE once listening\n"
+	    "  --format            format the store even though it holds data but no format\n"
+	    "                      version (a damaged store: its namespace is lost)\n"
+	    "  --version           print the version and exit\n"
+	    "  --help              print this help and exit\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) bad_args(const char *fmt, ...)
@@ -99,11 +105,15 @@ int main(int argc, char **argv)
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
 	    {"format", no_argument, NULL, 'F'},
+	    {"metrics", required_argument, NULL, 'M'},
+	    {"metrics-port-file", required_argument, NULL, 'P'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
+	const char *metrics = NULL, *metrics_port_file = NULL;
+	struct lode_daemon_metrics *dm = NULL;
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
@@ -161,6 +171,12 @@ int main(int argc, char **argv)
 		case 'p':
 			port_file = optarg;
 			break;
+		case 'M':
+			metrics = optarg;
+			break;
+		case 'P':
+			metrics_port_file = optarg;
+			break;
 		case 'V':
 			printf("lode-mds %s\n", LODE_VERSION);
 			return 0;
@@ -177,6 +193,8 @@ int main(int argc, char **argv)
 		return bad_args("missing --data DIR");
 	if (!nlisten)
 		return bad_args("missing --listen tcp://HOST:PORT");
+	if (metrics_port_file && !metrics)
+		return bad_args("--metrics-port-file needs --metrics HOST:PORT");
 
 	lode_log_init("lode-mds", level);
 	rc = lode_make_dirs(data, 0700);
@@ -216,6 +234,12 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < nlisten; i++)
 		fprintf(stderr, "lode-mds: listening on %s\n", lode_server_address(srv, i));
+	if (metrics) {
+		rc = lode_daemon_metrics_start(&dm, "lode-mds", metrics, metrics_port_file, srv,
+					       lode_mds_metrics_collect, &mds);
+		if (rc)
+			goto stop_server;
+	}
 	if (port_file) {
 		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {
@@ -230,6 +254,7 @@ int main(int argc, char **argv)
 	rc = 0;
 
 stop_server:
+	lode_daemon_metrics_stop(dm);
 	lode_server_stop(srv);
 fini:
 	lode_mds_fini(&mds);

@@ -2,7 +2,9 @@
 # Installs what Lode needs to build and test, from Debian 12's packages.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
-      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
+      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev libmicrohttpd-dev
+      # tests/service/metrics.sh: a real Prometheus scrapes a local cluster (and promtool)
+      prometheus
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
       qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
