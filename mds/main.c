@@ -32,27 +32,27 @@
 
 static void usage(FILE *out)
 {
-	fprintf(
-	    out,
-	    "usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
-	    "\n"
-	    "  --data DIR          LMDB data directory (created if missing)\n"
-	    "  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
-	    "                      (port 0: any free port; repeat to serve on up to 3)\n"
-	    "  --threads N         worker threads (default 4)\n"
-	    "  --log-level LEVEL   err, warn, info (default) or debug\n"
-	    "  --port-file FILE    write the bound address into FILE once listening\n"
-	    "  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
-	    "                      (default 5000)\n"
-	    "  --orphan-grace S    objects of deleted files are handed to their targets for\n"
-	    "                      deletion after S seconds (default 60)\n"
-	    "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (off by\n"
-	    "                      default; port 0: any free port)\n"
-	    "  --metrics-port-file FILE  write the metrics HOST:PORT into FILE once listening\n"
-	    "  --format            format the store even though it holds data but no format\n"
-	    "                      version (a damaged store: its namespace is lost)\n"
-	    "  --version           print the version and exit\n"
-	    "  --help              print this help and exit\n");
+	fprintf(out,
+		"usage: lode-mds --data DIR --listen tcp://HOST:PORT [options]\n"
+		"\n"
+		"  --data DIR          LMDB data directory (created if missing)\n"
+		"  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
+		"                      (port 0: any free port; repeat to serve on up to 3)\n"
+		"  --threads N         worker threads (default 4)\n"
+		"  --log-level LEVEL   err, warn, info (default) or debug\n"
+		"  --port-file FILE    write the bound address into FILE once listening\n"
+		"  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
+		"                      (default 5000)\n"
+		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
+		"                      deletion after S seconds (default 60)\n"
+		"  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+		"                      (off by default; port 0: any free port)\n"
+		"  --metrics-port-file FILE\n"
+		"                      write the metrics HOST:PORT into FILE once listening\n"
+		"  --format            format the store even though it holds data but no format\n"
+		"                      version (a damaged store: its namespace is lost)\n"
+		"  --version           print the version and exit\n"
+		"  --help              print this help and exit\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) bad_args(const char *fmt, ...)

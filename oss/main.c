@@ -40,9 +40,10 @@ static const char usage[] =
     "  --threads N         worker threads (default 2)\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
-    "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (off by\n"
-    "                      default; port 0: any free port)\n"
-    "  --metrics-port-file FILE  write the metrics HOST:PORT into FILE once listening\n"
+    "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+    "                      (off by default; port 0: any free port)\n"
+    "  --metrics-port-file FILE\n"
+    "                      write the metrics HOST:PORT into FILE once listening\n"
     "  --version           print the version and exit\n"
     "  --help              print this help and exit\n";
 
