@@ -3,6 +3,7 @@
  * lode-fuse: mounts a Lode cluster with the low-level libfuse API.
  *
  *   lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS]
+ *             [--metrics HOST:PORT [--metrics-port-file FILE]]
  *
  * Order of start-up, and why: arguments are checked and the MDS is asked once while the
  * terminal still sees our messages; then the kernel mount, then fuse_daemonize() (a
@@ -22,6 +23,7 @@
 
 #include "config.h"
 #include "lode_fuse.h"
+#include "metrics.h"
 
 static void usage(FILE *out)
 {
@@ -32,6 +34,10 @@ static void usage(FILE *out)
 	    "  --mds ADDR          metadata server of the cluster to mount\n"
 	    "  -f                  stay in the foreground\n"
 	    "  -d                  debug: foreground, and libfuse traces every request\n"
+	    "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+	    "                      (off by default; port 0: any free port)\n"
+	    "  --metrics-port-file FILE\n"
+	    "                      write the metrics HOST:PORT into FILE once listening\n"
 	    "  -o OPT[,OPT...]     mount options:\n"
 	    "     attr_timeout=S   seconds the kernel caches attributes (default 1)\n"
 	    "     entry_timeout=S  seconds the kernel caches names (default 1)\n"
@@ -177,6 +183,14 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 			o->mds = argv[i];
 		} else if (!strncmp(a, "--mds=", 6)) {
 			o->mds = a + 6;
+		} else if (!strcmp(a, "--metrics")) {
+			if (++i == argc)
+				bad("--metrics needs HOST:PORT");
+			o->metrics = argv[i];
+		} else if (!strcmp(a, "--metrics-port-file")) {
+			if (++i == argc)
+				bad("--metrics-port-file needs a file");
+			o->metrics_port_file = argv[i];
 		} else if (!strcmp(a, "-o")) {
 			if (++i == argc)
 				bad("-o needs options");
@@ -202,6 +216,8 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 		bad("bad MDS address '%s'", o->mds);
 	if (!o->mountpoint)
 		bad("no mount point given");
+	if (o->metrics_port_file && !o->metrics)
+		bad("--metrics-port-file needs --metrics HOST:PORT");
 }
 
 static void lf_init(void *userdata, struct fuse_conn_info *conn)
@@ -320,6 +336,8 @@ int main(int argc, char **argv)
 	struct lode_fuse *lf = &lf_storage;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
+	struct lode_metrics_http *mhttp = NULL;
+	struct lode_metrics *mreg = NULL;
 	char *fuse_opts = NULL, *base = NULL;
 	struct stat mst;
 	int rc, ret = 1;
@@ -348,6 +366,19 @@ int main(int argc, char **argv)
 	if (!lf->cver) {
 		fputs("lode-fuse: out of memory\n", stderr);
 		return 1;
+	}
+
+	/* bound now, so a bad or busy address is said on the terminal; served after the fork */
+	if (lf->o.metrics) {
+		char bound[128], why[256];
+
+		rc = lode_metrics_http_open(&mhttp, lf->o.metrics, lf->o.metrics_port_file, bound,
+					    sizeof(bound), why, sizeof(why));
+		if (rc) {
+			fprintf(stderr, "lode-fuse: %s\n", why);
+			goto out_free;
+		}
+		fprintf(stderr, "lode-fuse: metrics on http://%s/metrics\n", bound);
 	}
 
 	/* ask the MDS now, while the caller still sees what we print */
@@ -398,6 +429,13 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (mhttp &&
+	    (lode_metrics_create(&mreg) || lode_metrics_add(mreg, lf_metrics_collect, lf) ||
+	     lode_metrics_http_start(mhttp, mreg))) {
+		lf_log(LF_ERR, "cannot serve metrics on %s", lf->o.metrics);
+		goto out_unmount;
+	}
+
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_unmount;
@@ -415,6 +453,8 @@ out_signals:
 out_session:
 	fuse_session_destroy(lf->se);
 out_free:
+	lode_metrics_http_close(mhttp);
+	lode_metrics_destroy(mreg);
 	if (lf->c)
 		close_writers(lf);
 	lode_disconnect(lf->c);

@@ -13,7 +13,6 @@
 
 #include "codec.h"
 #include "config.h"
-#include "daemon.h"
 #include "daemon_metrics.h"
 #include "log.h"
 #include "server.h"
@@ -125,17 +124,11 @@ int lode_daemon_metrics_start(struct lode_daemon_metrics **out, const char *prog
 	if (rc || (rc = lode_metrics_add(dm->m, collect_server, dm)) ||
 	    (fn && (rc = lode_metrics_add(dm->m, fn, arg))))
 		goto err;
-	rc = lode_metrics_http_open(&dm->http, hostport, bound, sizeof(bound), why, sizeof(why));
+	rc = lode_metrics_http_open(&dm->http, hostport, port_file, bound, sizeof(bound), why,
+				    sizeof(why));
 	if (rc) {
 		LODE_ERR("%s", why);
 		goto err;
-	}
-	if (port_file) {
-		rc = lode_write_port_file(port_file, bound);
-		if (rc) {
-			LODE_ERR("cannot write %s: %s", port_file, strerror(-rc));
-			goto err;
-		}
 	}
 	rc = lode_metrics_http_start(dm->http, dm->m);
 	if (rc) {

@@ -69,11 +69,14 @@ void lode_metrics_labels(char *out, size_t out_len, unsigned n, const char *cons
  * Binds and listens on HOST:PORT ("127.0.0.1:9100", "[::1]:0", "localhost:9100"; port 0:
  * a free one), without serving yet, so a program can say where before it forks (lode-fuse)
  * and fail with a clear reason before it starts anything. bound gets "HOST:PORT" with the
- * real port. Returns 0, -EINVAL for a malformed address (why says so), or -errno of the
- * bind. Nothing but the one address given is listened on.
+ * real port; so does port_file (unless NULL), written atomically (a temporary name, then
+ * rename), so that a test waiting for it reads all of it or nothing. Returns 0 or -errno
+ * (-EINVAL for a malformed address), with a one-line reason in why. Nothing but the one
+ * address given is listened on.
  */
-int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport, char *bound,
-			   size_t bound_len, char *why, size_t why_len);
+int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
+			   const char *port_file, char *bound, size_t bound_len, char *why,
+			   size_t why_len);
 /* Serves GET /metrics from m on a thread of its own. Returns 0 or -errno. */
 int lode_metrics_http_start(struct lode_metrics_http *h, struct lode_metrics *m);
 /* Stops serving, closes the socket and frees h. NULL is accepted. */

@@ -80,8 +80,31 @@ static int split(const char *hp, char *host, size_t host_len, char *port, size_t
 	return 0;
 }
 
-int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport, char *bound,
-			   size_t bound_len, char *why, size_t why_len)
+static int write_port_file(const char *path, const char *bound)
+{
+	char tmp[4096];
+	FILE *f;
+	int rc = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%s\n", bound) < 0 || fflush(f))
+		rc = errno ? -errno : -EIO;
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
+			   const char *port_file, char *bound, size_t bound_len, char *why,
+			   size_t why_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
@@ -133,6 +156,14 @@ int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
 
 		inet_ntop(AF_INET, &s4->sin_addr, num, sizeof(num));
 		snprintf(bound, bound_len, "%s:%u", num, ntohs(s4->sin_port));
+	}
+	if (port_file) {
+		rc = write_port_file(port_file, bound);
+		if (rc) {
+			say(why, why_len, "cannot write %s: %s", port_file, strerror(-rc));
+			lode_metrics_http_close(h);
+			return rc;
+		}
 	}
 	*out = h;
 	return 0;
