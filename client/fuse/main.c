@@ -47,6 +47,7 @@ static void usage(FILE *out)
 	    "     replication=M    fanout or chain: how writes reach a file's copies (default:\n"
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
+	    "     metrics=HOST:PORT  as --metrics (for fstab and mount -t lode)\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
 }
@@ -141,6 +142,10 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->replication = lode_replication_from_name(v);
 			if (o->replication < 0)
 				bad("replication: expected fanout or chain, got '%s'", v);
+		} else if (!strcmp(opt, "metrics") && v) {
+			o->metrics = strdup(v); /* for the life of the process, like argv */
+			if (!o->metrics)
+				bad("out of memory");
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
@@ -148,7 +153,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash"))
+			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
+			 !strcmp(opt, "metrics"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;

@@ -78,7 +78,8 @@ elif [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 	fuse_why="no /dev/fuse or fusermount3"
 else
 	mkdir "$dir/mnt"
-	"$fuse_bin" --mds "$mds" "$dir/mnt" -f --metrics 127.0.0.1:0 \
+	# -o metrics=, as fstab and mount -t lode give it
+	"$fuse_bin" --mds "$mds" "$dir/mnt" -f -o metrics=127.0.0.1:0 \
 		--metrics-port-file "$dir/fuse.metrics" 2>"$dir/fuse.log" &
 	pids+=($!)
 	for _ in $(seq 100); do
