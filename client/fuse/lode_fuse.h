@@ -13,6 +13,7 @@
  *                   writer behind an open handle)
  *   fuse_writer.c   the shared write handles, write-behind, attributes with our size
  *   fuse_state.c    requests and credentials, replies, logging, page-cache versions
+ *   fuse_metrics.c  counters of reads, writes, cache and errors; --metrics's collector
  *   liblode         (lode/lode.h only)
  */
 #ifndef LODE_FUSE_H

@@ -69,8 +69,9 @@ grep -q "metrics on http://127.0.0.1:[0-9]*/metrics" "$dir/mds.log" ||
 	fail "lode-mds did not say where its metrics are: $(cat "$dir/mds.log")"
 
 # the mount, when FUSE can be used here
-targets=("mds:$(cat "$dir/mds.metrics")" "oss:$(cat "$dir/oss0.metrics")"
-	"oss:$(cat "$dir/oss1.metrics")")
+# job:HOST:PORT, the job names docs/metrics.md and the Grafana dashboard expect
+targets=("lode-mds:$(cat "$dir/mds.metrics")" "lode-oss:$(cat "$dir/oss0.metrics")"
+	"lode-oss:$(cat "$dir/oss1.metrics")")
 fuse_why=
 if [ -z "$fuse_bin" ]; then
 	fuse_why="lode-fuse was not built"
@@ -90,7 +91,7 @@ else
 	if mountpoint -q "$dir/mnt"; then
 		mnt=$dir/mnt
 		wait_file "$dir/fuse.metrics"
-		targets+=("fuse:$(cat "$dir/fuse.metrics")")
+		targets+=("lode-fuse:$(cat "$dir/fuse.metrics")")
 	else
 		fuse_why="lode-fuse could not mount here: $(tail -n 3 "$dir/fuse.log")"
 	fi
@@ -100,7 +101,7 @@ fi
 echo "== a Prometheus scraping them every second"
 {
 	printf 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n'
-	for job in mds oss fuse; do
+	for job in lode-mds lode-oss lode-fuse; do
 		list=
 		for t in "${targets[@]}"; do
 			[ "${t%%:*}" = "$job" ] && list+="'${t#*:}', "
@@ -162,7 +163,7 @@ wait_true() {
 
 ntargets=${#targets[@]}
 wait_true "count(up == 1) == $ntargets" "Prometheus does not see every endpoint up"
-before=$(value 'sum(lode_requests_total{job="mds"})')
+before=$(value 'sum(lode_requests_total{job="lode-mds"})')
 [ "$before" != none ] || before=0
 
 echo "== load: files written and read through lodectl and the mount"
@@ -187,14 +188,14 @@ if [ -n "$mnt" ]; then
 fi
 
 echo "== the counters moved, as Prometheus scraped them"
-wait_true "sum(lode_requests_total{job=\"mds\"}) > $before" "MDS requests did not move"
-wait_true 'lode_requests_total{job="mds",op="create"} > 0' "no CREATE counted"
-wait_true 'sum(lode_request_errors_total{job="mds",op="lookup"}) > 0' \
+wait_true "sum(lode_requests_total{job=\"lode-mds\"}) > $before" "MDS requests did not move"
+wait_true 'lode_requests_total{job="lode-mds",op="create"} > 0' "no CREATE counted"
+wait_true 'sum(lode_request_errors_total{job="lode-mds",op="lookup"}) > 0' \
 	"the failed lookup was not counted as an error"
 wait_true "sum(lode_oss_written_bytes_total) >= $((24 << 20))" "OSS written bytes"
 wait_true "sum(lode_oss_read_bytes_total) >= $((24 << 20))" "OSS read bytes"
-wait_true 'sum(lode_requests_total{job="oss",op="obj_write"}) > 0' "no OBJ_WRITE counted"
-wait_true 'sum(lode_network_receive_bytes_total{job="oss",op="obj_write"}) > 0' \
+wait_true 'sum(lode_requests_total{job="lode-oss",op="obj_write"}) > 0' "no OBJ_WRITE counted"
+wait_true 'sum(lode_network_receive_bytes_total{job="lode-oss",op="obj_write"}) > 0' \
 	"OSS received bytes"
 wait_true 'lode_mds_targets{state="up"} == 2' "the MDS does not show both targets up"
 wait_true 'count(lode_mds_target_capacity_bytes > 0) == 2' "target capacity"
@@ -255,6 +256,39 @@ for t in "${targets[@]}"; do
 		fail "promtool refused ${t%%:*}'s metrics: $(cat "$dir/promtool.out")"
 	[ ! -s "$dir/promtool.out" ] || fail "promtool: $(cat "$dir/promtool.out")"
 done
+echo "== the docs name every metric served, the dashboard uses only those, and Prometheus"
+echo "   accepts each of the dashboard's queries"
+src=$(cd "$(dirname "$0")/../.." && pwd)
+for t in "${targets[@]}"; do
+	curl -sf "http://${t#*:}/metrics"
+done | sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' | sort -u >"$dir/families"
+while read -r fam; do
+	grep -q "\`$fam\`" "$src/docs/metrics.md" || fail "$fam is not in docs/metrics.md"
+done <"$dir/families"
+python3 - "$src/deploy/grafana/lode.json" "$dir/families" "$prom" <<'EOF' ||
+import json, re, sys, urllib.parse, urllib.request
+dash, fams, prom = sys.argv[1:]
+known = set(open(fams).read().split())
+exprs = []
+def walk(panels):
+    for p in panels:
+        walk(p.get("panels", []))
+        exprs.extend(t["expr"] for t in p.get("targets", []))
+walk(json.load(open(dash))["panels"])
+assert exprs, "no queries in the dashboard"
+for e in exprs:
+    for name in re.findall(r"\blode_[a-z_]+", e):
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        assert name in known or base in known, f"{name} is served by no endpoint"
+    q = (e.replace("$mds_job", "lode-mds").replace("$oss_job", "lode-oss")
+          .replace("$fuse_job", "lode-fuse").replace("$__rate_interval", "5s")
+          .replace("$__range", "1m"))
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    r = json.load(urllib.request.urlopen(url))
+    assert r["status"] == "success", (q, r)
+print(f"dashboard: {len(exprs)} queries, all accepted")
+EOF
+	fail "the Grafana dashboard does not match what is served"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$(cat "$dir/mds.metrics")/other")
 [ "$code" = 404 ] || fail "GET /other answered $code, not 404"
 
