@@ -50,6 +50,7 @@ echo "== a cluster with --metrics on every daemon"
 "$mds_bin" --data "$dir/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds.addr" \
 	--metrics 127.0.0.1:0 --metrics-port-file "$dir/mds.metrics" 2>"$dir/mds.log" &
 pids+=($!)
+daemons=("$!:mds")
 wait_file "$dir/mds.addr"
 wait_file "$dir/mds.metrics"
 mds=$(cat "$dir/mds.addr")
@@ -59,6 +60,7 @@ for i in 0 1; do
 		--port-file "$dir/oss$i.addr" --metrics 127.0.0.1:0 \
 		--metrics-port-file "$dir/oss$i.metrics" 2>"$dir/oss$i.log" &
 	pids+=($!)
+	daemons=("$!:oss$i" "${daemons[@]}")
 	wait_file "$dir/oss$i.metrics"
 done
 for _ in $(seq 100); do
@@ -83,6 +85,7 @@ else
 	"$fuse_bin" --mds "$mds" "$dir/mnt" -f -o metrics=127.0.0.1:0 \
 		--metrics-port-file "$dir/fuse.metrics" 2>"$dir/fuse.log" &
 	pids+=($!)
+	fuse_pid=$!
 	for _ in $(seq 100); do
 		mountpoint -q "$dir/mnt" && break
 		kill -0 "${pids[-1]}" 2>/dev/null || break
@@ -298,4 +301,19 @@ if "$mds_bin" --data "$dir/mds2" --listen tcp://127.0.0.1:0 --metrics nonsense \
 	fail "lode-mds started with --metrics nonsense"
 fi
 grep -q "HOST:PORT" "$dir/bad.err" || fail "no reason: $(cat "$dir/bad.err")"
+
+echo "== every program stops cleanly (exit 0; under ASan, no leak or error either)"
+if [ -n "$mnt" ]; then
+	fusermount3 -u "$mnt" || fail "cannot unmount"
+	mnt=
+	rc=0
+	wait "$fuse_pid" || rc=$?
+	[ $rc -eq 0 ] || fail "lode-fuse exited $rc: $(tail -n 20 "$dir/fuse.log")"
+fi
+for d in "${daemons[@]}"; do
+	kill -TERM "${d%%:*}"
+	rc=0
+	wait "${d%%:*}" || rc=$?
+	[ $rc -eq 0 ] || fail "${d#*:} exited $rc: $(tail -n 20 "$dir/${d#*:}.log")"
+done
 echo "PASS"
