@@ -106,8 +106,7 @@ int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
 			   const char *port_file, char *bound, size_t bound_len, char *why,
 			   size_t why_len)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
