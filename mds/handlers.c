@@ -401,6 +401,15 @@ static void wreq_done(struct lode_wop *op, int status)
 
 	if (w->row->done)
 		status = w->row->done(w, status);
+	if (!status) {
+		/* committed: what metrics count of copies (cheap, no scan of the inodes) */
+		unsigned opcode = lode_req_hdr(w->req)->opcode;
+
+		if (opcode == LODE_OP_REPORT_COPY)
+			__atomic_add_fetch(&w->m->copy_reports, 1, __ATOMIC_RELAXED);
+		else if (opcode == LODE_OP_LAYOUT_SET_COPY)
+			__atomic_add_fetch(&w->m->copies_moved, 1, __ATOMIC_RELAXED);
+	}
 	if (status)
 		lode_req_reply_err(w->req, status);
 	else

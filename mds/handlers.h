@@ -35,6 +35,9 @@ struct lode_mds {
 	struct lode_writer *writer;
 	uint64_t cluster_id;
 	int64_t orphan_grace_ns;
+	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */
+	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
+	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */
 };
 
 /* Opens the store, loads the targets, starts the writer. Returns 0 or -errno with a
@@ -45,5 +48,10 @@ void lode_mds_fini(struct lode_mds *m);
 
 /* struct lode_server_ops.on_request; ctx is the struct lode_mds. */
 void lode_mds_on_request(void *ctx, struct lode_req *req);
+
+/* A metrics collector (lode_metrics_collect_fn, mds_metrics.c) for the MDS's own metrics:
+ * targets, group commit, copies. arg is the struct lode_mds. */
+struct lode_metrics_buf;
+void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b);
 
 #endif

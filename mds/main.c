@@ -5,6 +5,7 @@
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
  *   lode-mds --config FILE [options that override the file's]
+ *            [--metrics HOST:PORT [--metrics-port-file FILE]]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by sigwait() in the
  * main thread, which then stops the server (no new requests), drains the writer (every
@@ -26,6 +27,7 @@
 #include "conf.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_metrics.h"
 #include "handlers.h"
 #include "log.h"
 #include "server.h"
@@ -48,6 +50,10 @@ static void usage(FILE *out)
 		"                      (default 5000)\n"
 		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
 		"                      deletion after S seconds (default 60)\n"
+		"  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+		"                      (off by default; port 0: any free port)\n"
+		"  --metrics-port-file FILE\n"
+		"                      write the metrics HOST:PORT into FILE once listening\n"
 		"  --format            format the store even though it holds data but no format\n"
 		"                      version (a damaged store: its namespace is lost)\n"
 		"  --version           print the version and exit\n"
@@ -105,11 +111,15 @@ int main(int argc, char **argv)
 	    {"orphan-grace", required_argument, NULL, 'G'},
 	    {"format", no_argument, NULL, 'F'},
 	    {"config", required_argument, NULL, 'C'},
+	    {"metrics", required_argument, NULL, 'M'},
+	    {"metrics-port-file", required_argument, NULL, 'P'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
+	const char *metrics = NULL, *metrics_port_file = NULL;
+	struct lode_daemon_metrics *dm = NULL;
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
@@ -171,6 +181,12 @@ int main(int argc, char **argv)
 		case 'p':
 			port_file = optarg;
 			break;
+		case 'M':
+			metrics = optarg;
+			break;
+		case 'P':
+			metrics_port_file = optarg;
+			break;
 		case 'V':
 			printf("lode-mds %s\n", LODE_VERSION);
 			return 0;
@@ -187,6 +203,8 @@ int main(int argc, char **argv)
 		return bad_args("missing --data DIR");
 	if (!nlisten)
 		return bad_args("missing --listen tcp://HOST:PORT");
+	if (metrics_port_file && !metrics)
+		return bad_args("--metrics-port-file needs --metrics HOST:PORT");
 
 	lode_log_init("lode-mds", level);
 	rc = lode_make_dirs(data, 0700);
@@ -226,6 +244,12 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < nlisten; i++)
 		LODE_INFO("listening on %s", lode_server_address(srv, i));
+	if (metrics) {
+		rc = lode_daemon_metrics_start(&dm, "lode-mds", metrics, metrics_port_file, srv,
+					       lode_mds_metrics_collect, &mds);
+		if (rc)
+			goto stop_server;
+	}
 	if (port_file) {
 		rc = lode_write_port_file(port_file, lode_server_address(srv, 0));
 		if (rc) {
@@ -240,6 +264,7 @@ int main(int argc, char **argv)
 	rc = 0;
 
 stop_server:
+	lode_daemon_metrics_stop(dm);
 	lode_server_stop(srv);
 fini:
 	lode_mds_fini(&mds);

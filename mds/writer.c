@@ -26,16 +26,33 @@ struct lode_writer {
 	struct lode_wop *tail; /* protected by lock */
 	int stopping;	       /* protected by lock */
 	unsigned long batches; /* writer thread only (read after join or racily for stats) */
+	struct lode_writer_stats stats; /* written by the writer thread, read atomically */
 };
+
+const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS] = {1,  2,   4,	 8,   16,  32,
+								   64, 128, 256, 512, 1024};
+
+/* The writer thread is the only writer of its stats: a plain add, published atomically. */
+static void count_batch(struct lode_writer *w, unsigned n)
+{
+	unsigned b = 0;
+
+	while (b < LODE_WRITER_BATCH_BOUNDS && n > lode_writer_batch_bounds[b])
+		b++;
+	__atomic_store_n(&w->stats.batch_sizes[b], w->stats.batch_sizes[b] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->stats.ops, w->stats.ops + n, __ATOMIC_RELAXED);
+}
 
 static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 {
 	struct lode_txn top, child;
 	struct lode_wop *op, *next;
+	unsigned n = 0;
 	int rc;
 
 	rc = lode_store_write_begin(w->st, NULL, &top);
 	for (op = batch; op; op = op->next) {
+		n++;
 		if (rc) {
 			op->status = rc;
 			continue;
@@ -53,6 +70,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 		rc = lode_store_commit(&top);
 		w->batches++;
 	}
+	count_batch(w, n);
 	for (op = batch; op; op = next) {
 		next = op->next;
 		op->done(op, op->status ? op->status : rc);
@@ -152,4 +170,11 @@ void lode_writer_stop(struct lode_writer *w)
 unsigned long lode_writer_batches(struct lode_writer *w)
 {
 	return w->batches;
+}
+
+void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out)
+{
+	for (unsigned i = 0; i <= LODE_WRITER_BATCH_BOUNDS; i++)
+		out->batch_sizes[i] = __atomic_load_n(&w->stats.batch_sizes[i], __ATOMIC_RELAXED);
+	out->ops = __atomic_load_n(&w->stats.ops, __ATOMIC_RELAXED);
 }

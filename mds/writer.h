@@ -36,6 +36,17 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st);
 void lode_writer_submit(struct lode_writer *w, struct lode_wop *op);
 /* Runs what is queued, stops the thread and frees the writer. NULL is accepted. */
 void lode_writer_stop(struct lode_writer *w);
+/* Sizes of the batches run (ops per transaction), for metrics: batch_sizes[i] counts the
+ * batches of at most lode_writer_batch_bounds[i] ops and more than the bound before (the
+ * last, more than every bound); ops is the sum of their sizes. */
+#define LODE_WRITER_BATCH_BOUNDS 11
+extern const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS];
+struct lode_writer_stats {
+	uint64_t batch_sizes[LODE_WRITER_BATCH_BOUNDS + 1];
+	uint64_t ops;
+};
+/* A copy of the counts so far. Any thread (the counts are read atomically, one by one). */
+void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out);
 /* Number of batches committed (for tests and stats). */
 unsigned long lode_writer_batches(struct lode_writer *w);
 

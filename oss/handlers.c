@@ -21,6 +21,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "metrics.h"
 
 /* Connections of one worker to the OSS it forwards to, by address. */
 struct fwd_cache {
@@ -35,6 +36,13 @@ struct fwd_cache {
  * thread. */
 static __thread struct lode_objstore_io *worker_io;
 static __thread struct fwd_cache *worker_fwd;
+static __thread struct lode_oss_worker_stats *worker_stats;
+
+/* The worker's own counter: a plain add, published for the scrape. */
+static void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
 
 void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st)
 {
@@ -61,6 +69,8 @@ static void on_worker_start(void *ctx, unsigned worker, struct lode_loop *loop)
 	struct lode_oss *oss = ctx;
 	struct lode_objstore_io *io;
 
+	if (worker < LODE_OSS_WORKERS_MAX)
+		worker_stats = &oss->stats[worker];
 	if (worker >= LODE_OSS_WORKERS_MAX || lode_objstore_io_create(oss->st, loop, 0, &io))
 		return; /* this worker answers data requests with -ENOMEM */
 	oss->ios[worker] = io;
@@ -88,6 +98,13 @@ static void obj_done(void *arg, int status, struct lode_obj_result *res)
 	reply_obj(arg, status, res);
 }
 
+static void write_done(void *arg, int status, struct lode_obj_result *res)
+{
+	if (!status && worker_stats)
+		stat_add(&worker_stats->written_bytes, lode_req_hdr(arg)->data_len);
+	reply_obj(arg, status, res);
+}
+
 /* The offset an OBJ_READ asked for (its body was checked when it arrived). */
 static uint64_t rr_offset(const struct lode_req *req)
 {
@@ -109,6 +126,8 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 		lode_req_reply_err(req, status);
 		return;
 	}
+	if (worker_stats)
+		stat_add(&worker_stats->read_bytes, res->data_len);
 	memset(rep, 0, sizeof(*rep));
 	rep->object_size = res->object_size;
 	rep->nchunks = res->nchunks;
@@ -287,6 +306,8 @@ static void chain_local_done(void *arg, int status, struct lode_obj_result *res)
 	op->local = status;
 	if (!status)
 		op->res = *res;
+	if (!status && worker_stats)
+		stat_add(&worker_stats->written_bytes, lode_req_hdr(op->req)->data_len);
 	chain_part_done(op);
 }
 
@@ -416,7 +437,7 @@ static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lo
 		return -ENOMEM;
 	if (!msg->chain) {
 		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums,
-				    wr->flags, obj_done, req);
+				    wr->flags, write_done, req);
 		return 0;
 	}
 	if (!worker_fwd)
@@ -530,3 +551,21 @@ const struct lode_server_ops lode_oss_server_ops = {
     .check_header = lode_log_check_header,
     .on_worker_start = on_worker_start,
 };
+
+void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
+{
+	struct lode_oss *oss = arg;
+	uint64_t rd = 0, wr = 0;
+
+	for (unsigned i = 0; i < LODE_OSS_WORKERS_MAX; i++) {
+		rd += __atomic_load_n(&oss->stats[i].read_bytes, __ATOMIC_RELAXED);
+		wr += __atomic_load_n(&oss->stats[i].written_bytes, __ATOMIC_RELAXED);
+	}
+	lode_metrics_family(b, "lode_oss_read_bytes_total", "counter",
+			    "Object data read and answered (OBJ_READ), in bytes.");
+	lode_metrics_sample_u64(b, "lode_oss_read_bytes_total", NULL, rd);
+	lode_metrics_family(b, "lode_oss_written_bytes_total", "counter",
+			    "Object data stored on this target (OBJ_WRITE, chained or not), in "
+			    "bytes.");
+	lode_metrics_sample_u64(b, "lode_oss_written_bytes_total", NULL, wr);
+}

@@ -18,6 +18,13 @@
 
 struct fwd_cache;
 
+/* Object data moved by one worker, for metrics: written by that worker only, read
+ * atomically by the scrape. One cache line each, so workers never share one. */
+struct lode_oss_worker_stats {
+	uint64_t read_bytes;	/* OBJ_READ data answered */
+	uint64_t written_bytes; /* OBJ_WRITE data stored (this target's copy) */
+} __attribute__((aligned(64)));
+
 struct lode_oss {
 	struct lode_objstore *st; /* not owned */
 	/* Set by the MDS link once registered, read by HELLO on any worker. */
@@ -32,6 +39,7 @@ struct lode_oss {
 	pthread_mutex_t fwd_lock;
 	struct lode_rpc *_Atomic fwd_rpc;
 	struct fwd_cache *fwd[LODE_OSS_WORKERS_MAX];
+	struct lode_oss_worker_stats stats[LODE_OSS_WORKERS_MAX];
 };
 
 /* Serves requests with ctx = a struct lode_oss. */
@@ -42,5 +50,10 @@ void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st);
 /* Fails the chained requests still forwarded (their replies are dropped), then frees the
  * per-worker I/O contexts. Call after lode_server_stop(). */
 void lode_oss_fini(struct lode_oss *oss);
+
+/* A metrics collector (lode_metrics_collect_fn) for the OSS's own metrics: object bytes
+ * read and written. arg is the struct lode_oss. */
+struct lode_metrics_buf;
+void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b);
 
 #endif

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_metrics.h"
 #include "handlers.h"
 #include "log.h"
 #include "mds_link.h"
@@ -43,6 +44,10 @@ static const char usage[] =
     "  --threads N         worker threads (default 2)\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
+    "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+    "                      (off by default; port 0: any free port)\n"
+    "  --metrics-port-file FILE\n"
+    "                      write the metrics HOST:PORT into FILE once listening\n"
     "  --version           print the version and exit\n"
     "  --help              print this help and exit\n";
 
@@ -53,6 +58,7 @@ struct args {
 	const char *mds;
 	const char *advertise;
 	const char *port_file;
+	const char *metrics, *metrics_port_file;
 	unsigned threads;
 	enum lode_log_level level;
 };
@@ -88,6 +94,8 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"config", required_argument, NULL, 'C'},
+	    {"metrics", required_argument, NULL, 'M'},
+	    {"metrics-port-file", required_argument, NULL, 'P'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -123,6 +131,12 @@ static void parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'p':
 			a->port_file = optarg;
+			break;
+		case 'M':
+			a->metrics = optarg;
+			break;
+		case 'P':
+			a->metrics_port_file = optarg;
 			break;
 		case 't':
 			errno = 0;
@@ -167,6 +181,8 @@ static void parse_args(int argc, char **argv, struct args *a)
 		bad_args("--listen is required");
 	if (!a->mds)
 		bad_args("--mds is required");
+	if (a->metrics_port_file && !a->metrics)
+		bad_args("--metrics-port-file needs --metrics HOST:PORT");
 }
 
 int main(int argc, char **argv)
@@ -176,6 +192,7 @@ int main(int argc, char **argv)
 	struct lode_server *srv = NULL;
 	struct lode_mds_link *link = NULL;
 	struct lode_objstore *st = NULL;
+	struct lode_daemon_metrics *dm = NULL;
 	static struct lode_oss oss;
 	const char *bound;
 	uint8_t uuid[16];
@@ -248,6 +265,12 @@ int main(int argc, char **argv)
 	lopts.uuid = uuid;
 	lopts.st = st;
 	lopts.oss = &oss;
+	if (a.metrics) {
+		err = lode_daemon_metrics_start(&dm, PROG, a.metrics, a.metrics_port_file, srv,
+						lode_oss_metrics_collect, &oss);
+		if (err)
+			goto out_server;
+	}
 	err = lode_mds_link_start(&link, &lopts);
 	if (err) {
 		LODE_ERR("starting the MDS link to %s: %s", a.mds, strerror(-err));
@@ -270,6 +293,7 @@ int main(int argc, char **argv)
 out_link:
 	lode_mds_link_stop(link);
 out_server:
+	lode_daemon_metrics_stop(dm);
 	lode_server_stop(srv);
 out_oss:
 	lode_oss_fini(&oss);

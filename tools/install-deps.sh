@@ -2,7 +2,9 @@
 # Installs what Lode needs to build and test, from Debian 12's packages.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
-      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
+      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev libmicrohttpd-dev curl
+      # tests/service/metrics.sh: a real Prometheus scrapes a local cluster (and promtool)
+      prometheus
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
       # liblode-loader: safetensors headers and lodectl load --json; the Python package's tests
       libjson-c-dev python3-numpy python3-torch

@@ -59,6 +59,7 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 {
 	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size);
 
+	lf_metrics_open_cache(keep);
 	fi->keep_cache = keep;
 	if (!keep) {
 		/* the kernel drops the pages itself (keep_cache 0); its attributes must go
@@ -241,6 +242,7 @@ void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	struct lf_handle *h = (struct lf_handle *)(uintptr_t)fi->fh;
 	struct lf_writer *w = NULL;
 	struct lode_file *f;
+	uint64_t start = lf_metrics_now_ns(), ra = 0;
 	ssize_t n;
 	char *buf;
 
@@ -265,7 +267,15 @@ void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		}
 		f = w ? w->f : h->rf;
 	}
+	if (f)
+		ra = lode_readahead_bytes(f);
 	n = f ? lode_pread(f, buf, size, (uint64_t)off) : -EBADF;
+	if (n >= 0) {
+		/* what read-ahead had ready: this read's share of the file's count (a read at
+		 * the same time on the handle may add to it, so at most what was read) */
+		ra = lode_readahead_bytes(f) - ra;
+		lf_metrics_read((uint64_t)n, ra < (uint64_t)n ? ra : (uint64_t)n, start);
+	}
 	if (w)
 		lf_writer_put(lf, w);
 	if (n < 0) {
@@ -294,6 +304,7 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	if (n < 0) {
 		lf_reply_err(req, (int)n);
 	} else {
+		lf_metrics_write((uint64_t)n);
 		lf_ok(lf);
 		fuse_reply_write(req, (size_t)n);
 	}

@@ -170,6 +170,7 @@ void lf_reply_err(fuse_req_t req, int rc)
 	} else if (err == EPROTO || err == EBADMSG) {
 		err = EIO;
 	}
+	lf_metrics_error(err);
 	fuse_reply_err(req, err);
 }
 

@@ -13,6 +13,7 @@
  *                   writer behind an open handle)
  *   fuse_writer.c   the shared write handles, write-behind, attributes with our size
  *   fuse_state.c    requests and credentials, replies, logging, page-cache versions
+ *   fuse_metrics.c  counters of reads, writes, cache and errors; --metrics's collector
  *   liblode         (lode/lode.h only)
  */
 #ifndef LODE_FUSE_H
@@ -50,6 +51,8 @@ struct lf_opts {
 	int ro;
 	int foreground;
 	int debug;
+	const char *metrics;	       /* --metrics HOST:PORT, or NULL */
+	const char *metrics_port_file; /* --metrics-port-file FILE, or NULL */
 };
 
 /*
@@ -110,6 +113,20 @@ struct lode_fuse {
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
+
+/* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
+uint64_t lf_metrics_now_ns(void);
+/* A read returned bytes, readahead_bytes of them from liblode's read-ahead; it began at
+ * start_ns (lf_metrics_now_ns). */
+void lf_metrics_read(uint64_t bytes, uint64_t readahead_bytes, uint64_t start_ns);
+void lf_metrics_write(uint64_t bytes);
+/* An open kept (true) or dropped the kernel's cached pages of the file. */
+void lf_metrics_open_cache(bool kept);
+/* A request answered with errno err (> 0). */
+void lf_metrics_error(int err);
+/* The lode_metrics_collect_fn of lode-fuse (arg unused). */
+struct lode_metrics_buf;
+void lf_metrics_collect(void *arg, struct lode_metrics_buf *b);
 
 /* Set once daemonized without --log: lf_log() goes to syslog from then on; else it
  * writes lode_log() lines (proto/daemon/log.h) to stderr. */

@@ -3,6 +3,7 @@
  * lode-fuse: mounts a Lode cluster with the low-level libfuse API.
  *
  *   lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS] [--log FILE]
+ *             [--metrics HOST:PORT [--metrics-port-file FILE]]
  *   lode-fuse --config FILE MOUNTPOINT [options that override the file's]
  *
  * Order of start-up, and why: arguments are checked and the MDS is asked once while the
@@ -26,6 +27,7 @@
 #include "config.h"
 #include "log.h"
 #include "lode_fuse.h"
+#include "metrics.h"
 
 /*
  * lode-fuse's long options: the keys a --config file may use (proto/daemon/conf.h); an
@@ -39,6 +41,8 @@ static const struct option conf_keys[] = {
     {"foreground", no_argument, NULL, 0},
     {"debug", no_argument, NULL, 0},
     {"log", required_argument, NULL, 0},
+    {"metrics", required_argument, NULL, 0},
+    {"metrics-port-file", required_argument, NULL, 0},
     {"config", required_argument, NULL, 0},
     {"help", no_argument, NULL, 0},
     {"version", no_argument, NULL, 0},
@@ -58,9 +62,13 @@ static void usage(FILE *out)
 	    "  -f                  stay in the foreground\n"
 	    "  -d                  debug: foreground, and libfuse traces every request\n"
 	    "  --config FILE       read options from FILE, `key = value` lines: mds, options,\n"
-	    "                      foreground, debug, log (docs/config.md)\n"
+	    "                      foreground, debug, log, metrics (docs/config.md)\n"
 	    "  --log FILE          once mounted, log to FILE (appended) instead of stderr, or\n"
 	    "                      instead of syslog when detached\n"
+	    "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
+	    "                      (off by default; port 0: any free port)\n"
+	    "  --metrics-port-file FILE\n"
+	    "                      write the metrics HOST:PORT into FILE once listening\n"
 	    "  -o OPT[,OPT...]     mount options (also --options OPTS):\n"
 	    "     attr_timeout=S   seconds the kernel caches attributes (default 1)\n"
 	    "     entry_timeout=S  seconds the kernel caches names (default 1)\n"
@@ -71,6 +79,7 @@ static void usage(FILE *out)
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
 	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
+	    "     metrics=HOST:PORT  as --metrics (for fstab and mount -t lode)\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
 }
@@ -177,6 +186,10 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			if (!*v)
 				bad("log= needs a file name");
 			set_log_path(v); /* --log for mount(8) and fstab */
+		} else if (!strcmp(opt, "metrics") && v) {
+			o->metrics = strdup(v); /* for the life of the process, like argv */
+			if (!o->metrics)
+				bad("out of memory");
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
@@ -185,7 +198,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
 			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
-			 !strcmp(opt, "log"))
+			 !strcmp(opt, "log") ||
+			 !strcmp(opt, "metrics"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
@@ -241,6 +255,14 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 			o->mds = argv[i];
 		} else if (!strncmp(a, "--mds=", 6)) {
 			o->mds = a + 6;
+		} else if (!strcmp(a, "--metrics")) {
+			if (++i == argc)
+				bad("--metrics needs HOST:PORT");
+			o->metrics = argv[i];
+		} else if (!strcmp(a, "--metrics-port-file")) {
+			if (++i == argc)
+				bad("--metrics-port-file needs a file");
+			o->metrics_port_file = argv[i];
 		} else if (!strcmp(a, "-o")) {
 			if (++i == argc)
 				bad("-o needs options");
@@ -278,6 +300,8 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 		bad("bad MDS address '%s'", o->mds);
 	if (!o->mountpoint)
 		bad("no mount point given");
+	if (o->metrics_port_file && !o->metrics)
+		bad("--metrics-port-file needs --metrics HOST:PORT");
 }
 
 static void lf_init(void *userdata, struct fuse_conn_info *conn)
@@ -455,6 +479,8 @@ int main(int argc, char **argv)
 	struct lode_fuse *lf = &lf_storage;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg = NULL;
+	struct lode_metrics_http *mhttp = NULL;
+	struct lode_metrics *mreg = NULL;
 	char *fuse_opts = NULL, *base = NULL;
 	char *real, other[256];
 	struct stat mst;
@@ -505,6 +531,19 @@ int main(int argc, char **argv)
 	if (!lf->cver) {
 		fputs("lode-fuse: out of memory\n", stderr);
 		return 1;
+	}
+
+	/* bound now, so a bad or busy address is said on the terminal; served after the fork */
+	if (lf->o.metrics) {
+		char bound[128], why[256];
+
+		rc = lode_metrics_http_open(&mhttp, lf->o.metrics, lf->o.metrics_port_file, bound,
+					    sizeof(bound), why, sizeof(why));
+		if (rc) {
+			fprintf(stderr, "lode-fuse: %s\n", why);
+			goto out_free;
+		}
+		fprintf(stderr, "lode-fuse: metrics on http://%s/metrics\n", bound);
 	}
 
 	/* ask the MDS now, while the caller still sees what we print */
@@ -562,6 +601,13 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (mhttp &&
+	    (lode_metrics_create(&mreg) || lode_metrics_add(mreg, lf_metrics_collect, lf) ||
+	     lode_metrics_http_start(mhttp, mreg))) {
+		lf_log(LF_ERR, "cannot serve metrics on %s", lf->o.metrics);
+		goto out_unmount;
+	}
+
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_unmount;
@@ -581,6 +627,8 @@ out_session:
 out_free:
 	if (log_fd >= 0)
 		close(log_fd);
+	lode_metrics_http_close(mhttp);
+	lode_metrics_destroy(mreg);
 	if (lf->c)
 		close_writers(lf);
 	lode_disconnect(lf->c);

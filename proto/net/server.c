@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec.h"
 #include "server.h"
@@ -70,6 +71,8 @@ struct worker {
 	unsigned nconns;
 	bool draining;
 	struct lode_timer sweep;
+	/* Written by this worker only (stat_add), read by lode_server_stats() from any thread. */
+	struct lode_server_stats stats;
 };
 
 /* Connections per peer address; touched at accept and close only. */
@@ -115,6 +118,7 @@ struct lode_req {
 	struct sconn *conn;
 	struct lode_wire_hdr hdr;
 	size_t alloc_bytes;
+	uint64_t start_ns; /* when its frame was complete */
 	/* reply */
 	struct lode_send send;
 	struct iovec iov;
@@ -130,6 +134,51 @@ struct lode_req {
 static size_t pad8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
+}
+
+/* ---- counting (see lode_server_stats) ---- */
+
+const double lode_server_lat_bounds[LODE_SERVER_LAT_BOUNDS] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,	    10};
+static const uint64_t lat_bounds_ns[LODE_SERVER_LAT_BOUNDS] = {
+    50000,     100000,	   250000,     500000,	   1000000,    2500000,
+    5000000,   10000000,   25000000,   50000000,   100000000,  250000000,
+    500000000, 1000000000, 2500000000, 5000000000, 10000000000};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One writer per counter (its worker): a plain add, published for readers on other threads. */
+static void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+/* A reply reached its worker. Worker thread. */
+static void count_reply(struct lode_req *req)
+{
+	struct lode_server_stats *st = &req->conn->w->stats;
+	struct lode_server_op_stats *op = &st->op[req->hdr.opcode % LODE_OP_MAX_];
+	uint64_t ns = now_ns() - req->start_ns;
+	unsigned b = 0;
+
+	while (b < LODE_SERVER_LAT_BOUNDS && ns > lat_bounds_ns[b])
+		b++;
+	stat_add(&op->requests, 1);
+	if (req->send.hdr.status)
+		stat_add(&op->errors, 1);
+	stat_add(&op->lat[b], 1);
+	stat_add(&op->lat_sum_ns, ns);
+	stat_add(&op->tx_bytes,
+		 sizeof(struct lode_wire_hdr) + req->send.body_len +
+		     (req->send.data_iovcnt ? req->iov.iov_len : req->send.file_len));
+	stat_add(&st->answered, 1);
 }
 
 /* ---- connection ---- */
@@ -199,10 +248,13 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	struct sconn *sc = sc_of(t);
 	struct lode_req *req = sc->receiving;
 
-	(void)hdr;
 	sc->receiving = NULL;
 	sc->frame_start_ms = 0;
 	sc->frames++;
+	req->start_ns = now_ns();
+	stat_add(&sc->w->stats.received, 1);
+	stat_add(&sc->w->stats.op[hdr->opcode % LODE_OP_MAX_].rx_bytes,
+		 sizeof(*hdr) + hdr->body_len + hdr->data_len);
 	sconn_flow(sc);
 	sc->w->srv->ops->on_request(sc->w->srv->ctx, req);
 }
@@ -426,6 +478,7 @@ static void reply_on_worker(void *arg)
 	struct lode_req *req = arg;
 	struct sconn *sc = req->conn;
 
+	count_reply(req);
 	if (!sc->t) {
 		req_free(req);
 		return;
@@ -701,6 +754,35 @@ err_free:
 	pthread_mutex_destroy(&srv->peers_lock);
 	free(srv);
 	return rc;
+}
+
+void lode_server_stats(const struct lode_server *srv, struct lode_server_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* answered before received: a request is received before it is answered, so the
+	 * difference (in flight) never goes negative */
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		out->answered += __atomic_load_n(&srv->workers[i].stats.answered, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		const struct lode_server_stats *w = &srv->workers[i].stats;
+
+		out->received += __atomic_load_n(&w->received, __ATOMIC_ACQUIRE);
+		for (unsigned o = 0; o < LODE_OP_MAX_; o++) {
+			const struct lode_server_op_stats *a = &w->op[o];
+			struct lode_server_op_stats *b = &out->op[o];
+
+			b->requests += __atomic_load_n(&a->requests, __ATOMIC_RELAXED);
+			b->errors += __atomic_load_n(&a->errors, __ATOMIC_RELAXED);
+			for (unsigned k = 0; k <= LODE_SERVER_LAT_BOUNDS; k++)
+				b->lat[k] += __atomic_load_n(&a->lat[k], __ATOMIC_RELAXED);
+			b->lat_sum_ns += __atomic_load_n(&a->lat_sum_ns, __ATOMIC_RELAXED);
+			b->rx_bytes += __atomic_load_n(&a->rx_bytes, __ATOMIC_RELAXED);
+			b->tx_bytes += __atomic_load_n(&a->tx_bytes, __ATOMIC_RELAXED);
+		}
+	}
+	if (out->received < out->answered)
+		out->received = out->answered;
+	out->conns = __atomic_load_n(&srv->nconns, __ATOMIC_RELAXED);
 }
 
 const char *lode_server_address(const struct lode_server *srv, unsigned i)

@@ -62,6 +62,36 @@ const char *lode_server_address(const struct lode_server *srv, unsigned i);
  * the last of them frees what is left of the server. NULL is accepted. */
 void lode_server_stop(struct lode_server *srv);
 
+/*
+ * What a server has answered, summed over its workers. Each worker counts its own requests
+ * (one writer per counter, relaxed atomics, no shared cache line), so counting costs the hot
+ * path a clock read and a few additions; this sum is for a metrics scrape, not for decisions.
+ * A request is counted when its reply is handed to its connection's worker; its latency runs
+ * from its frame's last byte to then (handler, disk, group commit; not the reply's send).
+ */
+#define LODE_SERVER_LAT_BOUNDS 17
+/* Upper bounds of the latency buckets, in seconds, ascending (the last bucket is above). */
+extern const double lode_server_lat_bounds[LODE_SERVER_LAT_BOUNDS];
+
+struct lode_server_op_stats {
+	uint64_t requests;			  /* answered */
+	uint64_t errors;			  /* answered with a non-zero status */
+	uint64_t lat[LODE_SERVER_LAT_BOUNDS + 1]; /* answered per latency bucket, not cumulative */
+	uint64_t lat_sum_ns;
+	uint64_t rx_bytes; /* request frames: header, body and data */
+	uint64_t tx_bytes; /* reply frames: header, body and data */
+};
+
+struct lode_server_stats {
+	uint64_t received; /* requests handed to ops->on_request */
+	uint64_t answered; /* of those, answered (in flight: received - answered) */
+	uint64_t conns;	   /* connections open now */
+	struct lode_server_op_stats op[LODE_OP_MAX_];
+};
+
+/* Fills *out (about 12 KiB) with the sums so far. Any thread, while the server runs. */
+void lode_server_stats(const struct lode_server *srv, struct lode_server_stats *out);
+
 /* The request's header, body (hdr.body_len bytes) and bulk data (hdr.data_len bytes).
  * Valid until lode_req_reply(). Body and data are 8-byte aligned. */
 const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req);

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse's metrics (--metrics HOST:PORT, docs/metrics.md): reads and writes through the
+ * mount, their bytes and read latency, the share of read bytes liblode's read-ahead had
+ * ready, whether opens kept the kernel's page cache, and error replies by errno.
+ *
+ * Request threads count with relaxed atomic adds (a few per read or write of up to 1 MiB,
+ * each counter on its own cache line); the scrape, on the HTTP thread, reads them. Counting
+ * is always on: it costs less than the request's own locks, and the mount need not know
+ * whether anyone scrapes.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "lode_fuse.h"
+#include "metrics.h"
+
+#define LAT_BOUNDS 15
+#define ERRNO_MAX  256
+
+static const double lat_bounds[LAT_BOUNDS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
+
+struct counter {
+	_Atomic uint64_t v;
+} __attribute__((aligned(64)));
+
+static struct {
+	struct counter reads, read_bytes, ra_bytes, read_ns;
+	struct counter read_lat[LAT_BOUNDS + 1];
+	struct counter writes, write_bytes;
+	struct counter opens_kept, opens_dropped;
+	_Atomic uint64_t errors[ERRNO_MAX]; /* rare: one line for many */
+} st;
+
+static void add(struct counter *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(&c->v, v, memory_order_relaxed);
+}
+
+static uint64_t get(const struct counter *c)
+{
+	return atomic_load_explicit(&c->v, memory_order_relaxed);
+}
+
+uint64_t lf_metrics_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void lf_metrics_read(uint64_t bytes, uint64_t readahead_bytes, uint64_t start_ns)
+{
+	uint64_t ns = lf_metrics_now_ns() - start_ns;
+	double s = (double)ns / 1e9;
+	unsigned b = 0;
+
+	while (b < LAT_BOUNDS && s > lat_bounds[b])
+		b++;
+	add(&st.reads, 1);
+	add(&st.read_bytes, bytes);
+	add(&st.ra_bytes, readahead_bytes);
+	add(&st.read_ns, ns);
+	add(&st.read_lat[b], 1);
+}
+
+void lf_metrics_write(uint64_t bytes)
+{
+	add(&st.writes, 1);
+	add(&st.write_bytes, bytes);
+}
+
+void lf_metrics_open_cache(bool kept)
+{
+	add(kept ? &st.opens_kept : &st.opens_dropped, 1);
+}
+
+void lf_metrics_error(int err)
+{
+	if (err > 0 && err < ERRNO_MAX)
+		atomic_fetch_add_explicit(&st.errors[err], 1, memory_order_relaxed);
+}
+
+void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
+{
+	const char *kv[4] = {"program", "lode-fuse", "version", LODE_VERSION};
+	uint64_t lat[LAT_BOUNDS + 1];
+	char l[96];
+
+	(void)arg;
+	lode_metrics_labels(l, sizeof(l), 2, kv);
+	lode_metrics_family(b, "lode_build_info", "gauge",
+			    "Always 1; the labels say which program and version this is.");
+	lode_metrics_sample(b, "lode_build_info", l, 1);
+
+	lode_metrics_family(b, "lode_fuse_reads_total", "counter", "Reads answered with data.");
+	lode_metrics_sample_u64(b, "lode_fuse_reads_total", NULL, get(&st.reads));
+	lode_metrics_family(b, "lode_fuse_read_bytes_total", "counter", "Bytes returned by reads.");
+	lode_metrics_sample_u64(b, "lode_fuse_read_bytes_total", NULL, get(&st.read_bytes));
+	lode_metrics_family(b, "lode_fuse_readahead_hit_bytes_total", "counter",
+			    "Bytes of reads served from liblode's read-ahead (already fetched when "
+			    "asked for); the rest was fetched for the read itself.");
+	lode_metrics_sample_u64(b, "lode_fuse_readahead_hit_bytes_total", NULL, get(&st.ra_bytes));
+	for (unsigned i = 0; i <= LAT_BOUNDS; i++)
+		lat[i] = get(&st.read_lat[i]);
+	lode_metrics_family(
+	    b, "lode_fuse_read_duration_seconds", "histogram",
+	    "Time a read took in lode-fuse, from the kernel's request to the reply.");
+	lode_metrics_histogram(b, "lode_fuse_read_duration_seconds", NULL, lat_bounds, LAT_BOUNDS,
+			       lat, (double)get(&st.read_ns) / 1e9);
+	lode_metrics_family(b, "lode_fuse_writes_total", "counter", "Writes accepted.");
+	lode_metrics_sample_u64(b, "lode_fuse_writes_total", NULL, get(&st.writes));
+	lode_metrics_family(b, "lode_fuse_written_bytes_total", "counter",
+			    "Bytes accepted by writes.");
+	lode_metrics_sample_u64(b, "lode_fuse_written_bytes_total", NULL, get(&st.write_bytes));
+	lode_metrics_family(
+	    b, "lode_fuse_page_cache_opens_total", "counter",
+	    "Opens of files, by whether the kernel's cached pages were kept (the file "
+	    "had not changed since this mount last opened it) or dropped.");
+	lode_metrics_sample_u64(b, "lode_fuse_page_cache_opens_total", "result=\"kept\"",
+				get(&st.opens_kept));
+	lode_metrics_sample_u64(b, "lode_fuse_page_cache_opens_total", "result=\"dropped\"",
+				get(&st.opens_dropped));
+	lode_metrics_family(b, "lode_fuse_errors_total", "counter",
+			    "Requests of any kind answered with an error, by errno (ENOENT of a "
+			    "lookup included).");
+	for (int e = 1; e < ERRNO_MAX; e++) {
+		uint64_t n = atomic_load_explicit(&st.errors[e], memory_order_relaxed);
+		const char *name = strerrorname_np(e);
+		char num[16];
+		const char *ekv[2] = {"errno", name ? name : num};
+
+		if (!n)
+			continue;
+		snprintf(num, sizeof(num), "%d", e);
+		lode_metrics_labels(l, sizeof(l), 1, ekv);
+		lode_metrics_sample_u64(b, "lode_fuse_errors_total", l, n);
+	}
+}
