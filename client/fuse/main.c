@@ -198,8 +198,7 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
 			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
 			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
-			 !strcmp(opt, "log") ||
-			 !strcmp(opt, "metrics"))
+			 !strcmp(opt, "log") || !strcmp(opt, "metrics"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
