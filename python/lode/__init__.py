@@ -113,6 +113,9 @@ _loader_read = _proto(_ldr, "lode_loader_read", _c_ssize, _vp, _vp, _vp, ctypes.
 _loader_to_host = _proto(_ldr, "lode_loader_to_host", ctypes.c_int, _vp, _vp, _vp,
                          ctypes.c_size_t)
 _loader_error = _proto(_ldr, "lode_loader_error", ctypes.c_char_p, _vp)
+_loader_alloc = _proto(_ldr, "lode_loader_alloc", ctypes.c_int, _vp, ctypes.c_size_t,
+                       ctypes.POINTER(_vp))
+_loader_release = _proto(_ldr, "lode_loader_release", None, _vp, _vp)
 
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = os.O_RDONLY, os.O_WRONLY, os.O_RDWR, \
     os.O_CREAT, os.O_TRUNC
@@ -137,6 +140,39 @@ def buffer_address(buf):
     if n == 0:
         return 0, 0
     return ctypes.addressof(ctypes.c_char.from_buffer(mv)), n
+
+
+_host = None  # a host loader without a client: only its allocator is used
+
+
+class _HostMemory:
+    def __init__(self, n):
+        global _host
+        if _host is None:
+            h = _vp()
+            _check(_loader_new(None, None, ctypes.byref(h)), "host loader")
+            _host = h
+        p = _vp()
+        _check(_loader_alloc(_host, n, ctypes.byref(p)), f"allocate {n} bytes")
+        self.addr = p.value
+
+    def __del__(self):
+        if self.addr:
+            _loader_release(_host, self.addr)
+            self.addr = None
+
+
+def host_buffer(nbytes):
+    """nbytes of host memory for weights, as a ctypes array (numpy.frombuffer,
+    torch.frombuffer and memoryview take it): 2 MiB aligned and backed by huge pages where
+    the kernel has them, so that filling it costs a page fault per 2 MiB, not per 4 KiB.
+    Freed when the last array viewing it is."""
+    if nbytes <= 0:
+        return (ctypes.c_uint8 * 0)()
+    mem = _HostMemory(nbytes)
+    arr = (ctypes.c_uint8 * nbytes).from_address(mem.addr)
+    arr._owner = mem  # the memory lives as long as the array (and what views it)
+    return arr
 
 
 class Client:

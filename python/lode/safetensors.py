@@ -14,7 +14,7 @@ arrays of the raw bits (use framework="torch" to get them typed).
 import ctypes
 import errno
 
-from . import Client, Loader, LodeError, _check, _ldr, _proto, buffer_address
+from . import Client, Loader, LodeError, _check, _ldr, _proto, buffer_address, host_buffer
 
 _MAX_DIMS = 8
 
@@ -149,7 +149,7 @@ def _read_host(client, f, buf, data_offset, loader):
 def _load_numpy(client, f, data_offset, data_len, tensors, loader):
     import numpy as np
 
-    data = np.empty(data_len, dtype=np.uint8)
+    data = np.frombuffer(host_buffer(data_len), dtype=np.uint8)
     _read_host(client, f, data, data_offset, loader)
     out = {}
     for t in tensors:
@@ -171,7 +171,10 @@ def _load_torch(client, f, data_offset, data_len, tensors, device, loader):
     import torch
 
     dev = torch.device(device if device not in ("host",) else "cpu")
-    data = torch.empty(data_len, dtype=torch.uint8, device=dev)
+    if dev.type == "cpu" and data_len:
+        data = torch.frombuffer(host_buffer(data_len), dtype=torch.uint8)
+    else:
+        data = torch.empty(data_len, dtype=torch.uint8, device=dev)
     if dev.type == "cpu":
         _read_host(client, f, data.numpy(), data_offset, loader)
     elif dev.type == "cuda":
