@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds Lode, starts a local cluster (1 MDS + 3 OSS on
 # loopback, data under $LODE_DEMO_DIR, default /tmp/lode-demo), mounts it with lode-fuse at
-# $LODE_DEMO_DIR/models, and writes then loads a checkpoint through the mount, printing
-# the throughput. The cluster and the mount stay up afterwards; the last lines say how to
+# $LODE_DEMO_DIR/models, writes a safetensors checkpoint through the mount, loads it back
+# through the mount and with Lode's loader (lodectl load), printing the throughput. The cluster and the mount stay up afterwards; the last lines say how to
 # stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,12 +30,14 @@ rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'; }
 now() { date +%s.%N; }
 bytes=$((size_mib << 20))
 
-echo "writing a ${size_mib} MiB checkpoint through the mount..."
+echo "writing a ${size_mib} MiB safetensors checkpoint through the mount..."
 t0=$(now)
-head -c "$bytes" /dev/urandom | dd of="$ckpt" bs=16M iflag=fullblock status=none conv=fsync
+build/tools/bench/fs_io mkmodel --size "$bytes" "$ckpt" >/dev/null
+sync "$ckpt"
 t1=$(now)
+bytes=$(stat -c %s "$ckpt")
 echo "  wrote $bytes bytes in $(awk -v a=$t0 -v b=$t1 'BEGIN{printf "%.2f", b-a}') s:" \
-	"$(rate $bytes "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')") (includes generating random bytes)"
+	"$(rate $bytes "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')") (includes generating the tensors)"
 
 echo "loading it back (kernel page cache dropped first)..."
 sync
@@ -47,6 +49,8 @@ echo "  read $bytes bytes in $(awk -v a=$t0 -v b=$t1 'BEGIN{printf "%.2f", b-a}'
 	"$(rate $bytes "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')") (includes sha256)"
 sum_lib=$($lodectl get /llama-demo/model-00001-of-00001.safetensors - | sha256sum | cut -d' ' -f1)
 [ "$sum_mount" = "$sum_lib" ] && echo "checkpoint is byte-identical through the mount and liblode ($sum_mount)"
+echo "loading it into memory with Lode's loader (tensors checked, every byte verified)..."
+$lodectl load /llama-demo --verify
 $lodectl stat /llama-demo/model-00001-of-00001.safetensors
 echo
 echo "stop with: fusermount3 -u $mnt && $lodectl local down $dir"
