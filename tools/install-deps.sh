@@ -3,6 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
       clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev
+      libjson-c-dev
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)
       qemu-system-x86 busybox-static cpio kmod xz-utils ibverbs-providers)
