@@ -46,6 +46,10 @@ expect 2 "'abc' is not a size" "$lodectl" put "$dir/small" /s --stripe-size abc
 expect 2 "--mirrors: '-1'" "$lodectl" put "$dir/small" /s --mirrors -1
 expect 2 "out of range" "$lodectl" local up "$dir/c" --oss 65
 "$lodectl" ls / | grep -qx 'a/' && fail "mkdir with an extra argument still created /a"
+expect 2 "--stripe-count times --mirrors is at most 64" "$lodectl" put "$dir/small" /s \
+	--stripe-count 64 --mirrors 2
+expect 1 "--mirrors 3: the cluster has 2 storage targets" "$lodectl" put "$dir/small" /s --mirrors 3
+"$lodectl" stat /s >/dev/null 2>&1 && fail "a refused put created /s"
 
 echo "== relative cluster paths are refused as such"
 "$lodectl" mkdir /d

@@ -88,6 +88,21 @@ grep -qE 'get \[#+\] 100% ' "$dir/tty" || fail "no bar for get -r: $(od -c "$dir
 on_pty "$lodectl" -q put "$dir/big" /models/big4 >"$dir/tty"
 [ ! -s "$dir/tty" ] || fail "--quiet drew on the terminal: $(od -c "$dir/tty" | head)"
 
+echo "== an interrupted put leaves nothing behind"
+mkfifo "$dir/fifo"
+"$lodectl" put - /models/never <"$dir/fifo" 2>"$dir/err" &
+pid=$!
+exec 4>"$dir/fifo" # a writer that never writes: put waits in read()
+head -c 3000000 /dev/urandom >&4
+sleep 0.5
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+exec 4>&-
+[ $rc -eq 143 ] || fail "an interrupted put exited $rc: $(cat "$dir/err")"
+grep -q "interrupted: /models/never left as it was" "$dir/err" || fail "put: $(cat "$dir/err")"
+"$lodectl" ls /models | grep -E 'never|lodectl-put' && fail "an interrupted put left a file"
+
 echo "== repair shows its progress"
 "$lodectl" put "$dir/rand" /models/mirrored --stripe-count 1 --mirrors 2 2>/dev/null
 ino=$("$lodectl" stat /models/mirrored | awk '/^inode:/ {print $2}')

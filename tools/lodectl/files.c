@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,6 +48,15 @@ struct copier {
 	int rc; /* first error: the exit status */
 	json_object *copied;
 };
+
+/* Set by SIGINT, SIGTERM or SIGHUP while files are copied: each copy stops at its next
+ * block and removes its temporary, so an interrupted put or get leaves no partial file. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
 
 static int add_job(struct copier *cp, const char *src, const char *dst, uint64_t size)
 {
@@ -122,12 +132,15 @@ static int write_all(int fd, const char *buf, size_t len)
 
 /* ---- one file ---- */
 
-/* The temporary name of a put's destination: beside it, unique per process and job. */
+/* The temporary name of a put's destination: beside it (same directory, so the same
+ * default layout and an atomic rename), unique per process and job; NAME.lodectl-put.PID.J,
+ * or .lodectl-put.PID.J where NAME is too long to take the suffix. */
 static int put_temp_name(char *out, size_t size, const char *dst, size_t job)
 {
 	const char *base = base_name(dst);
-	int n = snprintf(out, size, "%.*s.lodectl-put.%d.%zu", (int)(base - dst), dst,
-			 (int)getpid(), job);
+	bool short_form = strlen(base) > 200;
+	int n = snprintf(out, size, "%.*s%s.lodectl-put.%d.%zu", (int)(base - dst), dst,
+			 short_form ? "" : base, (int)getpid(), job);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
@@ -173,10 +186,14 @@ static int put_one(struct copier *cp, const char *src, const char *dst, size_t j
 		goto out_fd;
 	}
 	for (;;) {
-		ssize_t n = read(fd, buf, COPY_BUF), w;
+		ssize_t n = interrupted ? (errno = EINTR, -1) : read(fd, buf, COPY_BUF), w;
 
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR && !interrupted)
 			continue;
+		if (n < 0 && interrupted) {
+			rc = lodectl_fail_as(ctl, -EINTR, "interrupted: %s left as it was", dst);
+			break;
+		}
 		if (n < 0) {
 			rc = lodectl_fail(ctl, -errno, "cannot read %s", src);
 			break;
@@ -238,9 +255,13 @@ static int get_one(struct copier *cp, const char *src, const char *dst, char *bu
 		return rc;
 	}
 	for (;;) {
-		ssize_t n = lode_pread(f, buf, COPY_BUF, off);
+		ssize_t n = interrupted ? -EINTR : lode_pread(f, buf, COPY_BUF, off);
 		int wrc;
 
+		if (n < 0 && interrupted) {
+			rc = lodectl_fail_as(ctl, -EINTR, "interrupted: %s left as it was", dst);
+			break;
+		}
 		if (n < 0) {
 			rc = lodectl_fail(ctl, (int)n, "cannot read %s", src);
 			break;
@@ -289,7 +310,7 @@ static void *copy_worker(void *arg)
 		int rc;
 
 		pthread_mutex_lock(&cp->lock);
-		i = cp->next < cp->njobs ? cp->next++ : SIZE_MAX;
+		i = cp->next < cp->njobs && !interrupted ? cp->next++ : SIZE_MAX;
 		pthread_mutex_unlock(&cp->lock);
 		if (i == SIZE_MAX)
 			break;
@@ -324,8 +345,13 @@ static int run_copies(struct copier *cp, const char *verb, unsigned jobs)
 	double t0 = lodectl_now(), secs;
 	char size[32];
 
+	struct sigaction sa = {.sa_handler = on_signal}, old[3];
+	static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
 	for (size_t i = 0; i < cp->njobs; i++)
 		total += cp->jobs[i].size;
+	for (int k = 0; k < 3; k++)
+		sigaction(sigs[k], &sa, &old[k]); /* no SA_RESTART: a read of stdin returns */
 	cp->progress = lodectl_progress_start(ctl, verb, total);
 	if (jobs > cp->njobs)
 		jobs = (unsigned)cp->njobs;
@@ -335,6 +361,8 @@ static int run_copies(struct copier *cp, const char *verb, unsigned jobs)
 	copy_worker(cp);
 	for (unsigned k = 0; k < started; k++)
 		pthread_join(tid[k], NULL);
+	for (int k = 0; k < 3; k++)
+		sigaction(sigs[k], &old[k], NULL);
 	lodectl_progress_end(cp->progress);
 	secs = lodectl_now() - t0;
 	json_add_u64(ctl->out, "files", cp->files);
@@ -345,6 +373,8 @@ static int run_copies(struct copier *cp, const char *verb, unsigned jobs)
 	lodectl_note(ctl, "%s %" PRIu64 " file%s, %s (%" PRIu64 " bytes) in %.2f s: %.2f GB/s\n",
 		     verb, cp->files, cp->files == 1 ? "" : "s", size, cp->bytes, secs,
 		     secs > 0 ? (double)cp->bytes / secs / 1e9 : 0.0);
+	if (interrupted) /* as the shell would report it */
+		return 128 + interrupted;
 	return cp->rc ? LODECTL_EXIT_FAIL : 0;
 }
 
@@ -533,22 +563,37 @@ int cmd_put(struct lodectl *ctl, int argc, char **argv)
 	if (!recursive && strcmp(pos[0], "-") && S_ISDIR(lst.st_mode))
 		return lodectl_fail_as(ctl, -EISDIR,
 				       "%s is a directory (put -r copies a directory)", pos[0]);
+	if (stripe_count * (mirrors ? mirrors : 1) > LODE_MAX_TARGETS_PER_LAYOUT)
+		return lodectl_usage_error(ctl, "--stripe-count times --mirrors is at most %d",
+					   LODE_MAX_TARGETS_PER_LAYOUT);
 	copier_init(&cp, ctl, true);
 	if (stripe_size || stripe_count || mirrors) {
+		struct lode_statfs sf;
+
 		cp.have_layout = true;
 		cp.layout.stripe_size = stripe_size ? (uint32_t)stripe_size : 1u << 20;
 		cp.layout.mirror_count = mirrors ? (uint16_t)mirrors : 1;
 		cp.layout.stripe_count = (uint16_t)stripe_count;
+		rc = lode_statfs(ctl->client, &sf);
+		if (rc) {
+			rc = lodectl_fail(ctl, rc, "cannot ask the cluster for its targets");
+			goto out;
+		}
+		/* each copy of an object on its own target: say so here, not ENOSPC later */
+		if (cp.layout.mirror_count > sf.targets_total) {
+			rc = lodectl_fail_as(ctl, -EINVAL,
+					     "--mirrors %u: the cluster has %u storage target%s, "
+					     "and each copy needs its own",
+					     cp.layout.mirror_count, sf.targets_total,
+					     sf.targets_total == 1 ? "" : "s");
+			goto out;
+		}
 		if (!stripe_count) {
-			struct lode_statfs sf;
+			unsigned fit = LODE_MAX_TARGETS_PER_LAYOUT / cp.layout.mirror_count;
 
-			rc = lode_statfs(ctl->client, &sf);
-			if (rc) {
-				rc =
-				    lodectl_fail(ctl, rc, "cannot ask the cluster for its targets");
-				goto out;
-			}
 			cp.layout.stripe_count = (uint16_t)(sf.targets_up ? sf.targets_up : 1);
+			if (cp.layout.stripe_count > fit)
+				cp.layout.stripe_count = (uint16_t)fit;
 		}
 	}
 	snprintf(dst, sizeof(dst), "%s", pos[1]);

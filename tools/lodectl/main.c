@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,20 @@ static int cmd_help(struct lodectl *ctl, int argc, char **argv)
 
 	if (n < 0)
 		return ctl->exit;
+	if (n == 0 && ctl->json) {
+		json_object *list = json_object_new_array();
+
+		for (size_t i = 0; i < NCOMMANDS; i++) {
+			json_object *o = json_object_new_object();
+
+			json_add_str(o, "name", commands[i].name);
+			json_add_str(o, "summary", commands[i].summary);
+			json_add_str(o, "usage", commands[i].usage);
+			json_object_array_add(list, o);
+		}
+		json_object_object_add(ctl->out, "commands", list);
+		return 0;
+	}
 	if (n == 0) {
 		usage(stdout);
 		return 0;
@@ -143,7 +158,7 @@ static int cmd_help(struct lodectl *ctl, int argc, char **argv)
 	if (!cmd)
 		return lodectl_usage_error(ctl, "no command '%s'", name);
 	if (ctl->json) {
-		json_add_str(ctl->out, "command", cmd->name);
+		json_add_str(ctl->out, "name", cmd->name);
 		json_add_str(ctl->out, "summary", cmd->summary);
 		json_add_str(ctl->out, "usage", cmd->usage);
 	} else {
@@ -196,6 +211,7 @@ static const char *address_problem(const char *addr, char *why, size_t size)
 int lodectl_connect(struct lodectl *ctl)
 {
 	struct lode_client_opts copts = {.size = sizeof(copts), .use_process_creds = 1};
+	sigset_t block, old;
 	char why[320];
 	uint32_t role;
 	int rc;
@@ -206,7 +222,15 @@ int lodectl_connect(struct lodectl *ctl)
 		return lodectl_fail_as(ctl, -EINVAL, "cannot parse address '%s': %s", ctl->mds_addr,
 				       why);
 	copts.timeout_ms = ctl->timeout_ms;
+	/* liblode's threads start here: with SIGINT and co blocked, so that they never take a
+	 * signal meant to interrupt a copy (files.c) away from the thread copying */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
 	rc = lode_connect(ctl->mds_addr, &copts, &ctl->client);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!rc)
 		return 0;
 	if (rc == -EPROTO) {
