@@ -824,7 +824,7 @@ int cmd_stat(struct lodectl *ctl, int argc, char **argv)
 	if (rc)
 		return lodectl_fail(ctl, rc, "%s", pos[0]);
 	json_add_str(ctl->out, "path", pos[0]);
-	o = stat_json(base_name(pos[0]), &st);
+	o = stat_json(*base_name(pos[0]) ? base_name(pos[0]) : "/", &st);
 	json_object_object_foreach(o, key, val)
 	    json_object_object_add(ctl->out, key, json_object_get(val));
 	json_object_put(o);
