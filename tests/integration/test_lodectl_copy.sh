@@ -8,6 +8,7 @@ LODE_TEST_NAME=lodectl-copy
 . "$(dirname "$0")/lib.sh"
 
 export LODE_MDS=$("$lodectl" local up "$dir/c" --oss 2)
+umask 022 # the permission bits checked below are the files' less the umask
 
 # on_pty CMD...: runs CMD with stderr on a pseudo-terminal, prints what it wrote there
 on_pty() {
@@ -38,12 +39,17 @@ echo '{"a": 1}' >"$m/config.json"
 head -c 1000 /dev/urandom >"$m/tokenizer/tokenizer.model"
 : >"$m/nested/deeper/empty"
 ln -s model-00001.safetensors "$m/latest"
+printf '#!/bin/sh\necho hi\n' >"$m/run.sh"
+chmod 755 "$m/run.sh"
+chmod 600 "$m/config.json"
 "$lodectl" mkdir /models
 for jobs in 1 8; do
 	"$lodectl" put -r -j $jobs "$m" /models/m$jobs 2>"$dir/put.err" || fail "put -r: $(cat "$dir/put.err")"
-	grep -q "^put 8 files" "$dir/put.err" || fail "put -r summary: $(cat "$dir/put.err")"
+	grep -q "^put 9 files" "$dir/put.err" || fail "put -r summary: $(cat "$dir/put.err")"
 	"$lodectl" get -r -j $jobs /models/m$jobs "$dir/back$jobs" 2>/dev/null || fail "get -r failed"
 	diff -r --no-dereference "$m" "$dir/back$jobs" || fail "get -r -j $jobs: the trees differ"
+	[ "$(stat -c %a "$dir/back$jobs/run.sh") $(stat -c %a "$dir/back$jobs/config.json")" = "755 600" ] ||
+		fail "permission bits were not kept: $(ls -l "$dir/back$jobs")"
 done
 [ "$("$lodectl" stat /models/m1/latest | awk '/^target:/ {print $2}')" = model-00001.safetensors ] ||
 	fail "the symlink was not copied as a symlink"

@@ -38,6 +38,7 @@ struct copier {
 	bool put; /* local -> cluster; else cluster -> local */
 	struct lode_layout layout;
 	bool have_layout;
+	mode_t umask; /* applied to the source's permission bits, as cp does */
 	struct lodectl_progress *progress;
 	struct job *jobs;
 	size_t njobs, cap;
@@ -153,6 +154,7 @@ static int put_one(struct copier *cp, const char *src, const char *dst, size_t j
 	struct lode_file *f;
 	uint64_t off = 0;
 	struct stat st;
+	uint32_t mode;
 	int fd, rc, rc2;
 
 	fd = strcmp(src, "-") ? open(src, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
@@ -167,19 +169,24 @@ static int put_one(struct copier *cp, const char *src, const char *dst, size_t j
 				     src);
 		goto out_fd;
 	}
+	mode = (S_ISREG(st.st_mode) ? st.st_mode & 0777 : 0666) & ~cp->umask;
 	rc = put_temp_name(tmp, sizeof(tmp), dst, job);
 	if (rc) {
 		rc = lodectl_fail(ctl, rc, "%s", dst);
 		goto out_fd;
 	}
 	if (cp->have_layout) {
-		rc = lode_create_with_layout(ctl->client, tmp, 0644, &cp->layout, &f);
+		rc = lode_create_with_layout(ctl->client, tmp, mode, &cp->layout, &f);
 		if (rc == -EEXIST) { /* left by a put that died */
 			lode_unlink(ctl->client, tmp);
-			rc = lode_create_with_layout(ctl->client, tmp, 0644, &cp->layout, &f);
+			rc = lode_create_with_layout(ctl->client, tmp, mode, &cp->layout, &f);
 		}
 	} else {
-		rc = lode_open(ctl->client, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &f);
+		rc = lode_open(ctl->client, tmp, O_WRONLY | O_CREAT | O_EXCL, mode, &f);
+		if (rc == -EEXIST) {
+			lode_unlink(ctl->client, tmp);
+			rc = lode_open(ctl->client, tmp, O_WRONLY | O_CREAT | O_EXCL, mode, &f);
+		}
 	}
 	if (rc) {
 		rc = lodectl_fail(ctl, rc, "cannot create %s", dst);
@@ -236,6 +243,7 @@ static int get_one(struct copier *cp, const char *src, const char *dst, char *bu
 	struct lodectl *ctl = cp->ctl;
 	char tmp[PATH_MAX + 64];
 	bool to_file = strcmp(dst, "-") != 0;
+	struct lode_stat st;
 	struct lode_file *f;
 	uint64_t off = 0;
 	int fd, rc = 0;
@@ -248,7 +256,10 @@ static int get_one(struct copier *cp, const char *src, const char *dst, char *bu
 		lode_close(f);
 		return lodectl_fail(ctl, -ENAMETOOLONG, "%s", dst);
 	}
-	fd = to_file ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : STDOUT_FILENO;
+	lode_file_stat_cached(f, &st);
+	/* the file's permission bits, less the umask (open applies it), as cp does */
+	fd = to_file ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.mode & 0777)
+		     : STDOUT_FILENO;
 	if (fd < 0) {
 		rc = lodectl_fail(ctl, -errno, "cannot create %s", dst);
 		lode_close(f);
@@ -383,6 +394,8 @@ static int copier_init(struct copier *cp, struct lodectl *ctl, bool put)
 	memset(cp, 0, sizeof(*cp));
 	cp->ctl = ctl;
 	cp->put = put;
+	cp->umask = umask(0);
+	umask(cp->umask);
 	pthread_mutex_init(&cp->lock, NULL);
 	cp->copied = json_object_new_array();
 	return 0;
