@@ -410,6 +410,28 @@ void lode_disconnect(struct lode_client *c)
 	free(c);
 }
 
+int lode_probe(const char *addr, unsigned timeout_ms, uint32_t *role)
+{
+	struct lode_wire_hello_req hello = {.role = LODE_ROLE_CLIENT};
+	struct lode_wire_hello_rep rep;
+	struct lode_rpc_conn *conn;
+	struct lode_rpc *rpc;
+	int rc;
+
+	if (getrandom(&hello.client_id, sizeof(hello.client_id), 0) != sizeof(hello.client_id))
+		hello.client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();
+	rc = lode_rpc_create(&rpc, timeout_ms ? timeout_ms : 30000);
+	if (rc)
+		return rc;
+	rc = lode_rpc_conn_open(rpc, addr, &conn);
+	if (!rc)
+		rc = lode_rpc_simple(conn, LODE_OP_HELLO, &hello, sizeof(hello), &rep, sizeof(rep));
+	lode_rpc_destroy(rpc); /* closes conn */
+	if (!rc)
+		*role = rep.server_role;
+	return rc;
+}
+
 int lode_buffer_register(void *buf, size_t len)
 {
 	return lode_rdma_mem_declare(buf, len);

@@ -49,10 +49,27 @@ static int obj_call(struct lode_client *c, uint32_t target, uint8_t op, const vo
 	return rc;
 }
 
+/* What lode_repair_progress() reports to: done counts the objects finished (copied or
+ * given up on) whole, plus the bytes copied of the one under way. */
+struct progress {
+	lode_progress_fn fn;
+	void *arg;
+	uint64_t done, total;
+};
+
+static void progress_report(const struct progress *p, uint64_t extra)
+{
+	if (p->fn)
+		p->fn(p->arg, p->done + extra, p->total);
+}
+
 /* Copies object `stripe` of the file from target src to target dst, verified. */
 static int copy_object(struct lode_client *c, const struct lode_wire_objid *id, uint32_t src,
-		       uint32_t dst, uint64_t obj_size, char *buf, uint64_t *copied)
+		       uint32_t dst, uint64_t obj_size, char *buf, uint64_t *copied,
+		       const struct progress *pr)
 {
+	uint64_t this_copy = 0;
+
 	struct lode_wire_obj_truncate_req tr = {.obj = *id};
 	struct lode_wire_obj_rep orep;
 	char rbody[sizeof(struct lode_wire_obj_read_rep) + 8 * (COPY_STEP / LODE_CHUNK_SIZE)];
@@ -105,6 +122,8 @@ static int copy_object(struct lode_client *c, const struct lode_wire_objid *id, 
 		if (rc)
 			return rc;
 		*copied += got;
+		this_copy += got;
+		progress_report(pr, this_copy < obj_size ? this_copy : obj_size);
 		if (got < rd.length)
 			break; /* the source object ends here (sparse tail) */
 	}
@@ -175,6 +194,13 @@ int lode_layout_info(struct lode_client *c, const char *path, struct lode_layout
 
 int lode_repair(struct lode_client *c, const char *path, struct lode_repair_result *out)
 {
+	return lode_repair_progress(c, path, out, NULL, NULL);
+}
+
+int lode_repair_progress(struct lode_client *c, const char *path, struct lode_repair_result *out,
+			 lode_progress_fn fn, void *arg)
+{
+	struct progress pr = {.fn = fn, .arg = arg};
 	struct lode_repair_result res = {0};
 	struct lode_wire_getattr_req greq;
 	struct lode_wire_layout_rep lrep;
@@ -197,12 +223,18 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 		rc = lode_client_targets_refresh(c);
 	if (rc)
 		goto out_free;
+	for (unsigned idx = 0; idx < LODE_LAYOUT_TARGETS_MAX; idx++)
+		if (lrep.degraded & (1ull << idx))
+			pr.total += lode_client_object_size(&lrep.layout, f->size,
+							    idx / lrep.layout.mirror_count);
+	progress_report(&pr, 0);
 	for (unsigned idx = 0; idx < LODE_LAYOUT_TARGETS_MAX; idx++) {
 		const struct lode_wire_layout *l = &lrep.layout;
 		unsigned stripe = idx / l->mirror_count, first = stripe * l->mirror_count;
 		struct lode_wire_objid id = {
 		    .ino = f->ino, .generation = l->generation, .stripe = stripe};
 		struct lode_wire_set_copy_req sc = {.ino = f->ino, .handle = f->handle};
+		uint64_t obj_size = lode_client_object_size(l, f->size, stripe);
 		uint32_t src = 0, dst;
 
 		if (!(lrep.degraded & (1ull << idx)))
@@ -213,10 +245,14 @@ int lode_repair(struct lode_client *c, const char *path, struct lode_repair_resu
 			    lode_client_target_is_up(c, l->targets[k]))
 				src = l->targets[k];
 		dst = pick_destination(c, l, idx);
-		if (!src || !dst)
+		if (!src || !dst) {
+			pr.done += obj_size;
+			progress_report(&pr, 0);
 			continue; /* no good copy or no room to put one: stays degraded */
-		rc2 = copy_object(c, &id, src, dst, lode_client_object_size(l, f->size, stripe),
-				  buf, &res.bytes_copied);
+		}
+		rc2 = copy_object(c, &id, src, dst, obj_size, buf, &res.bytes_copied, &pr);
+		pr.done += obj_size;
+		progress_report(&pr, 0);
 		if (rc2) {
 			if (!rc)
 				rc = rc2;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `lodectl local up DIR [--oss N]` starts what is not running of a local cluster and prints
- * the MDS address; `lodectl local down DIR` stops it; `lodectl local kill DIR NAME [SIG]`
- * signals one daemon (tests use it for kill -9).
+ * What `lodectl local up DIR [--oss N]` (start what is not running of a local cluster),
+ * `local down DIR` (stop it) and `local kill DIR NAME [-9]` (signal one daemon: tests use
+ * it for kill -9) do; tools/lodectl/local.c is their command line.
  *
  * Layout of DIR: DIR/mds and DIR/ossK hold each daemon's data, its `pid`, its `addr`
  * (written by the daemon once it listens) and its `log`. The first start picks ephemeral
@@ -182,7 +182,7 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 }
 
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, char *addr, size_t alen)
+			const char *grace, char *addr, size_t alen, char *err, size_t errlen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
 	char *argv[16];
@@ -217,26 +217,30 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	argv[i++] = addrfile;
 	argv[i] = NULL;
 	rc = spawn(dir, argv);
-	if (rc)
+	if (rc) {
+		snprintf(err, errlen, "cannot start %s: %s", prog, strerror(-rc));
 		return rc;
+	}
 	rc = wait_addr(dir, addr, alen);
 	if (rc) {
-		fprintf(stderr, "lodectl: %s in %s did not start (%s); see %s/log\n", name, dir,
-			rc == -ECHILD ? "it exited" : "timed out", dir);
+		snprintf(err, errlen, "%s in %s did not start (%s); see %s/log", name, dir,
+			 rc == -ECHILD ? "it exited" : "timed out", dir);
 		return rc;
 	}
 	return 0;
 }
 
-static int local_up(const char *dir, int noss, const char *grace_opt)
+int local_up(const char *dir, int noss, const char *grace_opt, char *mds_addr, size_t mds_len,
+	     char *err, size_t errlen)
 {
-	char path[PATH_MAX], mds_addr[160], addr[160], buf[32], grace[32] = "";
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "";
 	struct lode_client *c;
 	int rc, waited = 0;
 
 	if (mkdir(dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "lodectl: cannot create %s: %s\n", dir, strerror(errno));
-		return 1;
+		rc = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return rc;
 	}
 	snprintf(path, sizeof(path), "%s/cluster", dir);
 	if (noss <= 0) {
@@ -255,22 +259,22 @@ static int local_up(const char *dir, int noss, const char *grace_opt)
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
 	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, mds_addr,
-			  sizeof(mds_addr));
+			  mds_len, err, errlen);
 	if (rc)
-		return 1;
+		return rc;
 	for (int i = 0; i < noss; i++) {
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
 		mkdir(path, 0755);
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, addr, sizeof(addr));
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, addr, sizeof(addr), err,
+				  errlen);
 		if (rc)
-			return 1;
+			return rc;
 	}
 	/* ready when the MDS sees every OSS up */
 	rc = lode_connect(mds_addr, NULL, &c);
 	if (rc) {
-		fprintf(stderr, "lodectl: cannot reach the MDS at %s: %s\n", mds_addr,
-			strerror(-rc));
-		return 1;
+		snprintf(err, errlen, "cannot reach the MDS at %s: %s", mds_addr, strerror(-rc));
+		return rc;
 	}
 	for (;;) {
 		struct lode_target_info t[LODE_MAX_TARGETS_PER_LAYOUT];
@@ -281,16 +285,15 @@ static int local_up(const char *dir, int noss, const char *grace_opt)
 		if (up >= noss)
 			break;
 		if (waited >= START_TIMEOUT_MS) {
-			fprintf(stderr, "lodectl: only %d of %d OSS registered with the MDS\n", up,
-				noss);
+			snprintf(err, errlen, "only %d of %d OSS registered with the MDS", up,
+				 noss);
 			lode_disconnect(c);
-			return 1;
+			return -ETIMEDOUT;
 		}
 		sleep_ms(50);
 		waited += 50;
 	}
 	lode_disconnect(c);
-	printf("%s\n", mds_addr);
 	return 0;
 }
 
@@ -315,15 +318,15 @@ static int stop_one(const char *dir, int sig)
 	return 0;
 }
 
-static int local_down(const char *dir)
+int local_down(const char *dir, char *err, size_t errlen)
 {
 	char path[PATH_MAX], buf[32];
 	int noss = 64;
 
 	snprintf(path, sizeof(path), "%s/cluster", dir);
 	if (read_file(path, buf, sizeof(buf))) {
-		fprintf(stderr, "lodectl: %s is not a local cluster\n", dir);
-		return 1;
+		snprintf(err, errlen, "%s is not a local cluster (no %s)", dir, path);
+		return -ENOENT;
 	}
 	noss = atoi(buf);
 	for (int i = 0; i < noss; i++) {
@@ -335,20 +338,16 @@ static int local_down(const char *dir)
 	return 0;
 }
 
-static int local_kill(const char *dir, const char *name, int sig)
+int local_kill(const char *dir, const char *name, int sig, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	pid_t pid;
 
-	if (strcmp(name, "mds") && strncmp(name, "oss", 3)) {
-		fprintf(stderr, "lodectl: unknown daemon '%s' (mds or ossN)\n", name);
-		return 2;
-	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	pid = running_pid(path);
 	if (!pid) {
-		fprintf(stderr, "lodectl: %s is not running\n", name);
-		return 1;
+		snprintf(err, errlen, "%s of %s is not running", name, dir);
+		return -ESRCH;
 	}
 	if (sig == SIGKILL) {
 		kill(pid, SIGKILL);
@@ -358,46 +357,4 @@ static int local_kill(const char *dir, const char *name, int sig)
 		return 0;
 	}
 	return stop_one(path, sig);
-}
-
-int local_main(int argc, char **argv)
-{
-	/* a DIR that looks like an option is a mistake ("local up --help"), not a directory */
-	if (argc < 3 || argv[2][0] == '-') {
-		fprintf(stderr,
-			"lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
-			"down DIR | kill DIR NAME [-9]\n"
-			"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
-			"transport and host)\n");
-		return 2;
-	}
-	if (!strcmp(argv[1], "up")) {
-		const char *grace = NULL;
-		int noss = 0;
-
-		for (int i = 3; i < argc; i++) {
-			if (!strcmp(argv[i], "--orphan-grace") && i + 1 < argc) {
-				grace = argv[++i];
-				continue;
-			}
-			if (!strcmp(argv[i], "--oss") && i + 1 < argc) {
-				noss = atoi(argv[++i]);
-				if (noss < 1 || noss > 64) {
-					fprintf(stderr, "lodectl: --oss wants 1..64\n");
-					return 2;
-				}
-			} else {
-				fprintf(stderr, "lodectl: unknown option '%s'\n", argv[i]);
-				return 2;
-			}
-		}
-		return local_up(argv[2], noss, grace);
-	}
-	if (!strcmp(argv[1], "down"))
-		return local_down(argv[2]);
-	if (!strcmp(argv[1], "kill") && argc >= 4)
-		return local_kill(argv[2], argv[3],
-				  argc >= 5 && !strcmp(argv[4], "-9") ? SIGKILL : SIGTERM);
-	fprintf(stderr, "lodectl: unknown local command '%s'\n", argv[1]);
-	return 2;
 }

@@ -72,6 +72,15 @@ struct lode_client_opts {
  * servers are connected on first use. */
 LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 			  struct lode_client **out);
+/* What lode_probe() finds at an address. */
+#define LODE_SERVER_MDS 1
+#define LODE_SERVER_OSS 2
+/* Asks the Lode server at addr what it is, without connecting a client: *role is
+ * LODE_SERVER_MDS, LODE_SERVER_OSS (or another number, from a newer server). For a tool to
+ * say why lode_connect() failed with -EPROTO. timeout_ms 0: 30000. Returns 0, -EINVAL (addr
+ * does not parse or its host does not resolve), -ECONNREFUSED / -ETIMEDOUT, -EPROTO (what
+ * answers does not speak Lode's protocol), ... */
+LODE_API int lode_probe(const char *addr, unsigned timeout_ms, uint32_t *role);
 /* Closes every connection and frees c. Close every file of c first, and call it when no
  * other thread uses c any more. NULL is accepted. */
 LODE_API void lode_disconnect(struct lode_client *c);
@@ -355,6 +364,14 @@ struct lode_repair_result {
  * degraded (copies_repaired < copies_degraded) without an error. out may be NULL.
  * Returns 0 or -errno. */
 LODE_API int lode_repair(struct lode_client *c, const char *path, struct lode_repair_result *out);
+
+/* Called as work proceeds: done of total bytes (done <= total; total may be 0). */
+typedef void (*lode_progress_fn)(void *arg, uint64_t done, uint64_t total);
+/* As lode_repair, calling fn (if not NULL) from the calling thread as bytes are copied:
+ * total is the size of every degraded copy, and done reaches it when the repair ends
+ * (copies given up on count as done). */
+LODE_API int lode_repair_progress(struct lode_client *c, const char *path,
+				  struct lode_repair_result *out, lode_progress_fn fn, void *arg);
 
 /* ---- cluster ---- */
 

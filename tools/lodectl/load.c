@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +16,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <json-c/json.h>
-
-#include "load.h"
 #include "lode/loader.h"
+#include "lodectl.h"
 
-#define VERIFY_CHUNK (64u << 20)
+#define VERIFY_CHUNK   (64u << 20)
+#define LOAD_PATHS_MAX 256
 
 struct loaded {
 	char *path;
@@ -33,19 +31,12 @@ struct loaded {
 };
 
 struct load_job {
+	struct lodectl *ctl;
 	struct lode_client *c;
 	struct lode_loader *l;
 	struct loaded *files;
 	size_t count, cap;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int add_path(struct load_job *j, const char *path)
 {
@@ -108,7 +99,7 @@ static int collect(struct load_job *j, const char *path, int depth)
 
 	rc = lode_stat(j->c, path, &st);
 	if (rc) {
-		fprintf(stderr, "lodectl: load %s: %s\n", path, strerror(-rc));
+		lodectl_fail(j->ctl, rc, "%s", path);
 		return rc;
 	}
 	if ((st.mode & S_IFMT) == S_IFREG)
@@ -130,7 +121,7 @@ static int collect(struct load_job *j, const char *path, int depth)
 	}
 	free(w.names);
 	if (rc == -ENOMEM)
-		fprintf(stderr, "lodectl: load %s: %s\n", path, strerror(-rc));
+		lodectl_fail(j->ctl, rc, "%s", path);
 	return rc;
 }
 
@@ -142,7 +133,8 @@ static bool is_safetensors(const char *path)
 }
 
 /* Reads and checks a safetensors header; fills the data range and the tensor count. */
-static int header_read(struct lode_file *f, uint64_t size, struct loaded *out, const char *path)
+static int header_read(struct load_job *j, struct lode_file *f, uint64_t size, struct loaded *out,
+		       const char *path)
 {
 	char first[8], err[256] = "", *head = first;
 	struct lode_st_header h;
@@ -164,7 +156,7 @@ static int header_read(struct lode_file *f, uint64_t size, struct loaded *out, c
 		free(head);
 	}
 	if (rc == -EBADMSG)
-		fprintf(stderr, "lodectl: load %s: not a valid safetensors file: %s\n", path, err);
+		lodectl_fail_as(j->ctl, rc, "%s: not a valid safetensors file: %s", path, err);
 	if (rc)
 		return rc;
 	out->off = h.data_offset;
@@ -177,7 +169,7 @@ static int header_read(struct lode_file *f, uint64_t size, struct loaded *out, c
 static int load_one(struct load_job *j, struct loaded *ld)
 {
 	struct lode_file *f;
-	double t0 = now_s();
+	double t0 = lodectl_now();
 	uint64_t size;
 	ssize_t got;
 	int rc;
@@ -189,10 +181,10 @@ static int load_one(struct load_job *j, struct loaded *ld)
 	ld->off = 0;
 	ld->len = size;
 	if (is_safetensors(ld->path)) {
-		rc = header_read(f, size, ld, ld->path);
+		rc = header_read(j, f, size, ld, ld->path);
 		if (rc) {
 			lode_close(f);
-			return rc == -EBADMSG ? -EBADMSG : rc;
+			return rc;
 		}
 	}
 	rc = lode_loader_alloc(j->l, (size_t)ld->len, &ld->mem);
@@ -203,7 +195,7 @@ static int load_one(struct load_job *j, struct loaded *ld)
 		rc = got < 0 ? (int)got : 0;
 	}
 	lode_close(f);
-	ld->seconds = now_s() - t0;
+	ld->seconds = lodectl_now() - t0;
 	return rc;
 }
 
@@ -242,129 +234,95 @@ static int verify_one(struct load_job *j, const struct loaded *ld, uint64_t *bad
 	return rc;
 }
 
-static void usage(FILE *out)
+int cmd_load(struct lodectl *ctl, int argc, char **argv)
 {
-	fprintf(
-	    out,
-	    "usage: lodectl load PATH... [--to host|cuda:N] [--verify] [--json]\n"
-	    "\n"
-	    "Loads files, or every file under a directory, into memory the way an inference\n"
-	    "server does, and prints files, tensors, bytes, seconds and GB/s. A *.safetensors\n"
-	    "file is parsed and checked first (every tensor inside the file, sizes matching\n"
-	    "shapes, no overlap) and its data lands in one allocation; other files load whole.\n"
-	    "  --to host      host memory (default): pieces land in place, verified\n"
-	    "  --to cuda:N    GPU N: pinned buffers, asynchronous copies on several streams\n"
-	    "  --to staged    the GPU pipeline with host memory behind it (no GPU needed)\n"
-	    "  --verify       compare what was loaded with a second read (back from the GPU)\n"
-	    "  --json         one JSON document on stdout\n");
-}
-
-int lodectl_load(struct lode_client *c, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"to", required_argument, NULL, 't'},
-	    {"verify", no_argument, NULL, 'v'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
+	const char *to = "host";
+	bool verify = false;
+	struct lodectl_opt opts[] = {
+	    {"--to", NULL, LODECTL_OPT_STRING, &to, 0, 0},
+	    {"--verify", NULL, LODECTL_OPT_FLAG, &verify, 0, 0},
 	    {0},
 	};
-	struct lode_loader_opts lo = {.to = "host"};
-	struct load_job j = {.c = c};
-	bool verify = false, json = false;
+	struct lode_loader_opts lo = {0};
+	struct load_job j = {.ctl = ctl, .c = ctl->client};
+	struct lodectl_progress *prog;
 	uint64_t bytes = 0, bad_at = 0;
 	unsigned tensors = 0;
+	char *pos[LOAD_PATHS_MAX];
 	double t0, secs;
-	int opt, rc = 0;
+	int n, rc = 0;
 
-	optind = 0; /* glibc: 0 restarts getopt from scratch */
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 't':
-			lo.to = optarg;
-			break;
-		case 'v':
-			verify = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
-		fprintf(stderr, "lodectl: load: no PATH (see lodectl load --help)\n");
-		return 2;
-	}
-	rc = lode_loader_new(c, &lo, &j.l);
-	if (rc) {
-		fprintf(stderr, "lodectl: load: cannot load into '%s': %s\n", lo.to,
-			rc == -EINVAL	? "not host, staged or cuda:N"
-			: rc == -ENODEV ? "no such GPU, or this build has no CUDA"
-					: strerror(-rc));
-		return rc == -EINVAL ? 2 : 1;
-	}
-	for (int i = optind; !rc && i < argc; i++)
-		rc = collect(&j, argv[i], 0);
-	t0 = now_s();
+	n = lodectl_parse(ctl, argc, argv, opts, 1, LOAD_PATHS_MAX, pos);
+	if (n < 0)
+		return ctl->exit;
+	for (int i = 0; i < n; i++)
+		if (!lodectl_cluster_path_ok(ctl, pos[i]))
+			return LODECTL_EXIT_USAGE;
+	lo.to = to;
+	j.c = ctl->client;
+	rc = lode_loader_new(j.c, &lo, &j.l);
+	if (rc == -EINVAL)
+		return lodectl_usage_error(ctl, "--to %s: not host, staged or cuda:N", to);
+	if (rc)
+		return lodectl_fail_as(ctl, rc, "cannot load into %s: %s", to,
+				       rc == -ENODEV ? "no such GPU, or this build has no CUDA"
+						     : strerror(-rc));
+	for (int i = 0; !rc && i < n; i++)
+		rc = collect(&j, pos[i], 0);
+	prog = rc ? NULL : lodectl_progress_start(ctl, "load", 0);
+	t0 = lodectl_now();
 	for (size_t i = 0; !rc && i < j.count; i++) {
 		rc = load_one(&j, &j.files[i]);
 		if (rc && rc != -EBADMSG)
-			fprintf(stderr, "lodectl: load %s: %s%s%s\n", j.files[i].path,
-				strerror(-rc), *lode_loader_error(j.l) ? ": " : "",
-				lode_loader_error(j.l));
+			lodectl_fail_as(ctl, rc, "%s: %s%s%s", j.files[i].path, strerror(-rc),
+					*lode_loader_error(j.l) ? ": " : "",
+					lode_loader_error(j.l));
 		bytes += j.files[i].len;
 		tensors += j.files[i].tensors;
+		if (prog) {
+			lodectl_progress_total(prog, bytes);
+			lodectl_progress_add(prog, j.files[i].len);
+		}
 	}
-	secs = now_s() - t0;
+	secs = lodectl_now() - t0;
+	lodectl_progress_end(prog);
 	for (size_t i = 0; !rc && verify && i < j.count; i++) {
 		rc = verify_one(&j, &j.files[i], &bad_at);
 		if (rc == -EILSEQ)
-			fprintf(stderr,
-				"lodectl: load %s: loaded bytes differ from a second read "
-				"at offset %llu\n",
-				j.files[i].path, (unsigned long long)bad_at);
+			lodectl_fail_as(ctl, rc,
+					"%s: loaded bytes differ from a second read at offset %llu",
+					j.files[i].path, (unsigned long long)bad_at);
 		else if (rc)
-			fprintf(stderr, "lodectl: load %s: verify: %s\n", j.files[i].path,
-				strerror(-rc));
+			lodectl_fail(ctl, rc, "%s: verify", j.files[i].path);
 	}
-	if (!rc && json) {
-		struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	if (!rc) {
+		json_object *a = json_object_new_array();
 
-		json_object_object_add(o, "to", json_object_new_string(lo.to));
-		json_object_object_add(o, "files", json_object_new_int64((int64_t)j.count));
-		json_object_object_add(o, "tensors", json_object_new_int64(tensors));
-		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)bytes));
-		json_object_object_add(o, "seconds", json_object_new_double(secs));
-		json_object_object_add(o, "gb_per_s",
-				       json_object_new_double(secs > 0 ? bytes / secs / 1e9 : 0));
-		json_object_object_add(o, "verified", json_object_new_boolean(verify));
+		json_add_str(ctl->out, "to", to);
+		json_add_u64(ctl->out, "files", j.count);
+		json_add_u64(ctl->out, "tensors", tensors);
+		json_add_u64(ctl->out, "bytes", bytes);
+		json_add_double(ctl->out, "seconds", secs);
+		json_add_double(ctl->out, "gb_per_s", secs > 0 ? bytes / secs / 1e9 : 0);
+		json_add_bool(ctl->out, "verified", verify);
 		for (size_t i = 0; i < j.count; i++) {
-			struct json_object *e = json_object_new_object();
+			json_object *e = json_object_new_object();
 
-			json_object_object_add(e, "path", json_object_new_string(j.files[i].path));
-			json_object_object_add(e, "bytes",
-					       json_object_new_int64((int64_t)j.files[i].len));
-			json_object_object_add(e, "tensors",
-					       json_object_new_int64(j.files[i].tensors));
-			json_object_object_add(e, "seconds",
-					       json_object_new_double(j.files[i].seconds));
+			json_add_str(e, "path", j.files[i].path);
+			json_add_u64(e, "bytes", j.files[i].len);
+			json_add_u64(e, "tensors", j.files[i].tensors);
+			json_add_double(e, "seconds", j.files[i].seconds);
 			json_object_array_add(a, e);
 		}
-		json_object_object_add(o, "per_file", a);
-		printf("%s\n", json_object_to_json_string_ext(
-				   o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
-	} else if (!rc) {
-		printf("loaded %zu files, %u tensors, %.3f GiB into %s in %.2f s: %.2f GB/s\n",
-		       j.count, tensors, bytes / 1073741824.0, lo.to, secs,
-		       secs > 0 ? bytes / secs / 1e9 : 0);
-		if (verify)
-			printf("verified: every byte matches a second read\n");
+		json_object_object_add(ctl->out, "per_file", a);
+		if (!ctl->json) {
+			printf("loaded %zu files, %u tensors, %.3f GiB into %s in %.2f s: %.2f "
+			       "GB/s\n",
+			       j.count, tensors, bytes / 1073741824.0, to, secs,
+			       secs > 0 ? bytes / secs / 1e9 : 0);
+			if (verify)
+				printf("verified: every byte matches a second read\n");
+		}
 	}
 	for (size_t i = 0; i < j.count; i++) {
 		lode_loader_release(j.l, j.files[i].mem);
@@ -372,5 +330,5 @@ int lodectl_load(struct lode_client *c, int argc, char **argv)
 	}
 	free(j.files);
 	lode_loader_free(j.l);
-	return rc ? 1 : 0;
+	return rc ? LODECTL_EXIT_FAIL : 0;
 }

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* lodectl local up, down, kill: the command line of tools/local_cluster.c, a whole cluster
+ * on loopback with its data in one directory (what the quick start and the tests use). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../local_cluster.h"
+#include "lodectl.h"
+
+int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
+{
+	uint64_t noss = 0;
+	const char *grace = NULL;
+	const struct lodectl_opt opts[] = {
+	    {"--oss", NULL, LODECTL_OPT_UINT, &noss, 1, 64},
+	    {"--orphan-grace", NULL, LODECTL_OPT_STRING, &grace, 0, 0},
+	    {NULL, NULL, 0, NULL, 0, 0},
+	};
+	char *pos[1], mds[160], err[512] = "";
+	uint64_t g;
+	int rc;
+
+	if (lodectl_parse(ctl, argc, argv, opts, 1, 1, pos) < 0)
+		return ctl->exit;
+	if (grace && lodectl_parse_number(grace, false, 0, UINT32_MAX, &g))
+		return lodectl_usage_error(ctl, "--orphan-grace: '%s' is not a number of seconds",
+					   grace);
+	rc = local_up(pos[0], (int)noss, grace, mds, sizeof(mds), err, sizeof(err));
+	if (rc)
+		return lodectl_fail_as(ctl, rc, "%s", err);
+	json_add_str(ctl->out, "dir", pos[0]);
+	json_add_str(ctl->out, "mds", mds);
+	if (!ctl->json)
+		printf("%s\n", mds);
+	return 0;
+}
+
+int cmd_local_down(struct lodectl *ctl, int argc, char **argv)
+{
+	char *pos[1], err[512] = "";
+	int rc;
+
+	if (lodectl_parse(ctl, argc, argv, NULL, 1, 1, pos) < 0)
+		return ctl->exit;
+	rc = local_down(pos[0], err, sizeof(err));
+	if (rc)
+		return lodectl_fail_as(ctl, rc, "%s", err);
+	json_add_str(ctl->out, "dir", pos[0]);
+	return 0;
+}
+
+int cmd_local_kill(struct lodectl *ctl, int argc, char **argv)
+{
+	bool nine = false;
+	const struct lodectl_opt opts[] = {
+	    {"-9", "--kill", LODECTL_OPT_FLAG, &nine, 0, 0},
+	    {NULL, NULL, 0, NULL, 0, 0},
+	};
+	char *pos[2], err[512] = "";
+	const char *name;
+	int rc;
+
+	if (lodectl_parse(ctl, argc, argv, opts, 2, 2, pos) < 0)
+		return ctl->exit;
+	name = pos[1];
+	if (strcmp(name, "mds") && (strncmp(name, "oss", 3) || !name[3] ||
+				    strspn(name + 3, "0123456789") != strlen(name + 3)))
+		return lodectl_usage_error(ctl, "unknown daemon '%s' (mds, oss0, oss1, ...)", name);
+	rc = local_kill(pos[0], name, nine ? SIGKILL : SIGTERM, err, sizeof(err));
+	if (rc)
+		return lodectl_fail_as(ctl, rc, "%s", err);
+	json_add_str(ctl->out, "dir", pos[0]);
+	json_add_str(ctl->out, "daemon", name);
+	json_add_str(ctl->out, "signal", nine ? "KILL" : "TERM");
+	return 0;
+}
