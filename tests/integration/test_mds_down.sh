@@ -5,30 +5,15 @@
 # restart, so after `local up` brings the MDS back the same mount works without a remount.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root to mount"; exit 77; fi
-[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
-command -v fusermount3 >/dev/null || { echo "SKIP: fusermount3 missing (package fuse3)"; exit 77; }
-fuse=${LODE_FUSE:?}
 LODE_TEST_NAME=mdsdown
 . "$(dirname "$0")/lib.sh"
 mnt=$dir/mnt
-fuse_pid=
-umount_all() {
-	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u "$mnt" 2>/dev/null || true
-	[ -n "$fuse_pid" ] && kill "$fuse_pid" 2>/dev/null || true
-	cleanup
-}
-trap umount_all EXIT
 
 BOUND=10 # seconds: far above the 3 s restart grace, far below the 30 s timeout
 
 mds=$("$lodectl" local up "$dir/c" --oss 2)
-mkdir -p "$mnt"
 # the default 30 s timeout: what the issue saw
-"$fuse" --mds "$mds" "$mnt" -f -o attr_timeout=0,entry_timeout=0 2>"$dir/fuse.log" &
-fuse_pid=$!
-for _ in $(seq 200); do mountpoint -q "$mnt" && break; sleep 0.05; done
-mountpoint -q "$mnt" || { cat "$dir/fuse.log"; fail "the mount did not come up"; }
+mount_lode "$mnt" attr_timeout=0,entry_timeout=0
 echo hello >"$mnt/f"
 
 # runs "$@" and checks it fails within BOUND seconds
