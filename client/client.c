@@ -75,6 +75,22 @@ static bool retryable(int rc)
 	return rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -EPIPE || rc == -ECONNABORTED;
 }
 
+/* Errors of the transport: the MDS did not answer. */
+static bool no_answer(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EHOSTUNREACH || rc == -ENETUNREACH || rc == -ESHUTDOWN ||
+	       rc == -ENOTCONN;
+}
+
+/*
+ * How long calls ride over an MDS that refuses connections: an MDS restart (a crash and
+ * its service manager starting it again, LMDB reopened) takes about a second. Past this,
+ * a refused connection fails the call with the error, and every later call fails at once
+ * (one connection attempt) until the MDS answers again: a mount whose MDS is gone answers
+ * EIO promptly instead of making every stat wait for the timeout.
+ */
+#define MDS_RESTART_GRACE_MS 3000
+
 int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
 			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
 			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
@@ -95,21 +111,38 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 		    .reply_data = reply_data,
 		    .reply_data_max = reply_data_max,
 		};
+		uint64_t now, gone, until;
 
 		rc = lode_rpc_call(c->mds, &call);
+		now = lode_now_ms();
 		/*
 		 * A connection that failed before the MDS could have seen the request (refused,
-		 * or reset while the MDS restarts) is retried until the deadline: the MDS
+		 * or reset while the MDS restarts) is retried within the restart grace: the MDS
 		 * acknowledges a mutation only after it is durable, and a retried mutation that
 		 * did apply answers with the error a repeat gives (EEXIST, ENOENT), which is
 		 * what a local file system's caller would see after a crash, too.
 		 */
-		if (retryable(rc) && lode_now_ms() + backoff < deadline) {
-			usleep(backoff * 1000);
-			if (backoff < 500)
-				backoff *= 2;
-			continue;
+		if (retryable(rc)) {
+			gone = atomic_load(&c->mds_gone_since_ms);
+			if (!gone) {
+				uint64_t zero = 0;
+
+				atomic_compare_exchange_strong(&c->mds_gone_since_ms, &zero, now);
+				gone = atomic_load(&c->mds_gone_since_ms);
+			}
+			until = gone + MDS_RESTART_GRACE_MS < deadline ? gone + MDS_RESTART_GRACE_MS
+								       : deadline;
+			if (now + backoff < until) {
+				usleep(backoff * 1000);
+				if (backoff < 500)
+					backoff *= 2;
+				continue;
+			}
+			return rc;
 		}
+		if (!no_answer(rc) &&
+		    atomic_load_explicit(&c->mds_gone_since_ms, memory_order_relaxed))
+			atomic_store(&c->mds_gone_since_ms, 0); /* the MDS answered */
 		if (!rc && reply_data_len)
 			*reply_data_len = call.reply_data_len;
 		if (!rc && reply && call.reply_body_len != reply_max)

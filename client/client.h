@@ -65,6 +65,10 @@ struct lode_client {
 	/* Bumped when any write or truncate of this client starts and when it ends: read-ahead
 	 * data fetched before a bump is never served after it (readahead.c). */
 	_Atomic uint64_t write_gen;
+	/* When calls to the MDS began to find nothing listening (0: it answered last). Such
+	 * calls are retried for MDS_RESTART_GRACE_MS from then, not from each call's start,
+	 * so that with the MDS gone every call after the first fails at once. */
+	_Atomic uint64_t mds_gone_since_ms;
 
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */

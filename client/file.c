@@ -197,6 +197,9 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 		f->size = size;
 		f->mtime_ns = lode_now_ns();
 		f->dirty_meta = true;
+		/* the truncate changed every object's size (and its last chunk's checksum) in
+		 * the OSS's page cache only: the next fsync must sync them all */
+		f->dirty_stripes = ~0ull;
 		pthread_mutex_unlock(&f->lock);
 		rc = lode_client_file_commit(f, LODE_OP_COMMIT);
 	}

@@ -20,6 +20,7 @@
 #include "codec.h"
 #include "handlers.h"
 #include "lease.h"
+#include "liveness.h"
 #include "log.h"
 #include "loop.h"
 #include "namespace.h"
@@ -44,7 +45,7 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	if (rc)
 		return rc;
 	m->cluster_id = lode_store_cluster_id(m->st);
-	rc = lode_placement_create(&m->pl, opts->up_ms);
+	rc = lode_placement_create(&m->pl, opts->down_ms);
 	if (rc)
 		goto close_store;
 	rc = lode_store_read_begin(m->st, &t);
@@ -64,8 +65,15 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 		snprintf(why, why_len, "cannot start the writer thread: %s", strerror(-rc));
 		goto destroy_leases;
 	}
+	rc = lode_liveness_start(&m->live, m->pl, m->writer, !opts->no_probe);
+	if (rc) {
+		snprintf(why, why_len, "cannot start the liveness threads: %s", strerror(-rc));
+		goto stop_writer;
+	}
 	return 0;
 
+stop_writer:
+	lode_writer_stop(m->writer);
 destroy_leases:
 	lode_leases_destroy(m->leases);
 destroy_pl:
@@ -78,6 +86,7 @@ close_store:
 
 void lode_mds_fini(struct lode_mds *m)
 {
+	lode_liveness_stop(m->live); /* answers held creates, which never reach the writer */
 	lode_writer_stop(m->writer);
 	lode_leases_destroy(m->leases);
 	lode_placement_destroy(m->pl);
@@ -94,6 +103,8 @@ struct wreq {
 	const struct mds_op *row; /* the opcode's row of mds_ops */
 	struct lode_msg msg;	  /* the decoded request, pointing into its body */
 	uint64_t handle;	  /* a write handle this op took (released again if the op fails) */
+	uint64_t wait_until_ms;	  /* CREATE held for placement: answered EIO after this */
+	int place_err;		  /* CREATE: what placement answered, if it failed */
 	uint32_t target_id;
 	union {
 		struct lode_wire_attr attr;
@@ -201,6 +212,7 @@ static int run_create(struct wreq *w, struct lode_txn *t)
 	    .has_targets = r->has_layout && r->has_targets,
 	    .pl = w->m->pl,
 	    .now_ms = lode_now_ms(),
+	    .place_err = &w->place_err,
 	};
 	int created;
 	int rc;
@@ -225,8 +237,69 @@ static int run_open(struct wreq *w, struct lode_txn *t)
 /* A failed OPEN or CREATE gives back the write handle it took. */
 static int done_open(struct wreq *w, int status)
 {
-	if (status && w->handle)
+	if (status && w->handle) {
 		lode_lease_release(w->m->leases, w->handle, w->rep.open.attr.ino);
+		w->handle = 0;
+	}
+	return status;
+}
+
+#define HELD 1 /* done(): the op was kept (held for a retry), no reply now */
+
+/* Once a second at most: a client looping on a layout that cannot be placed must not
+ * flood the log. Writer thread only. */
+static bool log_place_now(void)
+{
+	static uint64_t last_ms;
+	uint64_t now = lode_now_ms();
+
+	if (last_ms && now - last_ms < 1000)
+		return false;
+	last_ms = now;
+	return true;
+}
+
+/*
+ * A create whose layout could not be placed says why. EAGAIN (fewer targets UP than copies
+ * asked: none heard from yet after a start, or down) is held and tried again every
+ * LODE_LIVENESS_RETRY_MS for up to LODE_MDS_PLACE_WAIT_MS, then answered EIO. EINVAL (more
+ * copies than the cluster has targets) and ENOSPC (the targets UP are full) are answered
+ * at once. Each is logged with its reason.
+ */
+static int done_create(struct wreq *w, int status)
+{
+	const struct lode_wire_create_req *r = w->msg.fixed;
+	const struct lode_name *n = &w->msg.name[0];
+	uint64_t now = lode_now_ms(), total, avail;
+	uint32_t up, count;
+	int perr = w->place_err;
+
+	status = done_open(w, status);
+	w->place_err = 0;
+	if (!perr || status != perr)
+		return status;
+	if (status == -EAGAIN) {
+		if (!w->wait_until_ms)
+			w->wait_until_ms = now + LODE_MDS_PLACE_WAIT_MS;
+		if (now < w->wait_until_ms && !lode_liveness_hold(w->m->live, &w->op))
+			return HELD;
+		status = -EIO;
+	}
+	if (!log_place_now())
+		return status;
+	lode_placement_totals(w->m->pl, now, &total, &avail, &up, &count);
+	if (perr == -EINVAL)
+		LODE_WARN("create %.*s in directory %llu: its layout asks for more copies than the "
+			  "cluster's %u targets",
+			  (int)n->len, n->ptr, (unsigned long long)r->parent, count);
+	else if (perr == -ENOSPC)
+		LODE_WARN("create %.*s in directory %llu: the %u targets up are full", (int)n->len,
+			  n->ptr, (unsigned long long)r->parent, up);
+	else
+		LODE_WARN("create %.*s in directory %llu: %u of %u targets up, too few for its "
+			  "copies for %u s",
+			  (int)n->len, n->ptr, (unsigned long long)r->parent, up, count,
+			  LODE_MDS_PLACE_WAIT_MS / 1000);
 	return status;
 }
 
@@ -311,7 +384,21 @@ static int run_symlink(struct wreq *w, struct lode_txn *t)
 static int run_setxattr(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_xattr_req *r = w->msg.fixed;
+	const struct lode_name *n = &w->msg.name[0];
+	char why[160];
+	int rc;
 
+	if (lode_ns_is_layout_xattr(n->ptr, n->len)) {
+		/* checked against the cluster's targets: a layout that no file could be
+		 * placed with is refused now, not at every create under it */
+		rc = lode_ns_layout_set(t, &r->cred, r->ino, lode_req_data(w->req),
+					lode_req_hdr(w->req)->data_len, r->flags,
+					lode_placement_count(w->m->pl), why, sizeof(why));
+		if (rc == -EINVAL && why[0])
+			LODE_WARN("layout of directory %llu refused: %s",
+				  (unsigned long long)r->ino, why);
+		return rc;
+	}
 	return lode_ns_setxattr(t, &r->cred, r->ino, w->msg.name[0].ptr, w->msg.name[0].len,
 				lode_req_data(w->req), lode_req_hdr(w->req)->data_len, r->flags);
 }
@@ -362,6 +449,11 @@ static int run_report(struct wreq *w, struct lode_txn *t)
 	const struct lode_wire_report_req *r = w->msg.fixed;
 	int rc;
 
+	if (r->kind == LODE_REPORT_WRITE_FAILED && lode_placement_known(w->m->pl, r->target_id)) {
+		/* unreachable or failing: placed on only when needed until the probe decides */
+		lode_placement_suspect(w->m->pl, r->target_id);
+		lode_liveness_kick(w->m->live);
+	}
 	rc = lode_ns_report_copy(t, r->ino, r->generation, r->stripe, r->target_id);
 	if (!rc)
 		LODE_WARN("inode %llu stripe %u: copy on target %u is degraded (%s)",
@@ -401,6 +493,8 @@ static void wreq_done(struct lode_wop *op, int status)
 
 	if (w->row->done)
 		status = w->row->done(w, status);
+	if (status == HELD)
+		return;
 	if (!status) {
 		/* committed: what metrics count of copies (cheap, no scan of the inodes) */
 		unsigned opcode = lode_req_hdr(w->req)->opcode;
@@ -698,7 +792,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_LOOKUP] = READ(read_lookup),
     [LODE_OP_GETATTR] = READ(read_getattr),
     [LODE_OP_SETATTR] = MUTATE(run_setattr),
-    [LODE_OP_CREATE] = {.run = run_create, .done = done_open},
+    [LODE_OP_CREATE] = {.run = run_create, .done = done_create},
     [LODE_OP_MKDIR] = MUTATE(run_mkdir),
     [LODE_OP_UNLINK] = MUTATE(run_unlink),
     [LODE_OP_RMDIR] = MUTATE(run_rmdir),

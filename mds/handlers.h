@@ -18,11 +18,18 @@ struct lode_store;
 struct lode_placement;
 struct lode_leases;
 struct lode_writer;
+struct lode_liveness;
+
+/* How long a create that cannot be placed yet (no target UP to hold its copies) is held
+ * and retried before it is answered EIO: long enough to ride over an OSS restart or the
+ * MDS's own start, well inside a client's timeout. */
+#define LODE_MDS_PLACE_WAIT_MS 10000u
 
 struct lode_mds_opts {
 	const char *dir;	 /* existing data directory */
 	uint64_t map_size;	 /* 0: store default */
-	unsigned up_ms;		 /* 0: LODE_PLACEMENT_UP_MS */
+	unsigned down_ms;	 /* 0: LODE_PLACEMENT_DOWN_MS */
+	int no_probe;		 /* 1: late targets are not probed (tests) */
 	unsigned lease_ms;	 /* 0: LODE_LEASE_MS */
 	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
 	int format;		 /* 1: format a store with data but no version (lode_store_opts) */
@@ -33,6 +40,7 @@ struct lode_mds {
 	struct lode_placement *pl;
 	struct lode_leases *leases; /* writer thread only */
 	struct lode_writer *writer;
+	struct lode_liveness *live;
 	uint64_t cluster_id;
 	int64_t orphan_grace_ns;
 	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */

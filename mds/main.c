@@ -46,8 +46,8 @@ static void usage(FILE *out)
 		"  --threads N         worker threads (default 4)\n"
 		"  --log-level LEVEL   err, warn, info (default) or debug\n"
 		"  --port-file FILE    write the bound address into FILE once listening\n"
-		"  --target-timeout MS a storage target is DOWN after MS without a heartbeat\n"
-		"                      (default 5000)\n"
+		"  --target-timeout MS a storage target silent for MS is DOWN (default 30000);\n"
+		"                      one silent past 5 s is late: still used, and probed\n"
 		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
 		"                      deletion after S seconds (default 60)\n"
 		"  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 1, 3600000, &num))
 				return bad_args("--target-timeout wants milliseconds, not '%s'",
 						optarg);
-			mopts.up_ms = (unsigned)num;
+			mopts.down_ms = (unsigned)num;
 			break;
 		case 'G':
 			if (parse_num(optarg, 0, 30 * 86400, &num))

@@ -25,6 +25,7 @@
 #ifndef LODE_MDS_NAMESPACE_H
 #define LODE_MDS_NAMESPACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,11 +71,16 @@ struct lode_ns_create {
 	 * (all must be known targets, mirrors of a stripe distinct). */
 	const struct lode_wire_layout *layout;
 	int has_targets;
-	struct lode_placement *pl;
-	uint64_t now_ms; /* monotonic, for placement */
+	struct lode_placement *pl; /* NULL: no target is known (placement answers -EAGAIN) */
+	uint64_t now_ms;	   /* monotonic, for placement */
+	int *place_err;		   /* optional: set to the error when placement failed */
 };
 /* CREATE: a new regular file, or with LODE_OPEN_CREATE and without LODE_OPEN_EXCL the
- * existing one opened as lode_ns_open() would (*created 0). Returns attr and layout. */
+ * existing one opened as lode_ns_open() would (*created 0). Returns attr and layout.
+ * A layout that cannot be placed answers what lode_placement_choose() does: -EAGAIN (too
+ * few targets UP now; the MDS holds the create and retries), -EINVAL (more copies than
+ * the cluster has targets), -ENOSPC (the targets UP are full); never -ENOSPC while they
+ * have space. */
 int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lode_wire_attr *attr,
 		   struct lode_wire_layout *layout, int *created);
 /* OPEN: checks permission for flags (READ: r, WRITE/TRUNC: w), EISDIR for writing a
@@ -136,6 +142,19 @@ int lode_ns_listxattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, void
 		      size_t *len);
 int lode_ns_removexattr(struct lode_txn *t, const lode_cred *c, uint64_t ino, const char *name,
 			size_t name_len);
+
+/* Whether name is the virtual xattr "user.lode.layout" (a directory's default layout). */
+bool lode_ns_is_layout_xattr(const char *name, size_t len);
+/*
+ * Sets a directory's default layout from its text form ("stripe_count=4,mirror_count=2"):
+ * only the fields named change; an empty value makes all three automatic. Owner only
+ * (-EPERM), directories only (-EPERM for a file, whose layout is fixed). -EINVAL, with the
+ * reason in why, for a malformed value or a layout no file could be placed with: more
+ * copies than ntargets (the cluster's targets; 0: none known, not checked) or more objects
+ * than a layout holds. lode_ns_setxattr() of the name is this with ntargets 0.
+ */
+int lode_ns_layout_set(struct lode_txn *t, const lode_cred *c, uint64_t ino, const void *value,
+		       size_t len, uint32_t flags, unsigned ntargets, char *why, size_t why_len);
 
 /* ORPHAN_LIST: up to max objects target_id should delete, of files unlinked at least
  * grace_ns before now_ns (wall clock). ORPHAN_DONE: the target deleted these. */

@@ -71,12 +71,14 @@ static int make_layout(const struct lode_ns_create *a, const struct lode_disk_in
 			l.targets[i] = id;
 		}
 	} else {
-		if (!a->pl)
-			return -ENOSPC;
-		rc = lode_placement_choose(a->pl, a->now_ms, l.stripe_count, l.mirror_count,
-					   &l.stripe_count, &l.mirror_count, l.targets);
-		if (rc)
+		rc = a->pl ? lode_placement_choose(a->pl, a->now_ms, l.stripe_count, l.mirror_count,
+						   &l.stripe_count, &l.mirror_count, l.targets)
+			   : -EAGAIN;
+		if (rc) {
+			if (a->place_err)
+				*a->place_err = rc;
 			return rc;
+		}
 	}
 	*out = l;
 	return 0;

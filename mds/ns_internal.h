@@ -76,7 +76,6 @@ int lode_ns_orphan_record(struct lode_txn *t, uint64_t ino, const struct lode_di
 
 /* ---- ns_layout_xattr.c: the virtual xattr "user.lode.layout" ---- */
 
-bool lode_ns_is_layout_xattr(const char *name, size_t len);
 int lode_ns_layout_xattr_set(struct lode_txn *t, const lode_cred *c, uint64_t ino,
 			     const void *value, size_t len, uint32_t flags);
 int lode_ns_layout_xattr_get(const struct lode_disk_inode *in, void *buf, size_t size, size_t *len);

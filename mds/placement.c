@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,24 +21,27 @@ struct target {
 	uint64_t bytes_free;
 	uint64_t objects;
 	uint64_t seen_ms; /* 0: never heard from since start */
+	bool down;	  /* known down (a probe found nothing there) until heard from */
+	bool suspect;	  /* a client's write to it failed: late until heard from */
 };
 
 struct lode_placement {
 	pthread_mutex_t lock;
-	unsigned up_ms;
+	unsigned late_ms, down_ms;
 	struct target t[LODE_TARGETS_MAX]; /* protected by lock, sorted by id */
 	unsigned n;			   /* protected by lock */
 	unsigned rr;			   /* protected by lock: rotation of the next choice */
 };
 
-int lode_placement_create(struct lode_placement **out, unsigned up_ms)
+int lode_placement_create(struct lode_placement **out, unsigned down_ms)
 {
 	struct lode_placement *pl = calloc(1, sizeof(*pl));
 
 	if (!pl)
 		return -ENOMEM;
 	pthread_mutex_init(&pl->lock, NULL);
-	pl->up_ms = up_ms ? up_ms : LODE_PLACEMENT_UP_MS;
+	pl->down_ms = down_ms ? down_ms : LODE_PLACEMENT_DOWN_MS;
+	pl->late_ms = pl->down_ms < LODE_PLACEMENT_LATE_MS ? pl->down_ms : LODE_PLACEMENT_LATE_MS;
 	*out = pl;
 	return 0;
 }
@@ -50,9 +54,21 @@ void lode_placement_destroy(struct lode_placement *pl)
 	free(pl);
 }
 
-static int is_up(const struct lode_placement *pl, const struct target *t, uint64_t now)
+/* UP: heard from since the start, not known down, not silent for down_ms. */
+static bool is_up(const struct lode_placement *pl, const struct target *t, uint64_t now)
 {
-	return t->seen_ms && now - t->seen_ms <= pl->up_ms;
+	return t->seen_ms && !t->down && now - t->seen_ms <= pl->down_ms;
+}
+
+/* UP and heard from within late_ms. */
+static bool is_fresh(const struct lode_placement *pl, const struct target *t, uint64_t now)
+{
+	return is_up(pl, t, now) && !t->suspect && now - t->seen_ms <= pl->late_ms;
+}
+
+static bool is_full(const struct target *t)
+{
+	return t->bytes_total && t->bytes_free < LODE_PLACEMENT_FULL_BYTES;
 }
 
 /* Finds or inserts (keeping id order) the target; NULL if the table is full. */
@@ -154,6 +170,8 @@ static void heard_from(struct target *t, uint64_t bytes_total, uint64_t bytes_fr
 	t->bytes_total = bytes_total;
 	t->bytes_free = bytes_free;
 	t->seen_ms = now_ms ? now_ms : 1; /* 0 means never heard from */
+	t->down = false;
+	t->suspect = false;
 }
 
 int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const char *addr,
@@ -187,6 +205,62 @@ int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id, uint
 	return t ? 0 : -ENOENT;
 }
 
+void lode_placement_alive(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms)
+{
+	struct target *t;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (t)
+		heard_from(t, t->bytes_total, t->bytes_free, now_ms);
+	pthread_mutex_unlock(&pl->lock);
+}
+
+int lode_placement_mark_down(struct lode_placement *pl, uint32_t target_id)
+{
+	struct target *t;
+	int was_up = 0;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (t) {
+		was_up = t->seen_ms && !t->down;
+		t->down = true;
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return was_up;
+}
+
+void lode_placement_suspect(struct lode_placement *pl, uint32_t target_id)
+{
+	struct target *t;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (t)
+		t->suspect = true;
+	pthread_mutex_unlock(&pl->lock);
+}
+
+unsigned lode_placement_late(struct lode_placement *pl, uint64_t now_ms,
+			     struct lode_placement_probe *out, unsigned max)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&pl->lock);
+	for (unsigned i = 0; i < pl->n && n < max; i++) {
+		const struct target *t = &pl->t[i];
+
+		if (!is_up(pl, t, now_ms) || is_fresh(pl, t, now_ms))
+			continue;
+		out[n].target_id = t->id;
+		memcpy(out[n].addr, t->addr, t->addr_len + 1);
+		n++;
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return n;
+}
+
 void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
 			 struct lode_placement_target *out, unsigned max, unsigned *n)
 {
@@ -200,6 +274,7 @@ void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
 		memset(o, 0, sizeof(*o));
 		o->target_id = t->id;
 		o->state = is_up(pl, t, now_ms) ? LODE_TARGET_UP : LODE_TARGET_DOWN;
+		o->late = o->state == LODE_TARGET_UP && !is_fresh(pl, t, now_ms);
 		o->bytes_total = t->bytes_total;
 		o->bytes_free = t->bytes_free;
 		o->objects = t->objects;
@@ -242,34 +317,63 @@ int lode_placement_known(struct lode_placement *pl, uint32_t target_id)
 	return known;
 }
 
+unsigned lode_placement_count(struct lode_placement *pl)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&pl->lock);
+	n = pl->n;
+	pthread_mutex_unlock(&pl->lock);
+	return n;
+}
+
 int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
 			  uint16_t mirror_count, uint16_t *stripes_out, uint16_t *mirrors_out,
 			  uint32_t *targets)
 {
 	const struct target *up[LODE_TARGETS_MAX];
-	unsigned nup = 0, start, sc;
+	unsigned nup = 0, nalive = 0, nfresh = 0, start, sc;
 	int rc = 0;
 
 	pthread_mutex_lock(&pl->lock);
-	for (unsigned i = 0; i < pl->n; i++) {
-		const struct target *t = &pl->t[i];
-		unsigned j;
+	/* the fresh targets with space first, then the late ones with space, each most free
+	 * first (insertion sort); full targets only count */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < pl->n; i++) {
+			const struct target *t = &pl->t[i];
+			unsigned j;
 
-		if (!is_up(pl, t, now_ms))
-			continue;
-		/* insertion sort: most free first, then lower id */
-		for (j = nup; j > 0 && up[j - 1]->bytes_free < t->bytes_free; j--)
-			up[j] = up[j - 1];
-		up[j] = t;
-		nup++;
+			if (!is_up(pl, t, now_ms) || is_fresh(pl, t, now_ms) != (pass == 0))
+				continue;
+			nalive++;
+			if (is_full(t))
+				continue;
+			for (j = nup; j > nfresh && up[j - 1]->bytes_free < t->bytes_free; j--)
+				up[j] = up[j - 1];
+			up[j] = t;
+			nup++;
+		}
+		if (pass == 0)
+			nfresh = nup;
 	}
 	/* automatic: two copies of everything as soon as there are two targets to hold them */
 	if (mirror_count == 0)
-		mirror_count = nup >= 2 ? 2 : 1;
-	if (nup == 0 || mirror_count > nup) {
-		rc = -ENOSPC;
+		mirror_count = nalive >= 2 ? 2 : 1;
+	if (mirror_count > pl->n && pl->n) {
+		rc = -EINVAL; /* more copies than the cluster has targets: never placeable */
 		goto unlock;
 	}
+	if (mirror_count > nalive) {
+		rc = -EAGAIN; /* targets not heard from yet, or down: they may come back */
+		goto unlock;
+	}
+	if (mirror_count > nup) {
+		rc = -ENOSPC; /* UP, but full */
+		goto unlock;
+	}
+	/* late targets only when the fresh ones cannot hold every copy */
+	if (nfresh >= mirror_count)
+		nup = nfresh;
 	sc = stripe_count;
 	if (sc == 0)
 		sc = nup < LODE_PLACEMENT_AUTO_STRIPES ? nup : LODE_PLACEMENT_AUTO_STRIPES;

@@ -6,9 +6,17 @@
  * The durable part (uuid -> target id, address) lives in the targets db and is written by
  * lode_placement_register_txn() in the writer's transaction; the table is updated after
  * that transaction commits (lode_placement_update), so it never knows a target id that
- * is not durable. Health (capacity, last heartbeat) is memory only: a target is UP if it
- * was heard from within up_ms, DOWN otherwise (every target is DOWN after a restart
- * until it heartbeats or registers again).
+ * is not durable. Health (capacity, last heard from, known down) is memory only.
+ *
+ * Liveness is not load. A target is one of:
+ * - fresh: heard from (heartbeat, registration, or an answered probe) within late_ms;
+ * - late: silent for longer (or a client reported a failed write to it), but not known
+ *   down. It is still UP and still placed on (a busy OSS or a busy MDS delays heartbeats;
+ *   that is no reason to fail creates), and the MDS probes it (mds/liveness.c);
+ * - DOWN: known down. Never heard from since the MDS started, or a probe found nothing
+ *   listening at its address (each until it is heard from again), or silent for down_ms,
+ *   a much longer window.
+ * Placement prefers fresh targets and takes late ones when the fresh are too few.
  *
  * All functions are thread-safe (one mutex; placement is not on the hot path). Times are
  * monotonic milliseconds passed in by the caller, so tests can drive the clock.
@@ -21,8 +29,10 @@
 #include "store.h"
 #include "wire_spec.h"
 
-#define LODE_PLACEMENT_UP_MS	    5000u /* default: UP if heard from within 5 s */
-#define LODE_PLACEMENT_AUTO_STRIPES 8u	  /* stripe_count 0: all UP targets, at most this */
+#define LODE_PLACEMENT_LATE_MS	    5000u	/* silent this long: late (still UP), probed */
+#define LODE_PLACEMENT_DOWN_MS	    30000u	/* default: silent this long, DOWN */
+#define LODE_PLACEMENT_AUTO_STRIPES 8u		/* stripe_count 0: all UP targets, at most this */
+#define LODE_PLACEMENT_FULL_BYTES   (64u << 10) /* less free than one chunk: full */
 
 struct lode_placement;
 
@@ -33,12 +43,14 @@ struct lode_placement_target {
 	uint64_t bytes_free;
 	uint64_t objects;
 	uint64_t last_seen_ms; /* age: ms since last heard from (UINT64_MAX: never) */
+	uint32_t late;	       /* 1: UP but silent past late_ms */
 	uint16_t addr_len;
 	char addr[LODE_ADDR_MAX + 1]; /* NUL-terminated too */
 };
 
-/* up_ms 0 means LODE_PLACEMENT_UP_MS. Returns 0 or -ENOMEM. */
-int lode_placement_create(struct lode_placement **out, unsigned up_ms);
+/* down_ms 0 means LODE_PLACEMENT_DOWN_MS; late_ms is LODE_PLACEMENT_LATE_MS, or down_ms if
+ * that is shorter. Returns 0 or -ENOMEM. */
+int lode_placement_create(struct lode_placement **out, unsigned down_ms);
 void lode_placement_destroy(struct lode_placement *pl);
 /* Loads every target of the targets db (all DOWN). Returns 0 or -errno. */
 int lode_placement_load(struct lode_placement *pl, struct lode_txn *t);
@@ -55,6 +67,23 @@ int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const c
 /* TARGET_HEARTBEAT. Returns 0 or -ENOENT for an unknown target. */
 int lode_placement_heartbeat(struct lode_placement *pl, uint32_t target_id, uint64_t bytes_total,
 			     uint64_t bytes_free, uint64_t objects, uint64_t now_ms);
+/* The target answered a probe: alive now (its capacity is left as it was). */
+void lode_placement_alive(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms);
+/* Known down until heard from again: nothing listens at its address. Returns 1 if that
+ * made an UP target DOWN, else 0. */
+int lode_placement_mark_down(struct lode_placement *pl, uint32_t target_id);
+/* A client's write to the target failed: it counts as late (placed on only when the fresh
+ * are too few, and probed) until heard from again. */
+void lode_placement_suspect(struct lode_placement *pl, uint32_t target_id);
+
+/* A target to probe: late (or suspected) and not known down. */
+struct lode_placement_probe {
+	uint32_t target_id;
+	char addr[LODE_ADDR_MAX + 1];
+};
+/* Copies up to max late targets into out; returns how many. */
+unsigned lode_placement_late(struct lode_placement *pl, uint64_t now_ms,
+			     struct lode_placement_probe *out, unsigned max);
 
 /* Copies up to max targets (in id order) into out; *n gets the number copied. */
 void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
@@ -64,18 +93,26 @@ void lode_placement_totals(struct lode_placement *pl, uint64_t now_ms, uint64_t 
 			   uint64_t *bytes_free, uint32_t *up, uint32_t *count);
 /* 1 if target_id is a known target, else 0. */
 int lode_placement_known(struct lode_placement *pl, uint32_t target_id);
+/* How many targets the cluster has (registered ever, whatever their state). */
+unsigned lode_placement_count(struct lode_placement *pl);
 
 /*
  * Chooses targets for a new layout: stripe i, mirror m goes to
- * targets[i * mirror_count + m]. stripe_count 0 means all UP targets, at most
- * LODE_PLACEMENT_AUTO_STRIPES; *stripes_out gets the count used. UP targets are taken
- * most free space first, starting one further on each call so consecutive files start on
- * different targets; the mirrors of one stripe are always on distinct targets, and
- * targets repeat across stripes only when there are fewer than stripe_count *
- * mirror_count of them. Entries past the layout are zeroed (all LODE_LAYOUT_TARGETS_MAX).
- * mirror_count 0 means automatic: 2 when at least two targets are UP, else 1; the count
- * used is returned in *mirrors_out.
- * Returns 0, -ENOSPC (no target UP, or fewer UP than mirror_count) or -EINVAL.
+ * targets[i * mirror_count + m]. stripe_count 0 means all usable targets, at most
+ * LODE_PLACEMENT_AUTO_STRIPES; *stripes_out gets the count used. Usable are the fresh
+ * targets with space, or, when they are fewer than the copies asked, every UP target (late
+ * included) with space. They are taken most free space first, starting one further on each
+ * call so consecutive files start on different targets; the mirrors of one stripe are
+ * always on distinct targets, and targets repeat across stripes only when there are fewer
+ * than stripe_count * mirror_count of them. Entries past the layout are zeroed (all
+ * LODE_LAYOUT_TARGETS_MAX). mirror_count 0 means automatic: 2 when at least two targets
+ * are UP, else 1; the count used is returned in *mirrors_out.
+ * Returns 0 or:
+ * - -EAGAIN: fewer targets UP than copies asked (none heard from yet after a start, or
+ *   known down); may pass once targets come back, the caller retries for a while;
+ * - -EINVAL: more copies than the cluster has targets, or more slots than a layout holds;
+ * - -ENOSPC: enough targets UP, but too few of them have space (under
+ *   LODE_PLACEMENT_FULL_BYTES free).
  */
 int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
 			  uint16_t mirror_count, uint16_t *stripes_out, uint16_t *mirrors_out,

@@ -141,7 +141,11 @@ static ssize_t staged_read(struct lode_loader *l, struct lode_file *f, char *dst
 		memset(l->landed, 0, sizeof(*l->landed) * (l->chunk / GRANULE + 1));
 		got = lode_read_stream(f, io.stage, io.len, io.base, chunk_piece, &io);
 		if (got < 0) {
+			/* copies of the part that landed may be in flight: mark the slot, so that
+			 * they are waited for below before dst is the caller's again */
 			rc = (int)got;
+			if (io.copied && !l->cp.ops->mark(&l->cp, io.stream, slot))
+				l->busy[slot] = true;
 			break;
 		}
 		ended = (size_t)got < io.len; /* the file shrank since the open */

@@ -16,7 +16,9 @@
  * - A lode_client may be used from many threads at once. A lode_file may be used from
  *   many threads at once for pread/pwrite; closing it while another thread uses it is a
  *   bug. Each call blocks its thread until done, at most about the client's timeout_ms
- *   per request to an unreachable server.
+ *   per request to an unreachable server. An MDS that refuses connections (it is gone, or
+ *   restarting) is retried for 3 s from the first refusal, so calls ride over a restart;
+ *   past that they fail with -ECONNREFUSED at once, until the MDS answers again.
  * - Functions with "_ll_" take inode numbers instead of paths (what lode-fuse uses).
  */
 #ifndef LODE_LODE_H

@@ -12,3 +12,33 @@ fail() {
 	echo "FAIL: $*"
 	exit 1
 }
+# mount_lode MNT [OPTS]: mounts the cluster ($mds) at MNT with $LODE_FUSE -f (options OPTS),
+# its log in MNT.log; unmounted by cleanup. Exits 77 where FUSE cannot be used.
+mounts=()
+mount_lode() {
+	local mnt=$1 pid
+	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to mount"; exit 77; }
+	[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+	command -v fusermount3 >/dev/null || { echo "SKIP: fusermount3 missing (package fuse3)"; exit 77; }
+	mkdir -p "$mnt"
+	"${LODE_FUSE:?}" --mds "${mds:?}" "$mnt" -f ${2:+-o "$2"} 2>"$mnt.log" &
+	pid=$!
+	mounts+=("$mnt $pid")
+	for _ in $(seq 200); do mountpoint -q "$mnt" && return 0; sleep 0.05; done
+	cat "$mnt.log"
+	fail "the mount at $mnt did not come up"
+}
+cleanup_mounts() {
+	local m
+	for m in "${mounts[@]}"; do
+		if mountpoint -q "${m% *}" 2>/dev/null; then
+			fusermount3 -u "${m% *}" 2>/dev/null || fusermount3 -uz "${m% *}" || true
+		fi
+		kill "${m#* }" 2>/dev/null || true
+	done
+}
+cleanup() {
+	cleanup_mounts
+	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}

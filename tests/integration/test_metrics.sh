@@ -141,8 +141,9 @@ done
 [ -n "$prom" ] || fail "Prometheus did not start: $(tail -n 5 "$dir/prometheus.log")"
 
 # query EXPR: the instant vector as JSON lines "labels<TAB>value".
-query() {
-	curl -sf --get "$prom/api/v1/query" --data-urlencode "query=$1" | python3 -c '
+query() { # EXPR [TIME]: evaluated now, or at TIME (seconds since the epoch)
+	curl -sf --get "$prom/api/v1/query" --data-urlencode "query=$1" \
+		${2:+--data-urlencode "time=$2"} | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 assert r["status"] == "success", r
@@ -218,8 +219,10 @@ fi
 echo "== every histogram is consistent"
 for h in lode_request_duration_seconds lode_mds_commit_batch_size \
 	lode_fuse_read_duration_seconds; do
-	query "${h}_bucket" >"$dir/buckets"
-	query "${h}_count" >"$dir/counts"
+	# both at one instant: the same scrape, not a bucket from one and a count from the next
+	at=$(date +%s.%N)
+	query "${h}_bucket" "$at" >"$dir/buckets"
+	query "${h}_count" "$at" >"$dir/counts"
 	if [ "$h" = lode_fuse_read_duration_seconds ] && [ -z "$mnt" ]; then
 		continue
 	fi

@@ -452,6 +452,47 @@ static void test_a_directorys_default_layout_applies_to_what_is_created_in_it(vo
 	assert_int_equal(mirrors, 2);
 }
 
+/* Issue 18: mirror_count=5 on 3 OSS was accepted, then every create under the directory
+ * failed with ENOSPC; setting one field reset the others. */
+static void test_a_layout_that_cannot_be_placed_is_refused_and_one_field_changes_alone(void **state)
+{
+	const char *name = "user.lode.layout";
+	struct lode_layout five = {.mirror_count = 5};
+	struct lode_file *f = NULL;
+	unsigned stripes, mirrors;
+	char buf[128];
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(lode_mkdir(c, "/five", 0777), 0);
+	assert_int_equal(lode_setxattr(c, "/five", name, "stripe_count=2,mirror_count=1",
+				       strlen("stripe_count=2,mirror_count=1"), 0),
+			 0);
+	assert_int_equal(
+	    lode_setxattr(c, "/five", name, "mirror_count=5", strlen("mirror_count=5"), 0),
+	    -EINVAL);
+	/* refused, so the directory keeps what it had and creates in it work */
+	touch("/five/f");
+	layout_of("/five/f", &stripes, &mirrors);
+	assert_int_equal(stripes, 2);
+	assert_int_equal(mirrors, 1);
+	/* one field changes that field only */
+	assert_int_equal(
+	    lode_setxattr(c, "/five", name, "mirror_count=3", strlen("mirror_count=3"), 0), 0);
+	n = lode_getxattr(c, "/five", name, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = 0;
+	assert_non_null(strstr(buf, ",stripe_count=2,mirror_count=3"));
+	touch("/five/g");
+	layout_of("/five/g", &stripes, &mirrors);
+	assert_int_equal(stripes, 2);
+	assert_int_equal(mirrors, 3);
+	/* a create asking for five copies says it cannot be (not ENOSPC) and leaves nothing */
+	assert_int_equal(lode_create_with_layout(c, "/five/h", 0644, &five, &f), -EINVAL);
+	assert_null(f);
+	assert_int_equal(lode_stat(c, "/five/h", &(struct lode_stat){0}), -ENOENT);
+}
+
 static void test_statfs_and_targets_report_the_cluster(void **state)
 {
 	struct lode_target_info t[8];
@@ -518,6 +559,8 @@ int main(void)
 	    cmocka_unit_test(test_readdirplus_gives_each_entry_the_attributes_getattr_gives),
 	    cmocka_unit_test(test_xattrs_set_get_list_and_remove),
 	    cmocka_unit_test(test_a_directorys_default_layout_applies_to_what_is_created_in_it),
+	    cmocka_unit_test(
+		test_a_layout_that_cannot_be_placed_is_refused_and_one_field_changes_alone),
 	    cmocka_unit_test(test_statfs_and_targets_report_the_cluster),
 	    cmocka_unit_test(test_a_second_writer_is_refused_while_the_first_holds_the_lease),
 	    cmocka_unit_test(test_close_to_open_a_reader_sees_what_a_writer_closed),

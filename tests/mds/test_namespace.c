@@ -48,7 +48,9 @@ static void open_store(struct fx *f)
 	assert_int_equal(lode_store_open(&o, &f->st, why, sizeof(why)), 0);
 }
 
-/* Registers n targets, all UP at NOW_MS, with free space decreasing with the id. */
+/* Registers n targets, all UP at NOW_MS, with free space decreasing with the id (GiB of
+ * 1000 MiB: TGT_MB(x) bytes). */
+#define TGT_MB(x) ((uint64_t)(x) << 20)
 static void add_targets(struct fx *f, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -60,12 +62,12 @@ static void add_targets(struct fx *f, unsigned n)
 		snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%u", 7000 + i);
 		assert_int_equal(lode_store_write_begin(f->st, NULL, &t), 0);
 		assert_int_equal(lode_placement_register_txn(&t, uuid, addr, (uint16_t)strlen(addr),
-							     1000, 1000 - i, &id),
+							     TGT_MB(1000), TGT_MB(1000 - i), &id),
 				 0);
 		assert_int_equal(lode_store_commit(&t), 0);
 		assert_int_equal(id, i + 1);
 		assert_int_equal(lode_placement_update(f->pl, id, addr, (uint16_t)strlen(addr),
-						       1000, 1000 - i, NOW_MS),
+						       TGT_MB(1000), TGT_MB(1000 - i), NOW_MS),
 				 0);
 	}
 }
@@ -482,17 +484,42 @@ static void test_create_uses_an_explicit_layout_with_caller_targets(void **state
 	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EINVAL);
 }
 
-static void test_create_fails_with_enospc_when_no_target_is_up(void **state)
+/* No target UP to hold the copies is not a full cluster: EAGAIN (the MDS holds such a
+ * create and retries), never ENOSPC; more copies than the cluster has targets is EINVAL;
+ * ENOSPC only when the targets UP have no space. */
+static void test_create_that_cannot_be_placed_says_why_and_enospc_only_when_full(void **state)
 {
 	struct fx *f = *state;
 	struct lode_ns_create a = create_req(f, "f");
+	struct lode_wire_layout req = {.mirror_count = 5};
 	struct lode_wire_attr attr;
 	struct lode_wire_layout l;
-	int created;
+	int created, perr = 0;
 
-	a.now_ms = NOW_MS + 60000;
-	assert_int_equal(run_create(f, &a, &attr, &l, &created), -ENOSPC);
+	/* every target silent past the down window */
+	a.now_ms = NOW_MS + LODE_PLACEMENT_DOWN_MS + 1;
+	a.place_err = &perr;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EAGAIN);
+	assert_int_equal(perr, -EAGAIN);
 	assert_int_equal(do_lookup(f, ROOT, "f", NULL), -ENOENT);
+	/* no target table at all */
+	a.pl = NULL;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EAGAIN);
+	/* five copies on four targets: never */
+	a = create_req(f, "f");
+	a.layout = &req;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -EINVAL);
+	/* every target full: that is ENOSPC; one with space is enough for one copy */
+	for (uint32_t id = 1; id <= 4; id++)
+		assert_int_equal(lode_placement_heartbeat(f->pl, id, 1 << 30, 4096, 0, NOW_MS), 0);
+	a = create_req(f, "f");
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), -ENOSPC);
+	assert_int_equal(lode_placement_heartbeat(f->pl, 3, 1 << 30, 1 << 29, 0, NOW_MS), 0);
+	req.mirror_count = 1;
+	a.layout = &req;
+	assert_int_equal(run_create(f, &a, &attr, &l, &created), 0);
+	assert_int_equal(l.mirror_count, 1);
+	assert_int_equal(l.targets[0], 3);
 }
 
 static void test_create_in_a_setgid_directory_inherits_its_group(void **state)
@@ -1226,8 +1253,8 @@ static void test_statfs_sums_target_capacity(void **state)
 
 	assert_int_equal(lode_ns_statfs(&t, f->pl, NOW_MS, &s), 0);
 	lode_store_abort(&t);
-	assert_int_equal(s.bytes_total, 4000);
-	assert_int_equal(s.bytes_free, 1000 + 999 + 998 + 997);
+	assert_int_equal(s.bytes_total, TGT_MB(4000));
+	assert_int_equal(s.bytes_free, TGT_MB(1000 + 999 + 998 + 997));
 	assert_int_equal(s.targets_up, 4);
 	assert_int_equal(s.targets_total, 4);
 	/* one inode used (the root): the total counts it and the free ones */
@@ -1261,8 +1288,8 @@ static void test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target(void
 	/* consecutive files start on different targets */
 	for (unsigned round = 1; round < 8; round++)
 		assert_int_not_equal(first[round], first[round - 1]);
-	/* more mirrors than targets: no */
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 1, 5, &sc, &mc, targets), -ENOSPC);
+	/* more mirrors than targets: never */
+	assert_int_equal(lode_placement_choose(f->pl, NOW_MS, 1, 5, &sc, &mc, targets), -EINVAL);
 }
 
 static void test_placement_avoids_repeating_targets_across_stripes_when_it_can(void **state)
@@ -1281,27 +1308,122 @@ static void test_placement_avoids_repeating_targets_across_stripes_when_it_can(v
 	assert_int_equal(sc, 4);
 }
 
-static void test_placement_marks_targets_down_without_heartbeats(void **state)
+/* A late heartbeat is not a dead target: silent past 5 s it stays UP and placeable (fresh
+ * targets first), and is handed to the prober; only a much longer silence, or a probe
+ * that finds nothing listening, makes it DOWN, until it is heard from again. */
+static void
+test_placement_keeps_late_targets_up_and_marks_down_only_what_is_known_down(void **state)
 {
 	struct fx *f = *state;
 	struct lode_placement_target list[8];
+	struct lode_placement_probe late[8];
 	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
+	uint64_t t1 = NOW_MS + 10000, t2 = NOW_MS + LODE_PLACEMENT_DOWN_MS + 1000;
 	unsigned n;
 	uint16_t sc, mc;
 
-	assert_int_equal(lode_placement_heartbeat(f->pl, 2, 1000, 500, 7, NOW_MS + 10000), 0);
+	assert_int_equal(lode_placement_heartbeat(f->pl, 2, TGT_MB(1000), TGT_MB(500), 7, t1), 0);
 	assert_int_equal(lode_placement_heartbeat(f->pl, 99, 1, 1, 1, NOW_MS), -ENOENT);
-	lode_placement_list(f->pl, NOW_MS + 10000, list, 8, &n);
+	/* 10 s without a heartbeat: late, still UP */
+	lode_placement_list(f->pl, t1, list, 8, &n);
 	assert_int_equal(n, 4);
-	assert_int_equal(list[0].state, LODE_TARGET_DOWN);
+	assert_int_equal(list[0].state, LODE_TARGET_UP);
+	assert_int_equal(list[0].late, 1);
 	assert_int_equal(list[1].state, LODE_TARGET_UP);
+	assert_int_equal(list[1].late, 0);
 	assert_int_equal(list[1].objects, 7);
 	assert_string_equal(list[1].addr, "tcp://127.0.0.1:7001");
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 1, &sc, &mc, targets), 0);
+	assert_int_equal(lode_placement_late(f->pl, t1, late, 8), 3);
+	assert_int_equal(late[0].target_id, 1);
+	assert_string_equal(late[0].addr, "tcp://127.0.0.1:7000");
+	/* one copy: the fresh target; two: the late ones help */
+	assert_int_equal(lode_placement_choose(f->pl, t1, 0, 1, &sc, &mc, targets), 0);
 	assert_int_equal(sc, 1);
 	assert_int_equal(targets[0], 2);
-	assert_int_equal(lode_placement_choose(f->pl, NOW_MS + 10000, 0, 2, &sc, &mc, targets),
-			 -ENOSPC);
+	assert_int_equal(lode_placement_choose(f->pl, t1, 0, 0, &sc, &mc, targets), 0);
+	assert_int_equal(mc, 2);
+	assert_int_equal(sc, 4);
+	/* a probe answered: fresh again */
+	lode_placement_alive(f->pl, 1, t1);
+	assert_int_equal(lode_placement_late(f->pl, t1, late, 8), 2);
+	/* a probe refused: DOWN until heard from */
+	assert_int_equal(lode_placement_mark_down(f->pl, 3), 1);
+	assert_int_equal(lode_placement_mark_down(f->pl, 3), 0);
+	lode_placement_list(f->pl, t1, list, 8, &n);
+	assert_int_equal(list[2].state, LODE_TARGET_DOWN);
+	assert_int_equal(lode_placement_choose(f->pl, t1, 0, 3, &sc, &mc, targets), 0);
+	for (unsigned i = 0; i < 3u * sc; i++)
+		assert_int_not_equal(targets[i], 3);
+	assert_int_equal(lode_placement_choose(f->pl, t1, 0, 4, &sc, &mc, targets), -EAGAIN);
+	assert_int_equal(lode_placement_heartbeat(f->pl, 3, TGT_MB(1000), TGT_MB(500), 0, t1), 0);
+	assert_int_equal(lode_placement_choose(f->pl, t1, 0, 4, &sc, &mc, targets), 0);
+	/* a client's failed write: late (probed, placed on only when needed) */
+	lode_placement_suspect(f->pl, 2);
+	assert_int_equal(lode_placement_late(f->pl, t1, late, 8), 2); /* 2 and the silent 4 */
+	for (int round = 0; round < 4; round++) {
+		assert_int_equal(lode_placement_choose(f->pl, t1, 1, 2, &sc, &mc, targets), 0);
+		assert_int_not_equal(targets[0], 2);
+		assert_int_not_equal(targets[1], 2);
+	}
+	/* silent for the whole down window (4: since NOW_MS): DOWN; the others heard from at
+	 * t1 are late at t2, and still UP */
+	assert_int_equal(lode_placement_heartbeat(f->pl, 2, TGT_MB(1000), TGT_MB(500), 7, t2), 0);
+	lode_placement_list(f->pl, t2, list, 8, &n);
+	assert_int_equal(list[3].state, LODE_TARGET_DOWN);
+	assert_int_equal(list[0].state, LODE_TARGET_UP);
+	assert_int_equal(list[0].late, 1);
+	assert_int_equal(list[1].late, 0);
+	assert_int_equal(lode_placement_late(f->pl, t2, late, 8), 2);
+	assert_int_equal(lode_placement_choose(f->pl, t2, 0, 4, &sc, &mc, targets), -EAGAIN);
+	assert_int_equal(lode_placement_choose(f->pl, t2, 0, 3, &sc, &mc, targets), 0);
+	for (unsigned i = 0; i < 3u * sc; i++)
+		assert_int_not_equal(targets[i], 4);
+}
+
+/* user.lode.layout: one field changes only that field, an empty value makes all automatic,
+ * and a layout no file could be placed with is refused with a reason. */
+static void test_layout_xattr_changes_only_named_fields_and_refuses_unplaceable(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_attr attr;
+	struct lode_txn t;
+	char why[160], buf[128];
+	size_t len;
+	uint64_t dir;
+
+#define SET(v, ntargets)                                                                           \
+	(t = W(f), end(&t, lode_ns_layout_set(&t, &root_cred, dir, v, strlen(v), 0, ntargets, why, \
+					      sizeof(why))))
+#define GET()                                                                                      \
+	(t = R(f),                                                                                 \
+	 assert_int_equal(lode_ns_getxattr(&t, &root_cred, dir, "user.lode.layout", 16, buf,       \
+					   sizeof(buf), &len),                                     \
+			  0),                                                                      \
+	 lode_store_abort(&t), buf[len] = 0, buf)
+
+	(void)attr;
+	assert_int_equal(do_mkdir(f, ROOT, "d", &dir), 0);
+	assert_int_equal(SET("stripe_size=4194304,stripe_count=2,mirror_count=1", 3), 0);
+	assert_int_equal(SET("mirror_count=2", 3), 0);
+	assert_string_equal(GET(), "stripe_size=4194304,stripe_count=2,mirror_count=2");
+	assert_int_equal(SET("stripe_count=0", 3), 0);
+	assert_string_equal(GET(), "stripe_size=4194304,stripe_count=0,mirror_count=2");
+	/* five copies on three targets: refused, with the reason, and nothing changed */
+	assert_int_equal(SET("mirror_count=5", 3), -EINVAL);
+	assert_non_null(strstr(why, "the cluster has 3"));
+	assert_string_equal(GET(), "stripe_size=4194304,stripe_count=0,mirror_count=2");
+	/* the combination counts: 40 stripes of 2 copies exceed a layout */
+	assert_int_equal(SET("stripe_count=40", 3), -EINVAL);
+	assert_int_equal(SET("mirror_count=1,stripe_count=40", 3), 0);
+	assert_int_equal(SET("mirror_count=1,mirror_count=2", 3), -EINVAL);
+	assert_int_equal(SET("mirror_count=-1", 3), -EINVAL);
+	/* no target known yet: nothing to count against */
+	assert_int_equal(SET("mirror_count=5,stripe_count=1", 0), 0);
+	/* empty: automatic again */
+	assert_int_equal(SET("", 3), 0);
+	assert_string_equal(GET(), "stripe_size=0,stripe_count=0,mirror_count=0");
+#undef SET
+#undef GET
 }
 
 static void test_placement_gives_a_reregistered_uuid_its_old_id(void **state)
@@ -1529,7 +1651,7 @@ int main(void)
 	    T(test_create_fails_with_enotdir_when_parent_is_a_file),
 	    T(test_create_spreads_an_inherited_layout_over_all_up_targets),
 	    T(test_create_uses_an_explicit_layout_with_caller_targets),
-	    T(test_create_fails_with_enospc_when_no_target_is_up),
+	    T(test_create_that_cannot_be_placed_says_why_and_enospc_only_when_full),
 	    T(test_create_in_a_setgid_directory_inherits_its_group),
 	    T(test_open_with_trunc_sets_size_zero_and_commit_sets_size),
 	    T(test_open_fails_with_eacces_for_writing_without_permission),
@@ -1564,7 +1686,8 @@ int main(void)
 	    T(test_statfs_sums_target_capacity),
 	    T(test_placement_never_puts_two_mirrors_of_a_stripe_on_one_target),
 	    T(test_placement_avoids_repeating_targets_across_stripes_when_it_can),
-	    T(test_placement_marks_targets_down_without_heartbeats),
+	    T(test_placement_keeps_late_targets_up_and_marks_down_only_what_is_known_down),
+	    T(test_layout_xattr_changes_only_named_fields_and_refuses_unplaceable),
 	    T(test_placement_gives_a_reregistered_uuid_its_old_id),
 	    T(test_lease_admits_one_writer_until_it_expires),
 	    T(test_lease_forgets_handles_of_clients_that_went_away),

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsync covers truncates (issue 13): after ftruncate() and fsync() both succeed, every
+ * copy of every object the truncate changed must have been told to fsync, or a power cut
+ * brings the old size and checksums back. liblode is linked from its sources here with
+ * lode_rpc_submit wrapped (-Wl,--wrap), so the test sees each object request the client
+ * sends to the real local cluster, and checks that an OBJ_FSYNC of each copy followed the
+ * OBJ_TRUNCATE. (The OSS's OBJ_FSYNC is fdatasync of the object and of its checksums, which
+ * includes a size changed by ftruncate.)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "lode/lode.h"
+#include "rpc.h"
+
+/* ---- what the client sent ---- */
+
+#define LOG_MAX 4096
+
+struct sent {
+	uint8_t opcode;
+	uint32_t stripe;
+	uint32_t target; /* index of the connection's address in addrs[] */
+};
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sent sent_log[LOG_MAX]; /* protected by log_lock */
+static unsigned nsent;		      /* protected by log_lock */
+static char addrs[8][128];	      /* protected by log_lock */
+
+void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
+void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
+
+void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	if ((call->opcode == LODE_OP_OBJ_TRUNCATE || call->opcode == LODE_OP_OBJ_FSYNC) &&
+	    call->body_len >= sizeof(struct lode_wire_objid)) {
+		const struct lode_wire_objid *id = call->body;
+		const char *a = lode_rpc_conn_addr(conn);
+		unsigned k;
+
+		pthread_mutex_lock(&log_lock);
+		for (k = 0; k < 8 && addrs[k][0] && strcmp(addrs[k], a); k++)
+			;
+		if (k < 8 && !addrs[k][0])
+			snprintf(addrs[k], sizeof(addrs[k]), "%s", a);
+		if (nsent < LOG_MAX)
+			sent_log[nsent++] = (struct sent){call->opcode, id->stripe, k};
+		pthread_mutex_unlock(&log_lock);
+	}
+	__real_lode_rpc_submit(conn, call);
+}
+
+static void log_clear(void)
+{
+	pthread_mutex_lock(&log_lock);
+	nsent = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* How many requests with opcode for stripe went out (a chained fsync counts once, for the
+ * head of its chain, which forwards it to the other copies). */
+static unsigned count(uint8_t opcode, uint32_t stripe)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&log_lock);
+	for (unsigned i = 0; i < nsent; i++)
+		n += sent_log[i].opcode == opcode && sent_log[i].stripe == stripe;
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}
+
+/* ---- the test ---- */
+
+static struct test_cluster tc;
+
+static int setup(void **state)
+{
+	(void)state;
+	return cluster_up(&tc, 3) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	cluster_down(&tc);
+	return 0;
+}
+
+static void truncate_then_fsync(int replication)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 2, .mirror_count = 2};
+	struct lode_client *c;
+	struct lode_file *f;
+	char path[32];
+	char *buf = malloc(3 << 20);
+
+	assert_non_null(buf);
+	memset(buf, 'x', 3 << 20);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_set_replication(c, replication), 0);
+	snprintf(path, sizeof(path), "/t%d", replication);
+	assert_int_equal(lode_create_with_layout(c, path, 0644, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, 3 << 20, 0), 3 << 20);
+	assert_int_equal(lode_fsync(f), 0);
+
+	log_clear();
+	assert_int_equal(lode_ftruncate(f, 1000), 0);
+	for (uint32_t s = 0; s < 2; s++)
+		assert_int_equal(count(LODE_OP_OBJ_TRUNCATE, s), 2); /* both copies */
+	assert_int_equal(lode_fsync(f), 0);
+	for (uint32_t s = 0; s < 2; s++) {
+		unsigned want = replication == LODE_REPLICATION_CHAIN ? 1 : 2;
+
+		if (count(LODE_OP_OBJ_FSYNC, s) < want)
+			fail_msg("stripe %u: %u OBJ_FSYNC after its truncate, want %u", s,
+				 count(LODE_OP_OBJ_FSYNC, s), want);
+	}
+	/* and growing it again reads zeros past the cut */
+	assert_int_equal(lode_ftruncate(f, 2 << 20), 0);
+	assert_int_equal(lode_fsync(f), 0);
+	assert_int_equal(lode_pread(f, buf, 4096, 1000), 4096);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(buf[i], 0);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(c);
+	free(buf);
+}
+
+static void test_fsync_after_ftruncate_syncs_every_copy_fan_out(void **state)
+{
+	(void)state;
+	truncate_then_fsync(LODE_REPLICATION_FANOUT);
+}
+
+static void test_fsync_after_ftruncate_syncs_every_copy_chained(void **state)
+{
+	(void)state;
+	truncate_then_fsync(LODE_REPLICATION_CHAIN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_fan_out),
+	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_chained),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
