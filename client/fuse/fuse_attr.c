@@ -52,7 +52,7 @@ static int do_truncate(struct lode_fuse *lf, uint64_t ino, uint64_t size, struct
 		lf_writer_put(lf, w);
 		return rc;
 	}
-	return lode_ll_truncate(lf->c, ino, size);
+	return lf_truncate_lease(lf, ino, size);
 }
 
 /*

@@ -92,6 +92,29 @@ static void reply_open(fuse_req_t req, struct lode_fuse *lf, struct lf_handle *h
 		handle_free(lf, h);
 }
 
+/*
+ * An O_APPEND write goes where the kernel's i_size says the file ends, and nothing between
+ * open and that write refreshes i_size: a mount whose cached attributes are older than
+ * another mount's last close would append over that mount's bytes (close-to-open lost).
+ * So an append open of a file that changed since this mount last saw it fails once with
+ * ESTALE, after dropping the kernel's attributes and pages of it: Linux then repeats the
+ * open with a fresh LOOKUP, whose reply brings i_size up to date, and the repeated open
+ * finds the file as recorded here and goes on. Appenders on two mounts at the same
+ * instant are not serialised by this (as on NFS); one after the other's close are.
+ */
+static int append_size_check(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lode_stat st;
+	int rc = lf_getattr(lf, ino, &st);
+
+	if (rc)
+		return rc;
+	if (lf_cache_keep(lf, ino, st.mtime_ns, st.size))
+		return 0;
+	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
+	return -ESTALE;
+}
+
 void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -103,6 +126,13 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (acc != O_RDONLY && lf->o.ro) {
 		fuse_reply_err(req, EROFS);
 		return;
+	}
+	if (acc != O_RDONLY && (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)) {
+		rc = append_size_check(lf, ino);
+		if (rc) {
+			lf_reply_err(req, rc);
+			return;
+		}
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "lode_fuse.h"
 
@@ -201,6 +202,58 @@ int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
 }
 
 /*
+ * close(2) returns once FLUSH has committed the file; the kernel sends RELEASE, after
+ * which the closing mount gives the write lease back, in the background. Another mount
+ * whose open comes right after that close would get EBUSY from a lease that is about to
+ * go: so an open for writing that meets a lease waits for it, a bounded time. The lease
+ * of a file really open for writing elsewhere still gives EBUSY, LF_LEASE_WAIT_MS later.
+ */
+struct lease_wait {
+	unsigned waited_ms, step_ms;
+};
+
+/* After an EBUSY: sleeps a little longer each time and returns true, or false once
+ * LF_LEASE_WAIT_MS have passed. */
+static bool lease_wait_more(struct lease_wait *lw)
+{
+	struct timespec ts;
+
+	if (lw->waited_ms >= LF_LEASE_WAIT_MS)
+		return false;
+	if (!lw->step_ms)
+		lw->step_ms = 1;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)lw->step_ms * 1000000;
+	nanosleep(&ts, NULL);
+	lw->waited_ms += lw->step_ms;
+	if (lw->step_ms < 64)
+		lw->step_ms *= 2;
+	return true;
+}
+
+int lf_open_lease(struct lode_fuse *lf, uint64_t ino, int flags, struct lode_file **out)
+{
+	struct lease_wait lw = {0};
+	int rc;
+
+	do
+		rc = lode_ll_open(lf->c, ino, flags, out);
+	while (rc == -EBUSY && lease_wait_more(&lw));
+	return rc;
+}
+
+int lf_truncate_lease(struct lode_fuse *lf, uint64_t ino, uint64_t size)
+{
+	struct lease_wait lw = {0};
+	int rc;
+
+	do
+		rc = lode_ll_truncate(lf->c, ino, size);
+	while (rc == -EBUSY && lease_wait_more(&lw));
+	return rc;
+}
+
+/*
  * The writer of ino, opened now if this mount has none. The liblode handle is opened
  * O_RDWR when the MDS allows it, even for an O_WRONLY open, so that readers on this
  * mount can read through it and see the size it knows. An entry being opened is marked
@@ -244,10 +297,10 @@ int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writ
 	*bucket_of(lf, ino) = w;
 	pthread_mutex_unlock(&lf->wlock);
 
-	rc = lode_ll_open(lf->c, ino, O_RDWR | (flags & O_TRUNC), &f);
+	rc = lf_open_lease(lf, ino, O_RDWR | (flags & O_TRUNC), &f);
 	w->readable = !rc;
 	if (rc == -EACCES && (flags & O_ACCMODE) == O_WRONLY)
-		rc = lode_ll_open(lf->c, ino, O_WRONLY | (flags & O_TRUNC), &f);
+		rc = lf_open_lease(lf, ino, O_WRONLY | (flags & O_TRUNC), &f);
 
 	pthread_mutex_lock(&lf->wlock);
 	if (rc) {

@@ -33,6 +33,7 @@
 #define LF_WRITER_BUCKETS 256u
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
 #define LF_SQUASH_ID	  65534u
+#define LF_LEASE_WAIT_MS  2000u /* how long an open waits for another mount's lease to go */
 
 enum lf_level { LF_ERR, LF_WARN, LF_INFO };
 
@@ -140,6 +141,10 @@ void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
 
 /* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
 struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
+/* lode_ll_open() and lode_ll_truncate() that wait up to LF_LEASE_WAIT_MS for a write
+ * lease another mount is giving back (it closed the file; its RELEASE is on the way). */
+int lf_open_lease(struct lode_fuse *lf, uint64_t ino, int flags, struct lode_file **out);
+int lf_truncate_lease(struct lode_fuse *lf, uint64_t ino, uint64_t size);
 /* The writer of ino, opened now (flags: the FUSE open's; O_TRUNC truncates) if this
  * mount has none, with a reference taken. Returns 0 or -errno. */
 int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writer **out);

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""shared_appends.py MNT1 MNT2 [SECONDS]: two mounts of one cluster take turns without a
+pause, each turn a complete open-write-close, the way shell scripts on two nodes append to
+one log. Close-to-open promises that every open sees what the last close anywhere
+published, so no appended byte may be lost or land over another; and once close() has
+returned, the other mount's open for writing must succeed (no EBUSY from a write lease the
+closing mount has not given back yet). Turns alternate between O_APPEND appends and
+writes at an explicit offset (the file's size as fstat gives it after open)."""
+import errno
+import os
+import sys
+import time
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def main():
+    m = [sys.argv[1], sys.argv[2]]
+    budget = float(sys.argv[3]) if len(sys.argv) > 3 else 15.0
+    paths = [os.path.join(mnt, "log") for mnt in m]
+    os.close(os.open(paths[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    want = bytearray()
+    turns = 0
+    end = time.monotonic() + budget
+    while time.monotonic() < end or turns < 200:
+        side = turns % 2
+        rec = b"%d:%d\n" % (side, turns)
+        try:
+            if (turns // 2) % 2 == 0:
+                fd = os.open(paths[side], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                try:
+                    n = os.write(fd, rec)
+                finally:
+                    os.close(fd)
+            else:
+                fd = os.open(paths[side], os.O_WRONLY)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size != len(want):
+                        fail(f"turn {turns}: mount {side + 1} opened the file with size "
+                             f"{size}, the last close published {len(want)}")
+                    n = os.pwrite(fd, rec, size)
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            fail(f"turn {turns}: mount {side + 1}: {errno.errorcode.get(e.errno)} "
+                 f"({e.strerror}) right after the other mount's close")
+        if n != len(rec):
+            fail(f"turn {turns}: short write {n}")
+        want += rec
+        turns += 1
+    for side in (0, 1):
+        with open(paths[side], "rb") as f:
+            got = f.read()
+        if got != bytes(want):
+            i = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]),
+                     min(len(got), len(want)))
+            fail(f"mount {side + 1} reads {len(got)} bytes, {len(want)} were appended; "
+                 f"first difference at byte {i}: {got[max(0, i - 20):i + 20]!r}")
+    print(f"{turns} turns, {len(want)} bytes, nothing lost")
+
+
+main()
