@@ -56,7 +56,7 @@ int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 	if ((valid & LODE_SETATTR_UID) && c->uid != 0 && req->uid != in.uid)
 		return -EPERM;
 	if ((valid & LODE_SETATTR_GID) && c->uid != 0 && req->gid != in.gid &&
-	    (c->uid != in.uid || req->gid != c->gid))
+	    (c->uid != in.uid || !lode_perm_in_group(c, req->gid)))
 		return -EPERM;
 	if (valid & LODE_SETATTR_SIZE) {
 		if (S_ISDIR(in.mode))
@@ -82,7 +82,7 @@ int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 
 		in.mode = (in.mode & S_IFMT) | (req->mode & 07777);
 		/* like Linux: a non-root caller outside the file's group cannot set setgid */
-		if (c->uid != 0 && c->gid != gid && !S_ISDIR(in.mode))
+		if (c->uid != 0 && !lode_perm_in_group(c, gid) && !S_ISDIR(in.mode))
 			in.mode &= ~(uint32_t)S_ISGID;
 	}
 	if (valid & (LODE_SETATTR_UID | LODE_SETATTR_GID)) {

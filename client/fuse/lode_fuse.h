@@ -33,6 +33,9 @@
 #define LF_WRITER_BUCKETS 256u
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
 #define LF_SQUASH_ID	  65534u
+#define LF_GROUPS_MAX	  32u	/* supplementary groups sent per request (the wire's limit) */
+#define LF_GROUPS_SLOTS	  1024u /* cached group lists, direct mapped by pid */
+#define LF_GROUPS_TTL_MS  1000u /* how long a process's group list is trusted */
 #define LF_LEASE_WAIT_MS  2000u /* how long an open waits for another mount's lease to go */
 
 enum lf_level { LF_ERR, LF_WARN, LF_INFO };
@@ -96,6 +99,14 @@ struct lf_cver {
 	uint64_t size;
 };
 
+/* A process's supplementary groups as /proc gave them, for LF_GROUPS_TTL_MS. */
+struct lf_groups {
+	uint32_t pid, uid, gid;
+	uint64_t until_ms;
+	unsigned n;
+	uint32_t g[LF_GROUPS_MAX];
+};
+
 struct lode_fuse {
 	struct lode_client *c;
 	struct fuse_session *se;
@@ -108,6 +119,9 @@ struct lode_fuse {
 	pthread_mutex_t clock;
 	struct lf_cver *cver; /* protected by clock */
 
+	pthread_mutex_t glock;
+	struct lf_groups *groups; /* protected by glock: LF_GROUPS_SLOTS */
+
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
@@ -116,8 +130,9 @@ struct lode_fuse {
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The mount of a request, with the caller's credentials (squashed if asked) set as this
- * thread's override (lode_thread_creds_set) for the liblode calls it makes next. */
+/* The mount of a request, with the caller's credentials (squashed if asked; with its
+ * supplementary groups, read from /proc and cached briefly) set as this thread's override
+ * (lode_thread_creds_set_groups) for the liblode calls it makes next. */
 struct lode_fuse *lf_req(fuse_req_t req);
 /* Replies a negative errno from liblode, mapped for the application; never replies 0. */
 void lf_reply_err(fuse_req_t req, int rc);

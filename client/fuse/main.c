@@ -344,8 +344,10 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->wlock, NULL);
 	pthread_cond_init(&lf->wcond, NULL);
 	pthread_mutex_init(&lf->clock, NULL);
+	pthread_mutex_init(&lf->glock, NULL);
 	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
-	if (!lf->cver) {
+	lf->groups = calloc(LF_GROUPS_SLOTS, sizeof(*lf->groups));
+	if (!lf->cver || !lf->groups) {
 		fputs("lode-fuse: out of memory\n", stderr);
 		return 1;
 	}
@@ -422,6 +424,8 @@ out_free:
 	free(fuse_opts);
 	free(base);
 	free(lf->cver);
+	free(lf->groups);
+	pthread_mutex_destroy(&lf->glock);
 	free(lf->o.mount_abs);
 	pthread_mutex_destroy(&lf->clock);
 	pthread_cond_destroy(&lf->wcond);

@@ -80,8 +80,9 @@ LODE_API void lode_disconnect(struct lode_client *c);
  * Credentials. Every request carries a uid and gid, which the MDS checks permissions
  * against (within what the cluster key allows). They come from, first match wins:
  * 1. the calling thread's override (lode_thread_creds_set), whatever client it calls;
- * 2. the client's credentials: lode_client_opts.uid/gid, the process's effective ids, or
- *    what lode_client_set_creds set last.
+ * 2. the client's credentials: lode_client_opts.uid/gid, the process's effective ids
+ *    (with its supplementary groups), or what lode_client_set_creds set last (no
+ *    supplementary groups).
  */
 /* Sets the client's credentials for requests that any thread without an override starts
  * from now on; a request already sent keeps the ones it had. Safe from any thread. */
@@ -92,6 +93,11 @@ LODE_API void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_
  * before each operation). Other threads are not affected. The override lives in
  * thread-local storage: nothing to free, and it ends with the thread. */
 LODE_API void lode_thread_creds_set(uint32_t uid, uint32_t gid);
+/* lode_thread_creds_set() with supplementary groups: the MDS grants what any of them
+ * may (a group's mode bits, chgrp by an owner to one of them). At most 32 are sent (the
+ * first ones); lode_thread_creds_set() sends none. groups is copied. */
+LODE_API void lode_thread_creds_set_groups(uint32_t uid, uint32_t gid, unsigned ngroups,
+					   const uint32_t *groups);
 /* Drops the calling thread's override: its requests use the client's credentials again. */
 LODE_API void lode_thread_creds_clear(void);
 

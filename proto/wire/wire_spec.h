@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define LODE_WIRE_MAGIC	  0x45444f4cu /* "LODE" read as a little-endian u32 */
-#define LODE_WIRE_VERSION 1
+#define LODE_WIRE_VERSION 2
 
 /* Hard limits: a frame beyond any of them is a protocol error. */
 #define LODE_NAME_MAX		255  /* one path component */
@@ -142,12 +142,19 @@ struct lode_wire_layout {
 };
 _Static_assert(sizeof(struct lode_wire_layout) == 16 + 4 * LODE_LAYOUT_TARGETS_MAX, "layout");
 
-/* Caller identity for permission checks. */
+/* Caller identity for permission checks: uid, primary gid and up to
+ * LODE_CRED_GROUPS_MAX supplementary groups (groups[0..ngroups), the rest zero). A caller
+ * with more groups sends the first LODE_CRED_GROUPS_MAX; the MDS then grants nothing
+ * through the others. */
+#define LODE_CRED_GROUPS_MAX 32
 struct lode_wire_cred {
 	uint32_t uid;
 	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t reserved;
+	uint32_t groups[LODE_CRED_GROUPS_MAX];
 };
-_Static_assert(sizeof(struct lode_wire_cred) == 8, "cred");
+_Static_assert(sizeof(struct lode_wire_cred) == 16 + 4 * LODE_CRED_GROUPS_MAX, "cred");
 
 /* ---- HELLO / PING ---- */
 
@@ -179,7 +186,7 @@ struct lode_wire_lookup_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_lookup_req) == 24, "lookup req");
+_Static_assert(sizeof(struct lode_wire_lookup_req) == 160, "lookup req");
 
 /* GETATTR: reply lode_wire_attr. */
 struct lode_wire_getattr_req {
@@ -212,7 +219,7 @@ struct lode_wire_setattr_req {
 	int64_t mtime_ns;
 	int64_t ctime_ns;
 };
-_Static_assert(sizeof(struct lode_wire_setattr_req) == 64, "setattr req");
+_Static_assert(sizeof(struct lode_wire_setattr_req) == 200, "setattr req");
 
 /* OPEN flags (subset of O_*, wire values fixed here) */
 #define LODE_OPEN_READ	 0x01u
@@ -237,7 +244,7 @@ struct lode_wire_create_req {
 	uint16_t reserved;
 	struct lode_wire_layout layout;
 };
-_Static_assert(sizeof(struct lode_wire_create_req) == 32 + sizeof(struct lode_wire_layout),
+_Static_assert(sizeof(struct lode_wire_create_req) == 168 + sizeof(struct lode_wire_layout),
 	       "create req");
 
 /* OPEN: by inode number. ESTALE when the inode is gone or no name leads to it any more
@@ -248,7 +255,7 @@ struct lode_wire_open_req {
 	uint32_t flags; /* LODE_OPEN_* */
 	uint32_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_open_req) == 24, "open req");
+_Static_assert(sizeof(struct lode_wire_open_req) == 160, "open req");
 
 /* Reply of OPEN and CREATE. A write handle holds the file's single-writer lease until
  * CLOSE or until lease_ms pass without a COMMIT. degraded: bit i set when the copy in
@@ -287,7 +294,7 @@ struct lode_wire_mkdir_req {
 	uint16_t name_len;
 	uint16_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_mkdir_req) == 24, "mkdir req");
+_Static_assert(sizeof(struct lode_wire_mkdir_req) == 160, "mkdir req");
 
 /* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
 
@@ -303,7 +310,7 @@ struct lode_wire_rename_req {
 	uint16_t new_name_len;
 	uint32_t flags; /* LODE_RENAME_* */
 };
-_Static_assert(sizeof(struct lode_wire_rename_req) == 32, "rename req");
+_Static_assert(sizeof(struct lode_wire_rename_req) == 168, "rename req");
 
 /* LINK: body = req + new name. Reply: lode_wire_attr of ino. */
 struct lode_wire_link_req {
@@ -314,7 +321,7 @@ struct lode_wire_link_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_link_req) == 32, "link req");
+_Static_assert(sizeof(struct lode_wire_link_req) == 168, "link req");
 
 /* SYMLINK: body = req + name + target. Reply: lode_wire_attr. */
 struct lode_wire_symlink_req {
@@ -324,7 +331,7 @@ struct lode_wire_symlink_req {
 	uint16_t target_len; /* 1..LODE_SYMLINK_MAX */
 	uint32_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_symlink_req) == 24, "symlink req");
+_Static_assert(sizeof(struct lode_wire_symlink_req) == 160, "symlink req");
 
 /* READLINK: body = getattr req. Reply: data = target bytes. */
 
@@ -342,7 +349,7 @@ struct lode_wire_readdir_req {
 	uint32_t max_entries; /* 1..LODE_READDIR_MAX */
 	uint32_t flags;	      /* LODE_READDIR_ATTRS or 0 */
 };
-_Static_assert(sizeof(struct lode_wire_readdir_req) == 32, "readdir req");
+_Static_assert(sizeof(struct lode_wire_readdir_req) == 168, "readdir req");
 
 struct lode_wire_readdir_rep {
 	uint32_t count;
@@ -395,7 +402,7 @@ struct lode_wire_xattr_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_xattr_req) == 32, "xattr req");
+_Static_assert(sizeof(struct lode_wire_xattr_req) == 168, "xattr req");
 
 struct lode_wire_xattr_rep {
 	uint32_t size; /* value or list length */

