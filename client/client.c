@@ -105,6 +105,7 @@ void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *
 	st->mtime_ns = a->mtime_ns;
 	st->ctime_ns = a->ctime_ns;
 	st->generation = a->generation;
+	st->rdev = a->rdev;
 }
 
 static bool retryable(int rc)

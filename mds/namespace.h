@@ -88,6 +88,9 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 
 int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		  size_t len, uint32_t mode, struct lode_wire_attr *attr);
+/* A FIFO, socket or device node (mode: type and permissions); devices only by root. */
+int lode_ns_mknod(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		  size_t len, uint32_t mode, uint32_t rdev, struct lode_wire_attr *attr);
 int lode_ns_unlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		   size_t len);
 int lode_ns_rmdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,

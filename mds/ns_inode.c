@@ -133,6 +133,9 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 		return -ELOOP;
 	if (S_ISDIR(in.mode) && (flags & (LODE_OPEN_WRITE | LODE_OPEN_TRUNC)))
 		return -EISDIR;
+	/* FIFOs, sockets and devices have no data here: the kernel that opens them serves them */
+	if (!S_ISREG(in.mode) && !S_ISDIR(in.mode))
+		return -ENXIO;
 	if (flags & LODE_OPEN_READ)
 		mask |= LODE_MAY_R;
 	if (flags & (LODE_OPEN_WRITE | LODE_OPEN_TRUNC))

@@ -282,6 +282,7 @@ void lode_rec_to_attr(uint64_t ino, const struct lode_disk_inode *in, struct lod
 	a->uid = in->uid;
 	a->gid = in->gid;
 	a->nlink = in->nlink;
+	a->rdev = (S_ISCHR(in->mode) || S_ISBLK(in->mode)) ? in->rdev : 0;
 	a->generation = S_ISREG(in->mode) ? in->layout.generation : 0;
 }
 

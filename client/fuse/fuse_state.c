@@ -240,6 +240,7 @@ void lf_stat_to_attr(const struct lode_stat *st, struct stat *out)
 	out->st_ino = st->ino;
 	out->st_mode = st->mode;
 	out->st_nlink = st->nlink;
+	out->st_rdev = st->rdev;
 	out->st_uid = st->uid;
 	out->st_gid = st->gid;
 	out->st_size = (off_t)st->size;

@@ -145,8 +145,10 @@ struct lode_stat {
 	uint32_t mode;	 /* S_IFMT | permissions */
 	uint32_t uid, gid, nlink;
 	int64_t atime_ns, mtime_ns, ctime_ns;
-	uint64_t generation;  /* of the layout: changes when the file's objects are replaced */
-	uint64_t reserved[7]; /* zero; new fields go here */
+	uint64_t generation; /* of the layout: changes when the file's objects are replaced */
+	uint32_t rdev;	     /* device nodes: the device, as Linux's 32-bit dev_t; else 0 */
+	uint32_t reserved0;
+	uint64_t reserved[6]; /* zero; new fields go here */
 };
 
 /* Where a file's data lives: byte off is in stripe (off / stripe_size) % stripe_count, at
@@ -381,6 +383,13 @@ LODE_API int lode_ll_create(struct lode_client *c, uint64_t parent, const char *
  * Returns 0, -EEXIST, ... */
 LODE_API int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
 			   struct lode_stat *st);
+/* Creates a FIFO, UNIX socket or device node name in parent: mode is S_IFIFO, S_IFSOCK,
+ * S_IFCHR or S_IFBLK with the permissions; rdev (devices) as Linux's 32-bit dev_t. Lode
+ * stores them; the kernel of whoever opens one gives it its behaviour (lode_open of one
+ * answers -ENXIO). Devices need uid 0 (-EPERM). st (may be NULL) receives the attributes.
+ * Returns 0, -EEXIST, -EINVAL (another type), ... */
+LODE_API int lode_ll_mknod(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+			   uint32_t rdev, struct lode_stat *st);
 /* As lode_unlink, for name in parent. */
 LODE_API int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
 /* As lode_rmdir, for name in parent. */

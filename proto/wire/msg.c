@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codec.h"
 
@@ -158,6 +159,19 @@ static int check_mode(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	(void)blen, (void)dlen;
 	return ((const struct lode_wire_mkdir_req *)m->fixed)->mode & ~07777u ? -EINVAL : 0;
+}
+
+static int check_mknod(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_mknod_req *r = m->fixed;
+	uint32_t type = r->mode & S_IFMT;
+
+	(void)blen, (void)dlen;
+	if (r->mode & ~(S_IFMT | 07777u))
+		return -EINVAL;
+	if (type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
+		return -EINVAL;
+	return 0;
 }
 
 static int check_rename(struct lode_msg *m, uint32_t blen, uint64_t dlen)
@@ -427,6 +441,13 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 				 .fixed = sizeof(struct lode_wire_set_copy_req),
 				 .zero = {ZERO(struct lode_wire_set_copy_req, reserved)},
 				 .check = check_set_copy},
+    [LODE_OP_MKNOD] = {.name = "MKNOD",
+		       .fixed = sizeof(struct lode_wire_mknod_req),
+		       CRED(struct lode_wire_mknod_req),
+		       .names = {NAME(struct lode_wire_mknod_req, name_len, NAME_ENTRY)},
+		       .zero = {ZERO(struct lode_wire_mknod_req, reserved0),
+				ZERO(struct lode_wire_mknod_req, reserved1)},
+		       .check = check_mknod},
     [LODE_OP_OBJ_WRITE] = {.name = "OBJ_WRITE",
 			   .fixed = sizeof(struct lode_wire_obj_write_req),
 			   .data = DATA_OBJECT,

@@ -80,6 +80,7 @@ enum lode_opcode {
 	LODE_OP_REPORT_COPY = 35,     /* a client found a copy that failed or holds bad data */
 	LODE_OP_LAYOUT_GET = 36,      /* layout and degraded copies of a file */
 	LODE_OP_LAYOUT_SET_COPY = 37, /* repair: a copy now lives on another target */
+	LODE_OP_MKNOD = 38,	      /* a FIFO, socket or device node */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -295,6 +296,20 @@ struct lode_wire_mkdir_req {
 	uint16_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_mkdir_req) == 160, "mkdir req");
+
+/* MKNOD: body = req + name. mode holds the type (S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK) and
+ * the permissions; rdev (devices only, else 0) as Linux's 32-bit encoding. Reply:
+ * lode_wire_attr. */
+struct lode_wire_mknod_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint32_t mode;
+	uint32_t rdev;
+	uint16_t name_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_mknod_req) == 168, "mknod req");
 
 /* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
 

@@ -124,7 +124,56 @@ def groups():
     out("non-member reads the group file", as_user(*nobody_alone, lambda: read_file("gd/f")))
 
 
-STEPS = {"groups": groups}
+# ---- special files ----
+def special():
+    os.mkdir(p("sp"))
+    os.chmod(p("sp"), 0o777)
+    out("mkfifo", try_(lambda: os.mkfifo(p("sp/fifo"), 0o640)))
+    out("  the FIFO", st("sp/fifo"))
+    rfd = os.open(p("sp/fifo"), os.O_RDONLY | os.O_NONBLOCK)
+    wfd = os.open(p("sp/fifo"), os.O_WRONLY)
+    os.write(wfd, b"through the pipe")
+    out("  read back through it", os.read(rfd, 100))
+    os.close(wfd)
+    os.close(rfd)
+    out("mknod a character device",
+        try_(lambda: os.mknod(p("sp/cdev"), stat.S_IFCHR | 0o600, os.makedev(1, 3))))
+    out("  the device", st("sp/cdev"))
+    out("mknod a block device with large numbers",
+        try_(lambda: os.mknod(p("sp/bdev"), stat.S_IFBLK | 0o660, os.makedev(259, 1048575))))
+    out("  the device", st("sp/bdev"))
+    out("mknod a regular file", try_(lambda: os.mknod(p("sp/reg"), stat.S_IFREG | 0o600)))
+    out("  the file", st("sp/reg"))
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    out("bind a UNIX socket", try_(lambda: srv.bind(p("sp/sock"))))
+    out("  the socket", st("sp/sock"))
+    srv.listen(1)
+    cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    out("  connect to it by its path", try_(lambda: cli.connect(p("sp/sock"))))
+    conn, _ = srv.accept()
+    cli.sendall(b"hello")
+    out("  what the server reads", conn.recv(100))
+    for x in (conn, cli, srv):
+        x.close()
+    out("nobody makes a FIFO", as_user(NOBODY, NOBODY, [], lambda: os.mkfifo(p("sp/nf"), 0o600)))
+    out("  the FIFO", st("sp/nf"))
+    out("nobody makes a character device",
+        as_user(NOBODY, NOBODY, [], lambda: os.mknod(p("sp/ndev"), stat.S_IFCHR | 0o600,
+                                                      os.makedev(1, 3))))
+    out("rename a FIFO", try_(lambda: os.rename(p("sp/fifo"), p("sp/fifo2"))))
+    out("  the FIFO", st("sp/fifo2"))
+    out("hard link to a device", try_(lambda: os.link(p("sp/cdev"), p("sp/cdev2"))))
+    out("  the device", st("sp/cdev2"))
+    out("chmod a FIFO", try_(lambda: os.chmod(p("sp/fifo2"), 0o600)))
+    out("  the FIFO", st("sp/fifo2"))
+    out("truncate a FIFO", try_(lambda: os.truncate(p("sp/fifo2"), 0)))
+    out("mkfifo over an existing name", try_(lambda: os.mkfifo(p("sp/cdev"))))
+    for n in ("fifo2", "cdev", "cdev2", "bdev", "sock", "nf", "reg"):
+        out(f"unlink {n}", try_(lambda: os.unlink(p("sp/" + n))))
+    out("the directory at the end", sorted(os.listdir(p("sp"))))
+
+
+STEPS = {"groups": groups, "special": special}
 
 for name in sys.argv[2:] or STEPS:
     print(f"== {name}")

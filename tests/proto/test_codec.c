@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 38, 49, 57, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 3, 9, 39, 49, 57, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -380,6 +380,11 @@ static const struct req_case reqs[] = {
      FIXED(struct lode_wire_rename_req, .old_parent = 1, .new_parent = 2),
      {ENTRY(struct lode_wire_rename_req, old_name_len, "a"),
       ENTRY(struct lode_wire_rename_req, new_name_len, "bb")}},
+    {LODE_OP_MKNOD,
+     FIXED(struct lode_wire_mknod_req, .parent = 1, .mode = 010644, .rdev = 0),
+     {ENTRY(struct lode_wire_mknod_req, name_len, "p")},
+     .reserved = {FIELD(struct lode_wire_mknod_req, reserved0),
+		  FIELD(struct lode_wire_mknod_req, reserved1)}},
     {LODE_OP_LINK,
      FIXED(struct lode_wire_link_req, .ino = 9, .new_parent = 1),
      {ENTRY(struct lode_wire_link_req, name_len, "link")},
@@ -722,8 +727,8 @@ static void test_every_path_component_in_a_request_obeys_the_name_rules(void **s
 			}
 		}
 	}
-	/* LOOKUP, UNLINK, RMDIR, CREATE, MKDIR, RENAME (both), LINK, SYMLINK */
-	assert_int_equal(checked, 9 * ARRAY_SIZE(name_cases));
+	/* LOOKUP, UNLINK, RMDIR, CREATE, MKDIR, MKNOD, RENAME (both), LINK, SYMLINK */
+	assert_int_equal(checked, 10 * ARRAY_SIZE(name_cases));
 }
 
 static void test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules(void **state)
@@ -817,6 +822,17 @@ static void test_modes_carry_permission_bits_only(void **state)
 	EXPECT_FIELD(LODE_OP_MKDIR, NULL, struct lode_wire_mkdir_req, mode, modes);
 	EXPECT_FIELD(LODE_OP_CREATE, NULL, struct lode_wire_create_req, mode, modes);
 	EXPECT_FIELD(LODE_OP_SETATTR, NULL, struct lode_wire_setattr_req, mode, modes);
+}
+
+static void test_mknod_takes_special_types_only(void **state)
+{
+	static const struct value_case modes[] = {
+	    {010644, 0},	{0140755, 0},	    {020600, 0},	{060600, 0},
+	    {017777, 0},	{0644, -EINVAL},    {0100644, -EINVAL}, {040755, -EINVAL},
+	    {0120777, -EINVAL}, {0170000, -EINVAL}, {0210644, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_MKNOD, NULL, struct lode_wire_mknod_req, mode, modes);
 }
 
 /* The last chunk-aligned offset: one chunk more does not fit in an off_t. */
@@ -2156,6 +2172,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),
 	    cmocka_unit_test(test_modes_carry_permission_bits_only),
+	    cmocka_unit_test(test_mknod_takes_special_types_only),
 	    cmocka_unit_test(test_sizes_and_offsets_past_int64_max_are_too_big),
 	    cmocka_unit_test(test_setattr_checks_valid_bits_and_only_the_fields_they_name),
 	    cmocka_unit_test(test_open_accepts_reads_writes_and_truncating_writes_only),
