@@ -78,6 +78,18 @@ static int commit_writes(struct lode_fuse *lf, uint64_t ino, struct fuse_file_in
 	return rc;
 }
 
+/* A mode changed through this mount: our writer of the file checks its bits again. */
+static void note_mode(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
+{
+	struct lf_writer *w = lf_writer_find(lf, ino);
+
+	if (!w)
+		return;
+	atomic_store_explicit(&w->mode, st->mode, memory_order_relaxed);
+	atomic_store_explicit(&w->privs_kept_for, 0, memory_order_relaxed);
+	lf_writer_put(lf, w);
+}
+
 void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
@@ -90,6 +102,12 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		return;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = do_truncate(lf, ino, (uint64_t)attr->st_size, fi);
+		if (!rc && !(to_set & FUSE_SET_ATTR_MODE)) {
+			/* a truncate clears setuid/setgid as a write does */
+			rc = lode_ll_getattr(lf->c, ino, &st);
+			if (!rc)
+				rc = lf_kill_privs(lf, &st);
+		}
 		if (rc)
 			goto err;
 	}
@@ -131,6 +149,7 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	rc = lf_getattr(lf, ino, &st);
 	if (rc)
 		goto err;
+	note_mode(lf, ino, &st);
 	reply_attr(req, lf, &st);
 	return;
 err:

@@ -115,6 +115,17 @@ static int append_size_check(struct lode_fuse *lf, uint64_t ino)
 	return -ESTALE;
 }
 
+/* An O_TRUNC open truncates like truncate(2), which clears setuid/setgid (the kernel sends
+ * no setattr for it: the open truncated). */
+static int truncated_kill_privs(struct lode_fuse *lf, struct lf_handle *h, struct lode_stat *st)
+{
+	int rc = lf_kill_privs(lf, st);
+
+	if (!rc && h->w)
+		atomic_store_explicit(&h->w->mode, st->mode, memory_order_relaxed);
+	return rc;
+}
+
 void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -160,6 +171,13 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			}
 		}
 	}
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	if (fi->flags & O_TRUNC)
+		rc = truncated_kill_privs(lf, h, &st);
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);
@@ -216,6 +234,13 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = lode_fstat(h->w->f, &st);
 	else if (!rc)
 		lode_file_stat_cached(h->w->f, &st);
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	if (!rc && (fi->flags & O_TRUNC))
+		rc = truncated_kill_privs(lf, h, &st);
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);
@@ -320,7 +345,9 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	n = lf_writer_write(w, buf, size, (uint64_t)off, h->write_through);
+	n = lf_writer_kill_privs(lf, req, w);
+	if (!n)
+		n = lf_writer_write(w, buf, size, (uint64_t)off, h->write_through);
 	if (n < 0) {
 		lf_reply_err(req, (int)n);
 	} else {

@@ -82,6 +82,28 @@ static void set_readahead(struct lode_fuse *lf)
 	       strerror(errno));
 }
 
+/* The credentials lf_req() set last on this thread, as the MDS will see them. */
+static __thread struct {
+	uint32_t uid, gid;
+	unsigned ngroups;
+	uint32_t groups[LF_GROUPS_MAX];
+} caller;
+
+uint32_t lf_caller_uid(void)
+{
+	return caller.uid;
+}
+
+bool lf_caller_in_group(uint32_t gid)
+{
+	if (caller.gid == gid)
+		return true;
+	for (unsigned i = 0; i < caller.ngroups; i++)
+		if (caller.groups[i] == gid)
+			return true;
+	return false;
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -164,6 +186,10 @@ struct lode_fuse *lf_req(fuse_req_t req)
 	if (lf->o.root_squash && gid == 0)
 		gid = LF_SQUASH_ID;
 	lode_thread_creds_set_groups(uid, gid, ngroups, groups);
+	caller.uid = uid;
+	caller.gid = gid;
+	caller.ngroups = ngroups;
+	memcpy(caller.groups, groups, ngroups * sizeof(groups[0]));
 	return lf;
 }
 

@@ -151,6 +151,15 @@ int lf_writer_sync_err(struct lf_writer *w, bool free_buffer)
 	return rc;
 }
 
+/* The mode as the MDS gave it at open, for lf_writer_kill_privs. */
+static void writer_note_mode(struct lf_writer *w)
+{
+	struct lode_stat st;
+
+	lode_file_stat_cached(w->f, &st);
+	atomic_store_explicit(&w->mode, st.mode, memory_order_relaxed);
+}
+
 static struct lf_writer *writer_alloc(uint64_t ino)
 {
 	struct lf_writer *w = calloc(1, sizeof(*w));
@@ -310,6 +319,7 @@ int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writ
 		return rc;
 	}
 	w->f = f;
+	writer_note_mode(w);
 	w->closing = false;
 	pthread_cond_broadcast(&lf->wcond);
 	pthread_mutex_unlock(&lf->wlock);
@@ -330,6 +340,7 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 		return -ENOMEM;
 	w->f = f;
 	w->readable = readable;
+	writer_note_mode(w);
 	pthread_mutex_lock(&lf->wlock);
 	w->next = *bucket_of(lf, w->ino);
 	*bucket_of(lf, w->ino) = w;
@@ -373,6 +384,62 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 	}
 	pthread_mutex_unlock(&w->wb_lock);
 	return n;
+}
+
+/*
+ * Setuid and setgid on write, truncate and chown. Linux clears them in the kernel, with
+ * the rights of the kernel; through FUSE without handle_killpriv the kernel instead sends
+ * a mode change in the writer's name, which the MDS refuses to a non-owner, so the write
+ * failed. With FUSE_CAP_HANDLE_KILLPRIV (main.c) the file system clears them: the MDS does
+ * it for chown, and lode-fuse here for writes and truncates, with a mode change that the
+ * MDS allows anyone who may write the file when it only clears those bits.
+ */
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st)
+{
+	uint32_t kill = 0;
+	struct lode_setattr sa = {0};
+	int rc;
+
+	if (!S_ISREG(st->mode) || lf_caller_uid() == 0)
+		return 0;
+	if (st->mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((st->mode & S_ISGID) && ((st->mode & S_IXGRP) || !lf_caller_in_group(st->gid)))
+		kill |= S_ISGID;
+	if (!kill)
+		return 0;
+	sa.valid = LODE_SET_MODE;
+	sa.mode = st->mode & 07777 & ~kill;
+	rc = lode_ll_setattr(lf->c, st->ino, &sa, NULL);
+	if (rc)
+		return rc;
+	st->mode &= ~kill;
+	/* the kernel's cached mode still has them: make its next stat ask */
+	fuse_lowlevel_notify_inval_inode(lf->se, st->ino, -1, 0);
+	return 0;
+}
+
+int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w)
+{
+	uint32_t mode = atomic_load_explicit(&w->mode, memory_order_relaxed);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct lode_stat st;
+	int rc;
+
+	if (!(mode & (S_ISUID | S_ISGID)) ||
+	    atomic_load_explicit(&w->privs_kept_for, memory_order_relaxed) == ctx->uid + 1)
+		return 0;
+	lf_req(req);
+	if (lf_caller_uid() == 0)
+		return 0;
+	rc = lode_ll_getattr(lf->c, w->ino, &st);
+	if (!rc)
+		rc = lf_kill_privs(lf, &st);
+	if (rc)
+		return rc;
+	atomic_store_explicit(&w->mode, st.mode, memory_order_relaxed);
+	atomic_store_explicit(&w->privs_kept_for, ctx->uid + 1, memory_order_relaxed);
+	return 0;
 }
 
 void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st)

@@ -67,6 +67,11 @@ struct lf_writer {
 	uint64_t ino;
 	struct lode_file *f; /* opened O_RDWR when the MDS allowed it, else O_WRONLY */
 	bool readable;
+	/* Setuid/setgid (see lf_kill_privs): the file's mode as last seen, and the uid + 1 of
+	 * the last writer found not to clear them, so that a write checks only when a
+	 * privilege bit is set. */
+	_Atomic uint32_t mode;
+	_Atomic uint32_t privs_kept_for;
 	unsigned refs;		/* protected by lode_fuse.wlock: opens plus transient users */
 	bool closing;		/* protected by lode_fuse.wlock: lode_close() in progress */
 	struct lf_writer *next; /* protected by lode_fuse.wlock */
@@ -134,6 +139,9 @@ void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(pri
  * supplementary groups, read from /proc and cached briefly) set as this thread's override
  * (lode_thread_creds_set_groups) for the liblode calls it makes next. */
 struct lode_fuse *lf_req(fuse_req_t req);
+/* The uid lf_req() set for this thread's calls, and whether gid is one of its groups. */
+uint32_t lf_caller_uid(void);
+bool lf_caller_in_group(uint32_t gid);
 /* Replies a negative errno from liblode, mapped for the application; never replies 0. */
 void lf_reply_err(fuse_req_t req, int rc);
 /* Replies the status of a call with nothing to return: success for 0, else lf_reply_err. */
@@ -154,6 +162,14 @@ void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
 
 /* fuse_writer.c: the shared write handles and their write-behind */
 
+/* Clears setuid and setgid of a regular file as Linux does when someone without
+ * CAP_FSETID (here: uid 0) writes or truncates it: setuid always, setgid when the group
+ * may execute or the caller is not in the file's group. st: the file's attributes now;
+ * on return st->mode is the mode it has. Uses the credentials lf_req() set. 0 or -errno. */
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st);
+/* Before a write through w by the caller of req: lf_kill_privs when the file has a
+ * privilege bit to lose. 0 or -errno. */
+int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w);
 /* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
 struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
 /* lode_ll_open() and lode_ll_truncate() that wait up to LF_LEASE_WAIT_MS for a write

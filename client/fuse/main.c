@@ -217,8 +217,10 @@ static void lf_init(void *userdata, struct fuse_conn_info *conn)
 	/* page-cache mode stays write-through: the kernel must not own size and mtime,
 	 * other clients read what the MDS commits */
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
-	/* the kernel clears setuid/setgid on write with a setattr; the MDS does not */
-	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	/* setuid/setgid on write, truncate and chown: we clear them (see lf_kill_privs); left
+	 * to the kernel, they came as a mode change in the writer's name */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &=
 	    ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 			FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);

@@ -173,7 +173,61 @@ def special():
     out("the directory at the end", sorted(os.listdir(p("sp"))))
 
 
-STEPS = {"groups": groups, "special": special}
+# ---- setuid and setgid ----
+def privs():
+    os.mkdir(p("pv"))
+    os.chmod(p("pv"), 0o777)
+    nobody = (NOBODY, NOBODY, [])
+
+    def fresh(mode, owner=0):
+        write_file("pv/s", b"", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.chown(p("pv/s"), owner, owner)
+        os.chmod(p("pv/s"), mode)
+
+    for mode in (0o4777, 0o6777, 0o2767, 0o6757):
+        fresh(mode)
+        out(f"nobody writes to a {mode:o} file", as_user(*nobody, lambda: write_file("pv/s", b"x")))
+        out("  the file", st("pv/s"))
+    fresh(0o6777)
+    out("root writes to a 6777 file", write_file("pv/s", b"x"))
+    out("  the file", st("pv/s"))
+    fresh(0o6777)
+    out("nobody truncates a 6777 file", as_user(*nobody, lambda: os.truncate(p("pv/s"), 3)))
+    out("  the file", st("pv/s"))
+    fresh(0o6777)
+    out("nobody opens a 6777 file with O_TRUNC",
+        as_user(*nobody, lambda: os.close(os.open(p("pv/s"), os.O_WRONLY | os.O_TRUNC))))
+    out("  the file", st("pv/s"))
+    fresh(0o6777)
+    out("nobody writes nothing to a 6777 file", as_user(*nobody, lambda: write_file("pv/s", b"")))
+    out("  the file", st("pv/s"))
+    fresh(0o6755, NOBODY)
+    out("its owner writes to a 6755 file", as_user(*nobody, lambda: write_file("pv/s", b"x")))
+    out("  the file", st("pv/s"))
+    fresh(0o6755)
+    out("root chowns a 6755 file", try_(lambda: os.chown(p("pv/s"), NOBODY, -1)))
+    out("  the file", st("pv/s"))
+    fresh(0o4755, NOBODY)
+    out("root chowns a 4755 file to its owner", try_(lambda: os.chown(p("pv/s"), NOBODY, -1)))
+    out("  the file", st("pv/s"))
+    fresh(0o2745)
+    out("root chowns a 2745 file", try_(lambda: os.chown(p("pv/s"), NOBODY, -1)))
+    out("  the file", st("pv/s"))
+    fresh(0o6755, NOBODY)
+    out("its owner chgrps a 6755 file to its own group",
+        as_user(*nobody, lambda: os.chown(p("pv/s"), -1, NOBODY)))
+    out("  the file", st("pv/s"))
+    fresh(0o4755)
+    out("nobody writes to a 4755 file it may not write",
+        as_user(*nobody, lambda: write_file("pv/s", b"x")))
+    out("  the file", st("pv/s"))
+    fresh(0o4777)
+    out("nobody chmods a 4777 file it does not own",
+        as_user(*nobody, lambda: os.chmod(p("pv/s"), 0o777)))
+    out("  the file", st("pv/s"))
+
+
+STEPS = {"groups": groups, "special": special, "privs": privs}
 
 for name in sys.argv[2:] or STEPS:
     print(f"== {name}")
