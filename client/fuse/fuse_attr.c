@@ -30,6 +30,10 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)fi;
 	rc = lf_getattr(lf, ino, &st);
+	if (!rc)
+		lf_odir_note(lf, &st);
+	else if (rc == -ENOENT && lf_odir_removed_attr(lf, ino, &st))
+		rc = 0; /* a removed directory that a process still has open */
 	if (rc)
 		lf_reply_err(req, rc);
 	else

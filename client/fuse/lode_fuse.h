@@ -112,6 +112,15 @@ struct lf_groups {
 	uint32_t g[LF_GROUPS_MAX];
 };
 
+/* A directory some process has open (opendir), with its attributes as of its last
+ * GETATTR: once the directory is removed, fstat of the open one still answers, nlink 0. */
+struct lf_odir {
+	uint64_t ino;
+	unsigned refs;
+	struct lode_stat st;
+	struct lf_odir *next;
+};
+
 struct lode_fuse {
 	struct lode_client *c;
 	struct fuse_session *se;
@@ -123,6 +132,9 @@ struct lode_fuse {
 
 	pthread_mutex_t clock;
 	struct lf_cver *cver; /* protected by clock */
+
+	pthread_mutex_t dlock;
+	struct lf_odir *odirs[LF_WRITER_BUCKETS]; /* protected by dlock */
 
 	pthread_mutex_t glock;
 	struct lf_groups *groups; /* protected by glock: LF_GROUPS_SLOTS */
@@ -220,10 +232,16 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 void lf_statfs(fuse_req_t req, fuse_ino_t ino);
 
 /* fuse_dir.c */
+/* The attributes of ino as of when it was open as a directory and last seen, with nlink 0,
+ * for a directory since removed; false if no process has it open. */
+bool lf_odir_removed_attr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st);
+/* Records fresh attributes of a directory, if it is open. */
+void lf_odir_note(struct lode_fuse *lf, const struct lode_stat *st);
 void lf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void lf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi);
+void lf_releasedir_ino(struct lode_fuse *lf, uint64_t ino);
 void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 

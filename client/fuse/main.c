@@ -347,6 +347,7 @@ int main(int argc, char **argv)
 	pthread_cond_init(&lf->wcond, NULL);
 	pthread_mutex_init(&lf->clock, NULL);
 	pthread_mutex_init(&lf->glock, NULL);
+	pthread_mutex_init(&lf->dlock, NULL);
 	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
 	lf->groups = calloc(LF_GROUPS_SLOTS, sizeof(*lf->groups));
 	if (!lf->cver || !lf->groups) {
@@ -427,7 +428,16 @@ out_free:
 	free(base);
 	free(lf->cver);
 	free(lf->groups);
+	for (unsigned i = 0; i < LF_WRITER_BUCKETS; i++) {
+		while (lf->odirs[i]) {
+			struct lf_odir *d = lf->odirs[i];
+
+			lf->odirs[i] = d->next;
+			free(d);
+		}
+	}
 	pthread_mutex_destroy(&lf->glock);
+	pthread_mutex_destroy(&lf->dlock);
 	free(lf->o.mount_abs);
 	pthread_mutex_destroy(&lf->clock);
 	pthread_cond_destroy(&lf->wcond);

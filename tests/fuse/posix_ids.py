@@ -227,7 +227,38 @@ def privs():
     out("  the file", st("pv/s"))
 
 
-STEPS = {"groups": groups, "special": special, "privs": privs}
+# ---- open directories removed ----
+def fstat_line(fd):
+    s = os.fstat(fd)
+    return f"type={stat.S_IFMT(s.st_mode):o} mode={stat.S_IMODE(s.st_mode):o} nlink={s.st_nlink}"
+
+
+def removed_dirs():
+    os.mkdir(p("rd"))
+    os.mkdir(p("rd/a"))
+    os.mkdir(p("rd/b"), 0o750)
+    os.chmod(p("rd/b"), 0o750)
+    fd = os.open(p("rd/b"), os.O_RDONLY | os.O_DIRECTORY)
+    out("open directory b", fstat_line(fd))
+    out("rename a over b", try_(lambda: os.rename(p("rd/a"), p("rd/b"))))
+    out("  fstat of the open b", try_(lambda: fstat_line(fd)))
+    out("  listing the open b", try_(lambda: os.listdir(fd)))
+    out("  creating in the open b", try_(lambda: os.open("x", os.O_CREAT | os.O_WRONLY,
+                                                          dir_fd=fd)))
+    os.close(fd)
+    os.mkdir(p("rd/c"))
+    fd = os.open(p("rd/c"), os.O_RDONLY | os.O_DIRECTORY)
+    out("rmdir c while open", try_(lambda: os.rmdir(p("rd/c"))))
+    out("  fstat of the open c", try_(lambda: fstat_line(fd)))
+    os.close(fd)
+    write_file("rd/f", b"data", os.O_WRONLY | os.O_CREAT)
+    fd = os.open(p("rd/f"), os.O_RDONLY)
+    out("unlink f while open", try_(lambda: os.unlink(p("rd/f"))))
+    out("  fstat of the open f", try_(lambda: fstat_line(fd)))
+    os.close(fd)
+
+
+STEPS = {"groups": groups, "special": special, "privs": privs, "removed-dirs": removed_dirs}
 
 for name in sys.argv[2:] or STEPS:
     print(f"== {name}")
