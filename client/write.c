@@ -328,6 +328,7 @@ struct obj_op {
 	unsigned idx; /* layout index of the copy */
 	union {
 		struct lode_wire_obj_truncate_req trunc;
+		struct lode_wire_obj_allocate_req alloc;
 		struct lode_wire_objid id;
 	} req;
 	struct lode_wire_obj_rep rep;
@@ -386,7 +387,11 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 	return 0;
 }
 
-static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
+/* OBJ_TRUNCATE to the object sizes of a file of new_size bytes, OBJ_FSYNC, or
+ * OBJ_ALLOCATE of what the file range [new_size, end) takes in each object, on every live
+ * copy of the stripes in the mask. */
+static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			uint64_t end)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t degraded;
@@ -408,6 +413,11 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			rc = fsync_chain(f, &w, s, degraded);
 			continue;
 		}
+		uint64_t lo = lode_client_object_size(l, new_size, s);
+		uint64_t hi = lode_client_object_size(l, end, s);
+
+		if (op == LODE_OP_OBJ_ALLOCATE && hi <= lo)
+			continue; /* the range has no byte in this stripe */
 		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
 			unsigned idx = s * l->mirror_count + m;
 			struct lode_rpc_conn *conn;
@@ -431,8 +441,12 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			o->req.id.generation = l->generation;
 			o->req.id.stripe = s;
 			if (op == LODE_OP_OBJ_TRUNCATE) {
-				o->req.trunc.size = lode_client_object_size(l, new_size, s);
+				o->req.trunc.size = lo;
 				o->call.body_len = sizeof(o->req.trunc);
+			} else if (op == LODE_OP_OBJ_ALLOCATE) {
+				o->req.alloc.offset = lo;
+				o->req.alloc.length = hi - lo;
+				o->call.body_len = sizeof(o->req.alloc);
 			} else {
 				o->call.body_len = sizeof(o->req.id);
 			}
@@ -473,12 +487,17 @@ int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size)
 	int rc;
 
 	lode_client_write_gen_bump(f->c); /* as for a write */
-	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size);
+	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size, 0);
 	lode_client_write_gen_bump(f->c);
 	return rc;
 }
 
 int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes)
 {
-	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0);
+	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0);
+}
+
+int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end)
+{
+	return objects_each(f, LODE_OP_OBJ_ALLOCATE, ~0ull, off, end);
 }

@@ -356,6 +356,34 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	}
 }
 
+/* fallocate(2): reserve space (mode 0, KEEP_SIZE) or punch a hole; see
+ * lode_fallocate(). Through the shared writer, after the buffered writes before it. */
+void lf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		  struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = fuse_req_userdata(req);
+	struct lf_writer *w = lf_handle_writer(fi);
+	int rc;
+
+	(void)ino;
+	if (!w) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = lf_writer_kill_privs(lf, req, w);
+	if (!rc)
+		rc = lf_writer_sync_err(w, false);
+	if (!rc)
+		rc = lode_fallocate(w->f, mode, (uint64_t)offset, (uint64_t)length);
+	if (!rc)
+		lf_ok(lf);
+	lf_reply_status(req, rc);
+}
+
 void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lf_writer *w = lf_handle_writer(fi);

@@ -252,6 +252,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi);
+void lf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		  struct fuse_file_info *fi);
 void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void lf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -255,6 +255,7 @@ static const struct fuse_lowlevel_ops ops = {
     .read = lf_read,
     .write = lf_write,
     .flush = lf_flush,
+    .fallocate = lf_fallocate,
     .release = lf_release,
     .fsync = lf_fsync,
     .opendir = lf_opendir,

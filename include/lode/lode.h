@@ -311,6 +311,14 @@ LODE_API int lode_flush(struct lode_file *f);
 /* Sets the size of an open file, cutting or extending with zeros: objects first, then
  * metadata (committed at once). Returns 0, -EBADF (read-only handle), -EFBIG, ... */
 LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
+/* fallocate(2) on an open file. mode 0: reserve disk space for [off, off + len) on every
+ * copy, then extend the size to off + len if it is smaller, so that writes there cannot
+ * fail with ENOSPC half way; FALLOC_FL_KEEP_SIZE: reserve only; FALLOC_FL_PUNCH_HOLE |
+ * FALLOC_FL_KEEP_SIZE: the range (within the size) reads as zeros from then on, on every
+ * copy, checksums included (written as zeros: the space stays allocated). Returns 0,
+ * -EBADF (read-only handle), -EINVAL (len 0), -EFBIG, -ENOSPC, -EOPNOTSUPP (another mode,
+ * or a target whose file system cannot reserve), ... */
+LODE_API int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. */
 LODE_API int lode_close(struct lode_file *f);

@@ -314,6 +314,20 @@ static int check_obj_fsync(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return lode_dec_chain(o + 1, blen - sizeof(*o), &m->chain);
 }
 
+static int check_obj_allocate(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_allocate_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (!objid_ok(&r->obj))
+		return -EPROTO;
+	if (r->length == 0)
+		return -EINVAL;
+	return r->offset > (uint64_t)INT64_MAX || r->length > (uint64_t)INT64_MAX - r->offset
+		   ? -EFBIG
+		   : 0;
+}
+
 static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_obj_list_req *r = m->fixed;
@@ -460,6 +474,9 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_OBJ_TRUNCATE] = {.name = "OBJ_TRUNCATE",
 			      .fixed = sizeof(struct lode_wire_obj_truncate_req),
 			      .check = check_obj_truncate},
+    [LODE_OP_OBJ_ALLOCATE] = {.name = "OBJ_ALLOCATE",
+			      .fixed = sizeof(struct lode_wire_obj_allocate_req),
+			      .check = check_obj_allocate},
     [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE"),
     [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT"),
     [LODE_OP_OBJ_LIST] = {.name = "OBJ_LIST",

@@ -90,6 +90,7 @@ enum lode_opcode {
 	LODE_OP_OBJ_STAT = 54,
 	LODE_OP_OBJ_LIST = 55,
 	LODE_OP_OBJ_FSYNC = 56,
+	LODE_OP_OBJ_ALLOCATE = 57, /* reserve disk space for a range, size unchanged */
 
 	LODE_OP_MAX_ = 64,
 };
@@ -590,6 +591,16 @@ struct lode_wire_obj_truncate_req {
 	uint64_t size;
 };
 _Static_assert(sizeof(struct lode_wire_obj_truncate_req) == 32, "obj truncate");
+
+/* OBJ_ALLOCATE: reserve disk space for [offset, offset + length) of the object (creating
+ * it empty if absent) without changing its size or data: fallocate(2) with KEEP_SIZE, so
+ * that later writes there cannot fail for want of space. Reply: obj_rep. */
+struct lode_wire_obj_allocate_req {
+	struct lode_wire_objid obj;
+	uint64_t offset;
+	uint64_t length;
+};
+_Static_assert(sizeof(struct lode_wire_obj_allocate_req) == 40, "obj allocate");
 
 /* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC: body = lode_wire_objid. Reply: obj_rep (REMOVE of an
  * absent object succeeds with size 0; STAT of an absent object is ENOENT). A chained

@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 39, 49, 57, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 3, 9, 39, 49, 58, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -444,6 +444,10 @@ static const struct req_case reqs[] = {
     {LODE_OP_OBJ_TRUNCATE, FIXED(struct lode_wire_obj_truncate_req, .obj = GOOD_OBJ, .size = 5),
      .reserved = {FIELD(struct lode_wire_obj_truncate_req, obj.reserved)},
      .required = {FIELD(struct lode_wire_obj_truncate_req, obj.ino)}},
+    {LODE_OP_OBJ_ALLOCATE,
+     FIXED(struct lode_wire_obj_allocate_req, .obj = GOOD_OBJ, .offset = 0, .length = 9),
+     .reserved = {FIELD(struct lode_wire_obj_allocate_req, obj.reserved)},
+     .required = {FIELD(struct lode_wire_obj_allocate_req, obj.ino)}},
     OBJID(LODE_OP_OBJ_REMOVE),
     OBJID(LODE_OP_OBJ_STAT),
     {LODE_OP_OBJ_LIST, FIXED(struct lode_wire_obj_list_req, .max = 1), /* after 0: the start */
@@ -852,6 +856,25 @@ static void test_sizes_and_offsets_past_int64_max_are_too_big(void **state)
 	EXPECT_FIELD(LODE_OP_CLOSE, NULL, struct lode_wire_commit_req, size, sizes);
 	EXPECT_FIELD(LODE_OP_OBJ_TRUNCATE, NULL, struct lode_wire_obj_truncate_req, size, sizes);
 	EXPECT_FIELD(LODE_OP_OBJ_READ, &read, struct lode_wire_obj_read_req, offset, offsets);
+}
+
+static void test_obj_allocate_takes_a_non_empty_range_inside_int64(void **state)
+{
+	static const struct value_case lengths[] = {{0, -EINVAL},
+						    {1, 0},
+						    {INT64_MAX - 4096, 0},
+						    {INT64_MAX - 4095, -EFBIG},
+						    {UINT64_MAX, -EFBIG}};
+	static const struct value_case offsets[] = {
+	    {0, 0}, {INT64_MAX - 1, 0}, {INT64_MAX, -EFBIG}, {UINT64_MAX, -EFBIG}};
+	const struct lode_wire_obj_allocate_req at4k = {.obj = GOOD_OBJ, .offset = 4096};
+	const struct lode_wire_obj_allocate_req len1 = {.obj = GOOD_OBJ, .length = 1};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_OBJ_ALLOCATE, &at4k, struct lode_wire_obj_allocate_req, length,
+		     lengths);
+	EXPECT_FIELD(LODE_OP_OBJ_ALLOCATE, &len1, struct lode_wire_obj_allocate_req, offset,
+		     offsets);
 }
 
 static void test_setattr_checks_valid_bits_and_only_the_fields_they_name(void **state)
@@ -2173,6 +2196,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),
 	    cmocka_unit_test(test_modes_carry_permission_bits_only),
 	    cmocka_unit_test(test_mknod_takes_special_types_only),
+	    cmocka_unit_test(test_obj_allocate_takes_a_non_empty_range_inside_int64),
 	    cmocka_unit_test(test_sizes_and_offsets_past_int64_max_are_too_big),
 	    cmocka_unit_test(test_setattr_checks_valid_bits_and_only_the_fields_they_name),
 	    cmocka_unit_test(test_open_accepts_reads_writes_and_truncating_writes_only),

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""posix_ids.py DIR: identities, special files and privilege bits, run as root in DIR (a
-fresh directory), printing one line per step: what it did and what came of it. The shell
-test runs it on a tmpfs and on a lode-fuse mount and requires the same transcript.
+"""posix_more.py DIR [STEP...]: what posix_diff does not cover, run as root in DIR (a fresh
+directory), printing one line per step: what it did and what came of it. The shell test
+runs it on a tmpfs and on a lode-fuse mount and requires the same transcript.
 
 Steps run as other users in a forked child that drops to (uid, gid, groups) as setpriv
 would: supplementary groups granting access (and chgrp to one of them), special files
 (FIFOs, device nodes, UNIX sockets: stored type and rdev, and the kernel's behaviour), and
-setuid/setgid bits cleared by an unprivileged write, truncate and chown."""
+setuid/setgid bits cleared by an unprivileged write, truncate and chown, fstat of open
+directories removed, and fallocate's modes."""
 import errno
 import os
 import socket
 import stat
 import sys
+import zlib
+import ctypes
 
 NOBODY = 65534
 TEAM = 65531  # a group nobody is given as a supplementary group
@@ -258,7 +261,57 @@ def removed_dirs():
     os.close(fd)
 
 
-STEPS = {"groups": groups, "special": special, "privs": privs, "removed-dirs": removed_dirs}
+# ---- fallocate ----
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE = 1, 2, 0x10
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+
+def fallocate(fd, mode, off, length):
+    if libc.fallocate(fd, mode, off, length) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def pattern(n, seed):
+    return bytes((i * 7 + seed) % 251 for i in range(n))
+
+
+def falloc():
+    MiB = 1 << 20
+    fd = os.open(p("fa"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+
+    def show(what, call):
+        out(what, try_(call))
+        s = os.fstat(fd)
+        data = os.pread(fd, s.st_size + 10, 0)
+        out("  size, and what reads back", f"{s.st_size} {zlib.crc32(data):08x}")
+
+    os.pwrite(fd, pattern(3 * MiB + 123, 1), 0)
+    show("fallocate mode 0 past the end", lambda: os.posix_fallocate(fd, 2 * MiB, 4 * MiB))
+    show("fallocate mode 0 inside", lambda: fallocate(fd, 0, 100, 5000))
+    show("fallocate KEEP_SIZE past the end",
+         lambda: fallocate(fd, FALLOC_FL_KEEP_SIZE, 5 * MiB, 8 * MiB))
+    show("punch a hole across chunks and stripes",
+         lambda: fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                              65536 - 100, 2 * MiB + 777))
+    show("punch a hole across the end",
+         lambda: fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                              6 * MiB - 10, 100))
+    show("punch a hole without KEEP_SIZE",
+         lambda: fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 10))
+    show("zero a range (tmpfs has no ZERO_RANGE)",
+         lambda: fallocate(fd, FALLOC_FL_ZERO_RANGE, 6 * MiB - 5, 20))
+    show("write after the preallocation", lambda: os.pwrite(fd, pattern(MiB, 9), 5 * MiB + 5))
+    show("fallocate of length 0", lambda: fallocate(fd, 0, 0, 0))
+    os.close(fd)
+    fd = os.open(p("fa"), os.O_RDONLY)
+    out("fallocate on a read-only descriptor", try_(lambda: fallocate(fd, 0, 0, 10)))
+    os.close(fd)
+
+
+STEPS = {"groups": groups, "special": special, "privs": privs, "removed-dirs": removed_dirs,
+         "fallocate": falloc}
 
 for name in sys.argv[2:] or STEPS:
     print(f"== {name}")
