@@ -249,9 +249,15 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		return off < size ? write_zeros(f, off, end < size ? end : size) : 0;
 	rc = lode_client_objects_allocate(f, off, end);
-	if (!rc && !(mode & FALLOC_FL_KEEP_SIZE) && end > lode_file_size(f))
-		rc = lode_ftruncate(f, end);
-	return rc;
+	if (rc)
+		return rc;
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > lode_file_size(f))
+		return lode_ftruncate(f, end);
+	/* commit (mtime unchanged, ctime now), which measures what the file takes now */
+	pthread_mutex_lock(&f->lock);
+	f->dirty_meta = true;
+	pthread_mutex_unlock(&f->lock);
+	return lode_client_file_commit(f, LODE_OP_COMMIT);
 }
 
 int lode_close(struct lode_file *f)

@@ -243,7 +243,7 @@ static int run_commit(struct wreq *w, struct lode_txn *t)
 	if (rc && (!is_close || r->commit || rc == -EBADF))
 		return rc;
 	if (r->commit)
-		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, &w->rep.attr);
+		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, r->blocks_p1, &w->rep.attr);
 	return lode_ns_getattr(t, r->ino, &w->rep.attr);
 }
 

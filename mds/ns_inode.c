@@ -166,6 +166,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 		return rc;
 	if (flags & LODE_OPEN_TRUNC) {
 		in.size = 0;
+		in.blocks_p1 = in.blocks_p1 ? 1 : 0;
 		in.mtime_ns = in.ctime_ns = lode_ns_now();
 		rc = lode_rec_inode_put(t, ino, &in);
 		if (rc)
@@ -177,7 +178,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 }
 
 int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
-		   struct lode_wire_attr *attr)
+		   uint64_t blocks_p1, struct lode_wire_attr *attr)
 {
 	struct lode_disk_inode in;
 	int64_t now = lode_ns_now();
@@ -186,6 +187,8 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 	if (rc)
 		return rc;
 	in.size = size;
+	if (blocks_p1)
+		in.blocks_p1 = blocks_p1;
 	in.mtime_ns = mtime_ns ? mtime_ns : now;
 	in.ctime_ns = now;
 	return lode_ns_put_attr(t, ino, &in, attr);

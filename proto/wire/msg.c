@@ -150,7 +150,7 @@ static int check_commit(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	const struct lode_wire_commit_req *r = m->fixed;
 
 	(void)blen, (void)dlen;
-	if (r->commit > 1)
+	if (r->commit > 1 || (!r->commit && r->blocks_p1))
 		return -EPROTO;
 	return r->size > (uint64_t)INT64_MAX ? -EFBIG : 0;
 }

@@ -285,8 +285,11 @@ struct lode_wire_commit_req {
 	int64_t mtime_ns;
 	uint32_t commit; /* 1: apply size and mtime */
 	uint32_t reserved;
+	/* with commit: 1 + the 512-byte blocks one copy of the file takes on its targets, as
+	 * the writer measured them (OBJ_STAT); 0: not measured, the MDS keeps what it had */
+	uint64_t blocks_p1;
 };
-_Static_assert(sizeof(struct lode_wire_commit_req) == 40, "commit req");
+_Static_assert(sizeof(struct lode_wire_commit_req) == 48, "commit req");
 
 /* MKDIR: body = req + name. Reply: lode_wire_attr. */
 struct lode_wire_mkdir_req {

@@ -44,6 +44,31 @@ if os.fstat(fd).st_size != 0:
 os.close(fd)
 PY
 	after=$(used)
+	blocks=$(stat -c %b "$WORK/mnt/t/reserved")
+	echo "its st_blocks: $blocks"
+	[ "$blocks" -ge $((64 << 11)) ] || fail "st_blocks $blocks does not show the 64 MiB reserved"
 	echo "fallocate KEEP_SIZE of 64 MiB: the object servers' disk use grew by $((after - before)) KiB"
 	[ $((after - before)) -ge 65536 ] || fail "fallocate reserved no space on the object servers"
 fi
+
+# st_blocks shows what a file takes: a sparse file (50 KiB written 1.6 MB in) about what
+# was written (plus checksums and file system rounding), not its size; a dense one its
+# size; a file only truncated up nearly nothing; as the object servers' disks count them.
+"$PYTHON" - "$WORK/mnt/t" <<'PY'
+import os, sys
+d = sys.argv[1]
+with open(os.path.join(d, "sparse"), "wb") as f:
+    f.seek(1600 * 1000)
+    f.write(b"s" * 50 * 1024)
+with open(os.path.join(d, "dense"), "wb") as f:
+    f.write(b"d" * (4 << 20))
+with open(os.path.join(d, "hole"), "wb") as f:
+    f.truncate(1 << 30)
+for name, lo, hi in (("sparse", 50, 400), ("dense", 4096, 4096 + 512), ("hole", 0, 64)):
+    s = os.stat(os.path.join(d, name))
+    kib = s.st_blocks // 2
+    print(f"{name}: size {s.st_size}, st_blocks {s.st_blocks} ({kib} KiB)")
+    if not lo <= kib <= hi:
+        sys.exit(f"FAIL: {name} takes {kib} KiB by st_blocks, expected {lo}..{hi}")
+PY
+echo "du -k: $(du -k "$WORK/mnt/t/sparse" "$WORK/mnt/t/dense" "$WORK/mnt/t/hole" | tr '\n\t' ', ')"

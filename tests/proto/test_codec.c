@@ -932,6 +932,21 @@ static void test_rename_refuses_unknown_and_contradictory_flags(void **state)
 	EXPECT_FIELD(LODE_OP_RENAME, NULL, struct lode_wire_rename_req, flags, flags);
 }
 
+static void test_a_commit_carries_blocks_only_with_the_size(void **state)
+{
+	static const struct value_case blocks[] = {{0, 0}, {1, -EPROTO}, {UINT64_MAX, -EPROTO}};
+	const struct lode_wire_commit_req committing = {
+	    .ino = 3, .handle = 4, .commit = 1, .blocks_p1 = UINT64_MAX};
+	const struct lode_wire_commit_req renewing = {.ino = 3, .handle = 4};
+
+	(void)state;
+	/* a commit that applies nothing has nothing to measure */
+	EXPECT_FIELD(LODE_OP_COMMIT, &renewing, struct lode_wire_commit_req, blocks_p1, blocks);
+	assert_int_equal(decode(LODE_OP_COMMIT,
+				build(&committing, sizeof(committing), NULL, 0, NULL, 0), 0, NULL),
+			 0);
+}
+
 static void test_listings_ask_for_one_to_the_most_entries_and_readdir_for_attrs(void **state)
 {
 	static const struct value_case entries[] = {
@@ -2196,6 +2211,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),
 	    cmocka_unit_test(test_modes_carry_permission_bits_only),
 	    cmocka_unit_test(test_mknod_takes_special_types_only),
+	    cmocka_unit_test(test_a_commit_carries_blocks_only_with_the_size),
 	    cmocka_unit_test(test_obj_allocate_takes_a_non_empty_range_inside_int64),
 	    cmocka_unit_test(test_sizes_and_offsets_past_int64_max_are_too_big),
 	    cmocka_unit_test(test_setattr_checks_valid_bits_and_only_the_fields_they_name),
