@@ -65,8 +65,11 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 		 * too, or a read or stat right after this open would use the old size */
 		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 	}
-	/* O_DIRECT: straight to liblode. Other opens use the page cache, so mmap works. */
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
+	 * be mapped MAP_SHARED (fuse_dev.c); else page-cache mode, where the kernel's direct
+	 * I/O path still bypasses the cache, slower but mmap works. Other opens use the page
+	 * cache, so mmap works. */
+	fi->direct_io = (fi->flags & O_DIRECT) && lf_dio_mmap();
 }
 
 static bool write_through(int flags)

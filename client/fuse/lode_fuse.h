@@ -143,6 +143,13 @@ struct lode_fuse {
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
 
+/* fuse_dev.c: after fuse_session_mount(), routes the session's /dev/fuse I/O through
+ * lode-fuse so that INIT can take FUSE_DIRECT_IO_ALLOW_MMAP. 0 or -errno. */
+int lf_dev_hook(struct lode_fuse *lf);
+/* Whether the kernel lets MAP_SHARED map a direct_io (O_DIRECT) open: FOPEN_DIRECT_IO
+ * then; otherwise O_DIRECT opens use page-cache mode (the kernel still bypasses it). */
+bool lf_dio_mmap(void);
+
 /* Set once daemonized: lf_log() goes to syslog from then on. */
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

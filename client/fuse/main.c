@@ -388,6 +388,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lode-fuse: cannot mount on %s\n", lf->o.mountpoint);
 		goto out_signals;
 	}
+	rc = lf_dev_hook(lf);
+	if (rc)
+		lf_log(LF_WARN,
+		       "cannot hook /dev/fuse I/O (%s): mmap of O_DIRECT opens will "
+		       "use page-cache mode",
+		       strerror(-rc));
 	lf_log(LF_INFO, "mounted %s on %s%s", lf->o.mds, lf->o.mountpoint,
 	       lf->o.ro ? " read-only" : "");
 	if (fuse_daemonize(lf->o.foreground))

@@ -310,7 +310,39 @@ def falloc():
     os.close(fd)
 
 
-STEPS = {"groups": groups, "special": special, "privs": privs, "removed-dirs": removed_dirs,
+# ---- O_DIRECT, with mmap ----
+def direct():
+    import mmap
+    size = 3 * 4096
+    buf = mmap.mmap(-1, size)  # page aligned, as O_DIRECT wants
+    buf[:] = pattern(size, 5)
+    fd = os.open(p("od"), os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o644)
+    out("O_DIRECT write", try_(lambda: os.pwrite(fd, buf, 4096)))
+    m = None
+    try:
+        m = mmap.mmap(fd, 4 * 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        out("mmap MAP_SHARED of the O_DIRECT descriptor", "ok")
+    except OSError as e:
+        out("mmap MAP_SHARED of the O_DIRECT descriptor", errno.errorcode.get(e.errno))
+    if m is not None:
+        out("  reads what O_DIRECT wrote", zlib.crc32(m[4096:4 * 4096]) == zlib.crc32(buf[:]))
+        m[100:110] = b"0123456789"
+        m.flush()
+        m.close()
+        rb = mmap.mmap(-1, 4096)
+        out("  O_DIRECT reads what the mapping wrote", try_(lambda: os.preadv(fd, [rb], 0)))
+        out("  the bytes", bytes(rb[98:112]))
+    ro = os.open(p("od"), os.O_RDONLY)
+    before = os.pread(ro, 16, 8192)
+    buf[:] = b"x" * size
+    out("O_DIRECT write over what a buffered reader cached", try_(lambda: os.pwrite(fd, buf, 4096)))
+    out("  the buffered reader sees it", (before, os.pread(ro, 16, 8192)))
+    os.close(ro)
+    os.close(fd)
+    out("  the file", st("od"))
+
+
+STEPS = {"direct": direct, "groups": groups, "special": special, "privs": privs, "removed-dirs": removed_dirs,
          "fallocate": falloc}
 
 for name in sys.argv[2:] or STEPS:
