@@ -8,4 +8,4 @@ need_fuse
 start_cluster 3
 mount_lode "$WORK/m1"
 mount_lode "$WORK/m2"
-"$PYTHON" "$LODE_TEST_SRCDIR/shared_appends.py" "$WORK/m1" "$WORK/m2" "${1:-15}"
+"$PYTHON" "$LODE_TEST_SRCDIR/shared_appends.py" "$WORK/m1" "$WORK/m2" "${1:-25}"
