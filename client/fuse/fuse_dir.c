@@ -2,8 +2,10 @@
 /*
  * lode-fuse: directories. opendir, readdir, readdirplus, releasedir, fsyncdir.
  *
- * No state per open directory: the FUSE offset of an entry is the MDS's cookie of that
- * entry, and a page continues after the cookie the kernel hands back. The MDS numbers
+ * No paging state per open directory: the FUSE offset of an entry is the MDS's cookie of
+ * that entry, and a page continues after the cookie the kernel hands back. (What is kept
+ * per open directory is its attributes, for fstat after its removal: see below; it costs
+ * one GETATTR per opendir.) The MDS numbers
  * cookies from 3 and never reuses one, which leaves offsets 1 and 2 for the synthesized
  * "." and "..", and keeps paging stable while the directory changes.
  */

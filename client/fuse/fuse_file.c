@@ -364,7 +364,7 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 void lf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		  struct fuse_file_info *fi)
 {
-	struct lode_fuse *lf = fuse_req_userdata(req);
+	struct lode_fuse *lf = lf_req(req);
 	struct lf_writer *w = lf_handle_writer(fi);
 	int rc;
 
