@@ -537,7 +537,9 @@ int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 		for (m = 0; m < l->mirror_count; m++) {
 			unsigned idx = s * l->mirror_count + m;
 
+			/* a measure is not worth waiting on a target known to be down */
 			if (!(degraded & (1ull << idx)) &&
+			    lode_client_target_is_up(f->c, l->targets[idx]) &&
 			    !lode_client_target_conn(f->c, l->targets[idx], &conn))
 				break;
 		}
