@@ -14,6 +14,8 @@
 
 static __thread int tls_creds_set;
 static __thread uint32_t tls_uid, tls_gid;
+static __thread unsigned tls_ngroups;
+static __thread uint32_t tls_groups[LODE_CRED_GROUPS_MAX];
 
 const char *lode_version(void)
 {
@@ -25,16 +27,46 @@ static uint64_t creds_pack(uint32_t uid, uint32_t gid)
 	return (uint64_t)uid << 32 | gid;
 }
 
+/* The process's supplementary groups, the first LODE_CRED_GROUPS_MAX of them. */
+static void process_groups(struct lode_client *c)
+{
+	int n = getgroups(0, NULL);
+	gid_t *all;
+
+	if (n <= 0)
+		return;
+	all = calloc((size_t)n, sizeof(*all));
+	if (!all)
+		return;
+	n = getgroups(n, all);
+	for (int i = 0; i < n && c->ngroups < LODE_CRED_GROUPS_MAX; i++)
+		c->groups[c->ngroups++] = (uint32_t)all[i];
+	free(all);
+	atomic_store_explicit(&c->proc_groups, 1, memory_order_relaxed);
+}
+
 void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_t gid)
 {
 	atomic_store_explicit(&c->creds, creds_pack(uid, gid), memory_order_relaxed);
+	atomic_store_explicit(&c->proc_groups, 0, memory_order_relaxed);
 }
 
 void lode_thread_creds_set(uint32_t uid, uint32_t gid)
 {
+	lode_thread_creds_set_groups(uid, gid, 0, NULL);
+}
+
+void lode_thread_creds_set_groups(uint32_t uid, uint32_t gid, unsigned ngroups,
+				  const uint32_t *groups)
+{
 	tls_creds_set = 1;
 	tls_uid = uid;
 	tls_gid = gid;
+	if (ngroups > LODE_CRED_GROUPS_MAX)
+		ngroups = LODE_CRED_GROUPS_MAX;
+	tls_ngroups = groups ? ngroups : 0;
+	if (tls_ngroups)
+		memcpy(tls_groups, groups, tls_ngroups * sizeof(*groups));
 }
 
 void lode_thread_creds_clear(void)
@@ -45,11 +77,16 @@ void lode_thread_creds_clear(void)
 struct lode_wire_cred lode_client_cred(const struct lode_client *c)
 {
 	uint64_t packed = atomic_load_explicit(&c->creds, memory_order_relaxed);
-	struct lode_wire_cred cr = {(uint32_t)(packed >> 32), (uint32_t)packed};
+	struct lode_wire_cred cr = {.uid = (uint32_t)(packed >> 32), .gid = (uint32_t)packed};
 
 	if (tls_creds_set) {
 		cr.uid = tls_uid;
 		cr.gid = tls_gid;
+		cr.ngroups = tls_ngroups;
+		memcpy(cr.groups, tls_groups, tls_ngroups * sizeof(cr.groups[0]));
+	} else if (atomic_load_explicit(&c->proc_groups, memory_order_relaxed)) {
+		cr.ngroups = c->ngroups;
+		memcpy(cr.groups, c->groups, c->ngroups * sizeof(cr.groups[0]));
 	}
 	return cr;
 }
@@ -68,6 +105,7 @@ void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *
 	st->mtime_ns = a->mtime_ns;
 	st->ctime_ns = a->ctime_ns;
 	st->generation = a->generation;
+	st->rdev = a->rdev;
 }
 
 static bool retryable(int rc)
@@ -403,6 +441,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
 	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
 		c->creds = creds_pack((uint32_t)geteuid(), (uint32_t)getegid());
+		process_groups(c);
 	} else {
 		c->creds = creds_pack(o.uid, o.gid);
 	}

@@ -60,6 +60,11 @@ struct lode_client {
 	/* uid << 32 | gid: one atomic word, so that a reader never pairs one setting's uid
 	 * with another's gid (lode_client_set_creds). A thread's override comes first. */
 	_Atomic uint64_t creds;
+	/* The process's supplementary groups, read at connect when the client runs with the
+	 * process's ids; sent only while proc_groups (lode_client_set_creds clears it). */
+	uint32_t groups[LODE_CRED_GROUPS_MAX];
+	unsigned ngroups;
+	_Atomic int proc_groups;
 
 	_Atomic int replication; /* LODE_REPLICATION_*, set by lode_set_replication */
 	/* Bumped when any write or truncate of this client starts and when it ends: read-ahead

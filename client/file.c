@@ -207,6 +207,62 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 	return rc;
 }
 
+/* Writes zeros over [off, end): through the normal write path, so that every copy and its
+ * checksums agree. */
+static int write_zeros(struct lode_file *f, uint64_t off, uint64_t end)
+{
+	size_t piece = end - off < (1u << 20) ? (size_t)(end - off) : (1u << 20);
+	char *zeros = calloc(1, piece ? piece : 1);
+	int rc = 0;
+
+	if (!zeros)
+		return -ENOMEM;
+	while (off < end && !rc) {
+		size_t n = end - off < piece ? (size_t)(end - off) : piece;
+		ssize_t w = lode_pwrite(f, zeros, n, off);
+
+		if (w < 0)
+			rc = (int)w;
+		else
+			off += (uint64_t)w;
+	}
+	free(zeros);
+	return rc;
+}
+
+int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
+{
+	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE;
+	uint64_t end, size;
+	int rc = 0;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (mode & ~known)
+		return -EOPNOTSUPP;
+	/* as Linux: a hole is punched inside the size, and only with KEEP_SIZE */
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+		return -EFBIG;
+	end = off + len;
+	size = lode_file_size(f);
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		return off < size ? write_zeros(f, off, end < size ? end : size) : 0;
+	rc = lode_client_objects_allocate(f, off, end);
+	if (rc)
+		return rc;
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > lode_file_size(f))
+		return lode_ftruncate(f, end);
+	/* commit (mtime unchanged, ctime now), which measures what the file takes now */
+	pthread_mutex_lock(&f->lock);
+	f->dirty_meta = true;
+	pthread_mutex_unlock(&f->lock);
+	return lode_client_file_commit(f, LODE_OP_COMMIT);
+}
+
 int lode_close(struct lode_file *f)
 {
 	int rc;

@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "codec.h"
+#include "io.h"
 
 int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
 			 struct lode_file **out)
@@ -53,6 +54,8 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 	struct lode_wire_attr attr;
 	int rc;
 
+	uint64_t stored;
+
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty_meta) {
 		req.commit = 1;
@@ -60,6 +63,9 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 		req.mtime_ns = f->mtime_ns;
 	}
 	pthread_mutex_unlock(&f->lock);
+	/* what the data takes now, for st_blocks; unmeasured (0) if a target did not say */
+	if (req.commit && !lode_client_objects_stored(f, &stored))
+		req.blocks_p1 = 1 + (stored + 511) / 512;
 	rc = lode_client_mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
 				  0, NULL);
 	if (!rc) {

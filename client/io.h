@@ -140,6 +140,12 @@ void lode_client_chain_submit(struct chain *ch);
 
 /* Truncates (or extends) every object of the file to what new_size means for it. */
 int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size);
+/* Reserves disk space on every live copy for what the file range [off, end) takes in
+ * each object (OBJ_ALLOCATE), sizes unchanged. */
+int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end);
+/* The bytes one copy of the file takes on its targets' disks (OBJ_STAT of the first live
+ * copy of each stripe). Returns 0 or -errno; *bytes written only on success. */
+int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes);
 /* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy. */
 int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes);
 /* Waits for the handle's read-ahead and frees it (lode_close). */

@@ -273,6 +273,28 @@ int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint
 	return attr_reply(rc, &attr, st);
 }
 
+int lode_ll_mknod(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+		  uint32_t rdev, struct lode_stat *st)
+{
+	struct lode_wire_mknod_req req = {.parent = parent, .cred = lode_client_cred(c)};
+	char body[sizeof(req) + LODE_NAME_MAX];
+	struct lode_wire_attr attr;
+	size_t nlen = strlen(name);
+	uint32_t len;
+	int rc;
+
+	rc = lode_name_check(name, nlen);
+	if (rc)
+		return rc;
+	req.mode = mode;
+	req.rdev = rdev;
+	req.name_len = (uint16_t)nlen;
+	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
+	rc = lode_client_mds_call(c, LODE_OP_MKNOD, body, len, NULL, 0, &attr, sizeof(attr), NULL,
+				  0, NULL);
+	return attr_reply(rc, &attr, st);
+}
+
 static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, uint8_t op)
 {
 	struct lode_wire_lookup_req req = {.parent = parent, .cred = lode_client_cred(c)};

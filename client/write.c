@@ -325,9 +325,11 @@ struct obj_op {
 	struct lode_call call;
 	struct window *w;
 	struct lode_file *f;
-	unsigned idx; /* layout index of the copy */
+	unsigned idx;		  /* layout index of the copy */
+	_Atomic uint64_t *stored; /* OBJ_STAT: where to add the bytes the object takes */
 	union {
 		struct lode_wire_obj_truncate_req trunc;
+		struct lode_wire_obj_allocate_req alloc;
 		struct lode_wire_objid id;
 	} req;
 	struct lode_wire_obj_rep rep;
@@ -386,7 +388,11 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 	return 0;
 }
 
-static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size)
+/* OBJ_TRUNCATE to the object sizes of a file of new_size bytes, OBJ_FSYNC, or
+ * OBJ_ALLOCATE of what the file range [new_size, end) takes in each object, on every live
+ * copy of the stripes in the mask. */
+static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			uint64_t end)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t degraded;
@@ -408,6 +414,11 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			rc = fsync_chain(f, &w, s, degraded);
 			continue;
 		}
+		uint64_t lo = lode_client_object_size(l, new_size, s);
+		uint64_t hi = lode_client_object_size(l, end, s);
+
+		if (op == LODE_OP_OBJ_ALLOCATE && hi <= lo)
+			continue; /* the range has no byte in this stripe */
 		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
 			unsigned idx = s * l->mirror_count + m;
 			struct lode_rpc_conn *conn;
@@ -431,8 +442,12 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			o->req.id.generation = l->generation;
 			o->req.id.stripe = s;
 			if (op == LODE_OP_OBJ_TRUNCATE) {
-				o->req.trunc.size = lode_client_object_size(l, new_size, s);
+				o->req.trunc.size = lo;
 				o->call.body_len = sizeof(o->req.trunc);
+			} else if (op == LODE_OP_OBJ_ALLOCATE) {
+				o->req.alloc.offset = lo;
+				o->req.alloc.length = hi - lo;
+				o->call.body_len = sizeof(o->req.alloc);
 			} else {
 				o->call.body_len = sizeof(o->req.id);
 			}
@@ -473,12 +488,96 @@ int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size)
 	int rc;
 
 	lode_client_write_gen_bump(f->c); /* as for a write */
-	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size);
+	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size, 0);
 	lode_client_write_gen_bump(f->c);
 	return rc;
 }
 
 int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes)
 {
-	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0);
+	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0);
+}
+
+static void stat_done(struct lode_call *call)
+{
+	struct obj_op *o = lode_container_of(call, struct obj_op, call);
+	int rc = call->status;
+
+	if (!rc)
+		atomic_fetch_add(o->stored, o->rep.bytes_stored);
+	else if (rc == -ENOENT) /* never written, nor truncated: it takes nothing */
+		rc = 0;
+	lode_client_window_leave(o->w, rc);
+	free(o);
+}
+
+/*
+ * What one copy of the file takes on disk: OBJ_STAT of the first live copy of each stripe,
+ * its data and checksum files' allocated blocks summed. A measure, not a ledger: taken by
+ * the writer when it commits, so that st_blocks (and du, and quotas built on it) shows
+ * what a sparse or preallocated file really takes, at one RPC per stripe per commit.
+ */
+int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	_Atomic uint64_t stored = 0;
+	uint64_t degraded;
+	struct window w;
+	int rc = 0, rc2;
+
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded | f->report_pending;
+	pthread_mutex_unlock(&f->lock);
+	lode_client_window_init(&w);
+	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
+		struct lode_rpc_conn *conn = NULL;
+		struct obj_op *o;
+		unsigned m;
+
+		for (m = 0; m < l->mirror_count; m++) {
+			unsigned idx = s * l->mirror_count + m;
+
+			/* a measure is not worth waiting on a target known to be down */
+			if (!(degraded & (1ull << idx)) &&
+			    lode_client_target_is_up(f->c, l->targets[idx]) &&
+			    !lode_client_target_conn(f->c, l->targets[idx], &conn))
+				break;
+		}
+		if (m == l->mirror_count) {
+			rc = -EIO; /* no copy to ask: not measured */
+			break;
+		}
+		o = calloc(1, sizeof(*o));
+		if (!o) {
+			rc = -ENOMEM;
+			break;
+		}
+		o->w = &w;
+		o->f = f;
+		o->idx = s * l->mirror_count + m;
+		o->stored = &stored;
+		o->req.id.ino = f->ino;
+		o->req.id.generation = l->generation;
+		o->req.id.stripe = s;
+		o->call.opcode = LODE_OP_OBJ_STAT;
+		o->call.body = &o->req;
+		o->call.body_len = sizeof(o->req.id);
+		o->call.reply_body = &o->rep;
+		o->call.reply_body_max = sizeof(o->rep);
+		o->call.done = stat_done;
+		lode_client_window_enter(&w, UINT32_MAX);
+		lode_rpc_submit(conn, &o->call);
+	}
+	rc2 = lode_client_window_drain(&w);
+	lode_client_window_destroy(&w);
+	if (!rc)
+		rc = rc2;
+	if (!rc)
+		*bytes = atomic_load(&stored);
+	return rc;
+}
+
+int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end)
+{
+	return objects_each(f, LODE_OP_OBJ_ALLOCATE, ~0ull, off, end);
 }

@@ -316,7 +316,7 @@ static int run_commit(struct wreq *w, struct lode_txn *t)
 	if (rc && (!is_close || r->commit || rc == -EBADF))
 		return rc;
 	if (r->commit)
-		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, &w->rep.attr);
+		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, r->blocks_p1, &w->rep.attr);
 	return lode_ns_getattr(t, r->ino, &w->rep.attr);
 }
 
@@ -337,6 +337,15 @@ static int run_mkdir(struct wreq *w, struct lode_txn *t)
 	w->rep_len = sizeof(w->rep.attr);
 	return lode_ns_mkdir(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len,
 			     r->mode, &w->rep.attr);
+}
+
+static int run_mknod(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_mknod_req *r = w->msg.fixed;
+
+	w->rep_len = sizeof(w->rep.attr);
+	return lode_ns_mknod(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len,
+			     r->mode, r->rdev, &w->rep.attr);
 }
 
 static int run_unlink(struct wreq *w, struct lode_txn *t)
@@ -794,6 +803,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_SETATTR] = MUTATE(run_setattr),
     [LODE_OP_CREATE] = {.run = run_create, .done = done_create},
     [LODE_OP_MKDIR] = MUTATE(run_mkdir),
+    [LODE_OP_MKNOD] = MUTATE(run_mknod),
     [LODE_OP_UNLINK] = MUTATE(run_unlink),
     [LODE_OP_RMDIR] = MUTATE(run_rmdir),
     [LODE_OP_RENAME] = MUTATE(run_rename),

@@ -57,7 +57,12 @@ struct lode_disk_inode {
 	uint64_t parent;      /* directories: the one parent (root: itself); others: 0 */
 	uint64_t next_cookie; /* directories: next readdir cookie, never reused */
 	uint64_t degraded;    /* regular files: bit i = copy layout.targets[i] misses data */
-	uint64_t reserved[3];
+	uint32_t rdev;	      /* device nodes: Linux's 32-bit encoding; others 0 */
+	uint32_t reserved0;
+	/* regular files: 1 + the 512-byte blocks one copy takes on the targets, as the last
+	 * writer measured at commit; 0: never measured (older files: st_blocks from size) */
+	uint64_t blocks_p1;
+	uint64_t reserved[1];
 	/* regular files: the layout; directories: the default layout of new children
 	 * (targets unused, zero); symlinks: zero */
 	struct lode_disk_layout layout;

@@ -88,12 +88,16 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lo
  * TRUNC sets size 0 and mtime/ctime (needs a write txn). */
 int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t flags,
 		 struct lode_wire_attr *attr, struct lode_wire_layout *layout);
-/* COMMIT/CLOSE of a writer: size (authoritative), mtime (0: now), ctime now. */
+/* COMMIT/CLOSE of a writer: size (authoritative), mtime (0: now), ctime now, and the
+ * blocks it measured (1 + blocks; 0: keep what the inode has). */
 int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
-		   struct lode_wire_attr *attr);
+		   uint64_t blocks_p1, struct lode_wire_attr *attr);
 
 int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		  size_t len, uint32_t mode, struct lode_wire_attr *attr);
+/* A FIFO, socket or device node (mode: type and permissions); devices only by root. */
+int lode_ns_mknod(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		  size_t len, uint32_t mode, uint32_t rdev, struct lode_wire_attr *attr);
 int lode_ns_unlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		   size_t len);
 int lode_ns_rmdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,

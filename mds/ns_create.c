@@ -204,6 +204,38 @@ int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const
 	return 0;
 }
 
+int lode_ns_mknod(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
+		  size_t len, uint32_t mode, uint32_t rdev, struct lode_wire_attr *attr)
+{
+	struct lode_disk_inode dir, in;
+	int64_t now = lode_ns_now();
+	uint32_t type = mode & S_IFMT;
+	uint64_t ino;
+	int rc;
+
+	if (type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
+		return -EINVAL;
+	/* a device node opens a device on whatever machine mounts it: root only, as Linux
+	 * asks CAP_MKNOD */
+	if ((type == S_IFCHR || type == S_IFBLK) && c->uid != 0)
+		return -EPERM;
+	rc = prepare_new_entry(t, c, parent, name, len, &dir);
+	if (rc)
+		return rc;
+	init_inode(&in, c, &dir, type | (mode & 07777), now);
+	/* as in a setgid directory on Linux: setgid is kept only by a member of the group */
+	if ((in.mode & S_ISGID) && c->uid != 0 && !lode_perm_in_group(c, in.gid))
+		in.mode &= ~(uint32_t)S_ISGID;
+	if (type == S_IFCHR || type == S_IFBLK)
+		in.rdev = rdev;
+
+	rc = add_inode(t, parent, &dir, name, len, &in, NULL, now, &ino);
+	if (rc)
+		return rc;
+	lode_rec_to_attr(ino, &in, attr);
+	return 0;
+}
+
 int lode_ns_symlink(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,
 		    size_t len, const char *target, size_t target_len, struct lode_wire_attr *attr)
 {

@@ -35,6 +35,24 @@ int lode_ns_getattr(struct lode_txn *t, uint64_t ino, struct lode_wire_attr *att
 	return 0;
 }
 
+/*
+ * A write, truncate or chown by someone without CAP_FSETID clears setuid, and setgid when
+ * the group may execute: Linux does it in the kernel, as root would, and through FUSE the
+ * kernel asks for it as a mode change in the writer's name (lode-fuse cannot take over:
+ * libfuse 3.14 lacks the handle_killpriv_v2 that would tell it which writes are whose).
+ * So a non-owner may change the mode only by clearing those bits, and only if it may
+ * write the file: it could clear them with a write anyway. 0 or -EPERM.
+ */
+static int kill_priv_only(const lode_cred *c, const struct lode_disk_inode *in, uint32_t mode)
+{
+	uint32_t cur = in->mode & 07777, want = mode & 07777;
+	uint32_t gone = cur & ~want;
+
+	if (!S_ISREG(in->mode) || (want & ~cur) || !gone || (gone & ~(uint32_t)(S_ISUID | S_ISGID)))
+		return -EPERM;
+	return lode_perm_may(c, in, LODE_MAY_W) ? -EPERM : 0;
+}
+
 int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 		    struct lode_wire_attr *attr)
 {
@@ -51,12 +69,15 @@ int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 		return rc;
 
 	/* check everything first, then apply */
-	if ((valid & LODE_SETATTR_MODE) && !lode_perm_is_owner(c, &in))
-		return -EPERM;
+	if ((valid & LODE_SETATTR_MODE) && !lode_perm_is_owner(c, &in)) {
+		rc = kill_priv_only(c, &in, req->mode);
+		if (rc)
+			return rc;
+	}
 	if ((valid & LODE_SETATTR_UID) && c->uid != 0 && req->uid != in.uid)
 		return -EPERM;
 	if ((valid & LODE_SETATTR_GID) && c->uid != 0 && req->gid != in.gid &&
-	    (c->uid != in.uid || req->gid != c->gid))
+	    (c->uid != in.uid || !lode_perm_in_group(c, req->gid)))
 		return -EPERM;
 	if (valid & LODE_SETATTR_SIZE) {
 		if (S_ISDIR(in.mode))
@@ -82,23 +103,23 @@ int lode_ns_setattr(struct lode_txn *t, const struct lode_wire_setattr_req *req,
 
 		in.mode = (in.mode & S_IFMT) | (req->mode & 07777);
 		/* like Linux: a non-root caller outside the file's group cannot set setgid */
-		if (c->uid != 0 && c->gid != gid && !S_ISDIR(in.mode))
+		if (c->uid != 0 && !lode_perm_in_group(c, gid) && !S_ISDIR(in.mode))
 			in.mode &= ~(uint32_t)S_ISGID;
 	}
 	if (valid & (LODE_SETATTR_UID | LODE_SETATTR_GID)) {
-		int changed = ((valid & LODE_SETATTR_UID) && req->uid != in.uid) ||
-			      ((valid & LODE_SETATTR_GID) && req->gid != in.gid);
-
+		/* as chown(2) on Linux, even to the same owner: setuid goes, and setgid when the
+		 * group may execute or the caller is neither root nor in the file's group */
+		if (!S_ISDIR(in.mode) && !(valid & LODE_SETATTR_MODE)) {
+			if ((in.mode & S_ISGID) &&
+			    ((in.mode & S_IXGRP) ||
+			     (c->uid != 0 && !lode_perm_in_group(c, in.gid))))
+				in.mode &= ~(uint32_t)S_ISGID;
+			in.mode &= ~(uint32_t)S_ISUID;
+		}
 		if (valid & LODE_SETATTR_UID)
 			in.uid = req->uid;
 		if (valid & LODE_SETATTR_GID)
 			in.gid = req->gid;
-		/* a chown drops setuid, and setgid when it means "run as group" */
-		if (changed && !S_ISDIR(in.mode) && !(valid & LODE_SETATTR_MODE)) {
-			in.mode &= ~(uint32_t)S_ISUID;
-			if (in.mode & S_IXGRP)
-				in.mode &= ~(uint32_t)S_ISGID;
-		}
 	}
 	if (valid & LODE_SETATTR_SIZE) {
 		in.size = req->size;
@@ -133,6 +154,9 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 		return -ELOOP;
 	if (S_ISDIR(in.mode) && (flags & (LODE_OPEN_WRITE | LODE_OPEN_TRUNC)))
 		return -EISDIR;
+	/* FIFOs, sockets and devices have no data here: the kernel that opens them serves them */
+	if (!S_ISREG(in.mode) && !S_ISDIR(in.mode))
+		return -ENXIO;
 	if (flags & LODE_OPEN_READ)
 		mask |= LODE_MAY_R;
 	if (flags & (LODE_OPEN_WRITE | LODE_OPEN_TRUNC))
@@ -142,6 +166,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 		return rc;
 	if (flags & LODE_OPEN_TRUNC) {
 		in.size = 0;
+		in.blocks_p1 = in.blocks_p1 ? 1 : 0;
 		in.mtime_ns = in.ctime_ns = lode_ns_now();
 		rc = lode_rec_inode_put(t, ino, &in);
 		if (rc)
@@ -153,7 +178,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 }
 
 int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
-		   struct lode_wire_attr *attr)
+		   uint64_t blocks_p1, struct lode_wire_attr *attr)
 {
 	struct lode_disk_inode in;
 	int64_t now = lode_ns_now();
@@ -162,6 +187,8 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 	if (rc)
 		return rc;
 	in.size = size;
+	if (blocks_p1)
+		in.blocks_p1 = blocks_p1;
 	in.mtime_ns = mtime_ns ? mtime_ns : now;
 	in.ctime_ns = now;
 	return lode_ns_put_attr(t, ino, &in, attr);

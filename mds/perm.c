@@ -8,6 +8,16 @@
 
 #include "perm.h"
 
+bool lode_perm_in_group(const struct lode_wire_cred *c, uint32_t gid)
+{
+	if (c->gid == gid)
+		return true;
+	for (unsigned i = 0; i < c->ngroups && i < LODE_CRED_GROUPS_MAX; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return false;
+}
+
 int lode_perm_may(const struct lode_wire_cred *c, const struct lode_disk_inode *in, int mask)
 {
 	unsigned bits;
@@ -20,7 +30,7 @@ int lode_perm_may(const struct lode_wire_cred *c, const struct lode_disk_inode *
 	}
 	if (c->uid == in->uid)
 		bits = (in->mode >> 6) & 7;
-	else if (c->gid == in->gid)
+	else if (lode_perm_in_group(c, in->gid))
 		bits = (in->mode >> 3) & 7;
 	else
 		bits = in->mode & 7;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode_perm: who may do what to an inode, by the wire cred (uid, gid; supplementary groups
- * are not known) against the inode's owner, group and mode bits, as a local Linux file
- * system decides it without capabilities: uid 0 bypasses the bits (but needs one x bit to
- * execute a non-directory), the sticky bit restricts removal.
+ * lode_perm: who may do what to an inode, by the wire cred (uid, primary gid and the
+ * supplementary groups the client sent) against the inode's owner, group and mode bits, as a local
+ * Linux file system decides it without capabilities: uid 0 bypasses the bits (but needs one x bit
+ * to execute a non-directory), the sticky bit restricts removal.
  */
 #ifndef LODE_MDS_PERM_H
 #define LODE_MDS_PERM_H
@@ -18,6 +18,8 @@
 #define LODE_MAY_W 2
 #define LODE_MAY_X 1
 
+/* Whether gid is c's primary group or one of its supplementary groups. */
+bool lode_perm_in_group(const struct lode_wire_cred *c, uint32_t gid);
 /* 0 if c may read/write/execute (mask of LODE_MAY_*) in, else -EACCES. */
 int lode_perm_may(const struct lode_wire_cred *c, const struct lode_disk_inode *in, int mask);
 /* Whether c owns in (root owns everything). */

@@ -274,7 +274,12 @@ void lode_rec_to_attr(uint64_t ino, const struct lode_disk_inode *in, struct lod
 	memset(a, 0, sizeof(*a));
 	a->ino = ino;
 	a->size = in->size;
-	a->blocks = S_ISDIR(in->mode) ? 8 : (in->size + 511) / 512;
+	if (S_ISDIR(in->mode))
+		a->blocks = 8;
+	else if (S_ISREG(in->mode) && in->blocks_p1)
+		a->blocks = in->blocks_p1 - 1; /* what the data takes: holes take nothing */
+	else
+		a->blocks = (in->size + 511) / 512;
 	a->atime_ns = in->atime_ns;
 	a->mtime_ns = in->mtime_ns;
 	a->ctime_ns = in->ctime_ns;
@@ -282,6 +287,7 @@ void lode_rec_to_attr(uint64_t ino, const struct lode_disk_inode *in, struct lod
 	a->uid = in->uid;
 	a->gid = in->gid;
 	a->nlink = in->nlink;
+	a->rdev = (S_ISCHR(in->mode) || S_ISBLK(in->mode)) ? in->rdev : 0;
 	a->generation = S_ISREG(in->mode) ? in->layout.generation : 0;
 }
 

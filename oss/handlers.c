@@ -495,6 +495,19 @@ static int op_fsync(struct lode_oss *oss, struct lode_objstore_io *io, struct lo
 	return 0;
 }
 
+static int op_allocate(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		       const struct lode_msg *msg)
+{
+	const struct lode_wire_obj_allocate_req *ar = msg->fixed;
+	struct lode_obj_result res = {0};
+
+	(void)oss;
+	if (!io)
+		return -ENOMEM;
+	reply_obj(req, lode_objstore_allocate(io, &ar->obj, ar->offset, ar->length, &res), &res);
+	return 0;
+}
+
 static int op_remove(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
 		     const struct lode_msg *msg)
 {
@@ -527,7 +540,7 @@ static const oss_op oss_ops[LODE_OP_MAX_] = {
     [LODE_OP_OBJ_WRITE] = op_write,	  [LODE_OP_OBJ_READ] = op_read,
     [LODE_OP_OBJ_TRUNCATE] = op_truncate, [LODE_OP_OBJ_FSYNC] = op_fsync,
     [LODE_OP_OBJ_REMOVE] = op_remove,	  [LODE_OP_OBJ_STAT] = op_stat,
-    [LODE_OP_OBJ_LIST] = op_list,
+    [LODE_OP_OBJ_LIST] = op_list,	  [LODE_OP_OBJ_ALLOCATE] = op_allocate,
 };
 
 static void on_request(void *ctx, struct lode_req *req)

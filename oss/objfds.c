@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,6 +249,25 @@ static void purge_everywhere(struct lode_objstore *st, struct lode_objstore_io *
 		lode_loop_post(st->ios[i]->loop, purge_on_worker, m);
 	}
 	pthread_mutex_unlock(&st->ios_lock);
+}
+
+int lode_objstore_allocate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			   uint64_t off, uint64_t len, struct lode_obj_result *res)
+{
+	struct obj_fds *f;
+	struct stat sb;
+	int err = objstore_fds_get(io, id, true, &f, &sb);
+
+	if (err)
+		return err;
+	if (fallocate(f->dfd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		err = -errno;
+	if (!err && res) {
+		memset(res, 0, sizeof(*res));
+		res->object_size = (uint64_t)sb.st_size;
+	}
+	objstore_fds_put(f);
+	return err;
 }
 
 int lode_objstore_remove(struct lode_objstore *st, struct lode_objstore_io *io,

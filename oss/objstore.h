@@ -117,6 +117,12 @@ void lode_objstore_fd_release(void *fd_ref);
 void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			    uint64_t size, lode_obj_done_fn done, void *arg);
 
+/* Synchronous. Reserves disk space for [off, off + len) of the object, creating it empty if
+ * absent, without changing its size, data or checksums (fallocate with KEEP_SIZE). Returns
+ * 0, -ENOSPC, -EOPNOTSUPP (the file system cannot), ...; res (may be NULL) gets its size. */
+int lode_objstore_allocate(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			   uint64_t off, uint64_t len, struct lode_obj_result *res);
+
 /* Makes the object's data and checksums durable. -ENOENT if absent. */
 void lode_objstore_fsync(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			 lode_obj_done_fn done, void *arg);

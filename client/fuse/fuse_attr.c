@@ -30,6 +30,10 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)fi;
 	rc = lf_getattr(lf, ino, &st);
+	if (!rc)
+		lf_odir_note(lf, &st);
+	else if (rc == -ENOENT && lf_odir_removed_attr(lf, ino, &st))
+		rc = 0; /* a removed directory that a process still has open */
 	if (rc)
 		lf_reply_err(req, rc);
 	else
@@ -52,7 +56,7 @@ static int do_truncate(struct lode_fuse *lf, uint64_t ino, uint64_t size, struct
 		lf_writer_put(lf, w);
 		return rc;
 	}
-	return lode_ll_truncate(lf->c, ino, size);
+	return lf_truncate_lease(lf, ino, size);
 }
 
 /*
@@ -78,6 +82,18 @@ static int commit_writes(struct lode_fuse *lf, uint64_t ino, struct fuse_file_in
 	return rc;
 }
 
+/* A mode changed through this mount: our writer of the file checks its bits again. */
+static void note_mode(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
+{
+	struct lf_writer *w = lf_writer_find(lf, ino);
+
+	if (!w)
+		return;
+	atomic_store_explicit(&w->mode, st->mode, memory_order_relaxed);
+	atomic_store_explicit(&w->privs_kept_for, 0, memory_order_relaxed);
+	lf_writer_put(lf, w);
+}
+
 void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
@@ -90,6 +106,12 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		return;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = do_truncate(lf, ino, (uint64_t)attr->st_size, fi);
+		if (!rc && !(to_set & FUSE_SET_ATTR_MODE)) {
+			/* a truncate clears setuid/setgid as a write does */
+			rc = lode_ll_getattr(lf->c, ino, &st);
+			if (!rc)
+				rc = lf_kill_privs(lf, &st);
+		}
 		if (rc)
 			goto err;
 	}
@@ -131,6 +153,7 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	rc = lf_getattr(lf, ino, &st);
 	if (rc)
 		goto err;
+	note_mode(lf, ino, &st);
 	reply_attr(req, lf, &st);
 	return;
 err:

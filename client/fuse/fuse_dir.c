@@ -2,8 +2,10 @@
 /*
  * lode-fuse: directories. opendir, readdir, readdirplus, releasedir, fsyncdir.
  *
- * No state per open directory: the FUSE offset of an entry is the MDS's cookie of that
- * entry, and a page continues after the cookie the kernel hands back. The MDS numbers
+ * No paging state per open directory: the FUSE offset of an entry is the MDS's cookie of
+ * that entry, and a page continues after the cookie the kernel hands back. (What is kept
+ * per open directory is its attributes, for fstat after its removal: see below; it costs
+ * one GETATTR per opendir.) The MDS numbers
  * cookies from 3 and never reuses one, which leaves offsets 1 and 2 for the synthesized
  * "." and "..", and keeps paging stable while the directory changes.
  */
@@ -17,11 +19,86 @@
 #define OFF_AFTER_DOT	 1
 #define OFF_AFTER_DOTDOT 2
 
+/*
+ * Open directories. A directory removed (rmdir, or renamed over) while a process has it
+ * open still exists for that process, as on a local file system: fstat gives nlink 0.
+ * The MDS deletes a directory's inode at once, so lode-fuse keeps the attributes of
+ * every open directory (taken at opendir, refreshed by each GETATTR) until releasedir.
+ */
+static struct lf_odir **odir_bucket(struct lode_fuse *lf, uint64_t ino)
+{
+	return &lf->odirs[ino % LF_WRITER_BUCKETS];
+}
+
+/* With dlock held. */
+static struct lf_odir *odir_find(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_odir *d = *odir_bucket(lf, ino);
+
+	while (d && d->ino != ino)
+		d = d->next;
+	return d;
+}
+
+bool lf_odir_removed_attr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st)
+{
+	struct lf_odir *d;
+
+	pthread_mutex_lock(&lf->dlock);
+	d = odir_find(lf, ino);
+	if (d) {
+		*st = d->st;
+		st->nlink = 0;
+	}
+	pthread_mutex_unlock(&lf->dlock);
+	return d != NULL;
+}
+
+void lf_odir_note(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_odir *d;
+
+	if (!S_ISDIR(st->mode))
+		return;
+	pthread_mutex_lock(&lf->dlock);
+	d = odir_find(lf, st->ino);
+	if (d)
+		d->st = *st;
+	pthread_mutex_unlock(&lf->dlock);
+}
+
 void lf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct lode_fuse *lf = lf_req(req);
+	struct lf_odir *d, *fresh;
+	struct lode_stat st;
+	int rc = lode_ll_getattr(lf->c, ino, &st);
+
+	if (rc) {
+		lf_reply_err(req, rc);
+		return;
+	}
+	fresh = calloc(1, sizeof(*fresh));
+	if (!fresh) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&lf->dlock);
+	d = odir_find(lf, ino);
+	if (!d) {
+		d = fresh;
+		fresh = NULL;
+		d->ino = ino;
+		d->next = *odir_bucket(lf, ino);
+		*odir_bucket(lf, ino) = d;
+	}
+	d->refs++;
+	d->st = st;
+	pthread_mutex_unlock(&lf->dlock);
+	free(fresh);
 	fi->fh = 0;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: no releasedir will come */
+		lf_releasedir_ino(lf, ino);
 }
 
 /* Adds one entry; returns false when the reply buffer is full. */
@@ -140,10 +217,28 @@ void lf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	do_readdir(req, ino, size, off, true);
 }
 
+void lf_releasedir_ino(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_odir **pp, *gone = NULL;
+
+	pthread_mutex_lock(&lf->dlock);
+	for (pp = odir_bucket(lf, ino); *pp; pp = &(*pp)->next) {
+		if ((*pp)->ino != ino)
+			continue;
+		if (--(*pp)->refs == 0) {
+			gone = *pp;
+			*pp = gone->next;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&lf->dlock);
+	free(gone);
+}
+
 void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
 	(void)fi;
+	lf_releasedir_ino(fuse_req_userdata(req), ino);
 	fuse_reply_err(req, 0);
 }
 

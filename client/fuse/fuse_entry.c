@@ -70,11 +70,17 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 	struct lode_stat st;
 	int rc;
 
-	(void)rdev;
 	if (lf_refuse_ro(req, lf))
 		return;
 	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
+		/* FIFOs, sockets, devices: stored with type and device number; the kernel
+		 * gives them their behaviour */
+		rc = lode_ll_mknod(lf->c, parent, name, mode & (S_IFMT | 07777), (uint32_t)rdev,
+				   &st);
+		if (rc)
+			lf_reply_err(req, rc);
+		else
+			lf_reply_entry(req, lf, &st);
 		return;
 	}
 	rc = lode_ll_create(lf->c, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode & 07777, NULL,

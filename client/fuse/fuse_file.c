@@ -66,8 +66,11 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 		 * too, or a read or stat right after this open would use the old size */
 		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 	}
-	/* O_DIRECT: straight to liblode. Other opens use the page cache, so mmap works. */
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
+	 * be mapped MAP_SHARED (fuse_dev.c); else page-cache mode, where the kernel's direct
+	 * I/O path still bypasses the cache, slower but mmap works. Other opens use the page
+	 * cache, so mmap works. */
+	fi->direct_io = (fi->flags & O_DIRECT) && lf_dio_mmap();
 }
 
 static bool write_through(int flags)
@@ -93,6 +96,40 @@ static void reply_open(fuse_req_t req, struct lode_fuse *lf, struct lf_handle *h
 		handle_free(lf, h);
 }
 
+/*
+ * An O_APPEND write goes where the kernel's i_size says the file ends, and nothing between
+ * open and that write refreshes i_size: a mount whose cached attributes are older than
+ * another mount's last close would append over that mount's bytes (close-to-open lost).
+ * So an append open of a file that changed since this mount last saw it fails once with
+ * ESTALE, after dropping the kernel's attributes and pages of it: Linux then repeats the
+ * open with a fresh LOOKUP, whose reply brings i_size up to date, and the repeated open
+ * finds the file as recorded here and goes on. Appenders on two mounts at the same
+ * instant are not serialised by this (as on NFS); one after the other's close are.
+ */
+static int append_size_check(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lode_stat st;
+	int rc = lf_getattr(lf, ino, &st);
+
+	if (rc)
+		return rc;
+	if (lf_cache_keep(lf, ino, st.mtime_ns, st.size))
+		return 0;
+	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
+	return -ESTALE;
+}
+
+/* An O_TRUNC open truncates like truncate(2), which clears setuid/setgid (the kernel sends
+ * no setattr for it: the open truncated). */
+static int truncated_kill_privs(struct lode_fuse *lf, struct lf_handle *h, struct lode_stat *st)
+{
+	int rc = lf_kill_privs(lf, st);
+
+	if (!rc && h->w)
+		atomic_store_explicit(&h->w->mode, st->mode, memory_order_relaxed);
+	return rc;
+}
+
 void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -104,6 +141,13 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (acc != O_RDONLY && lf->o.ro) {
 		fuse_reply_err(req, EROFS);
 		return;
+	}
+	if (acc != O_RDONLY && (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)) {
+		rc = append_size_check(lf, ino);
+		if (rc) {
+			lf_reply_err(req, rc);
+			return;
+		}
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
@@ -131,6 +175,13 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			}
 		}
 	}
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	if (fi->flags & O_TRUNC)
+		rc = truncated_kill_privs(lf, h, &st);
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);
@@ -187,6 +238,13 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = lode_fstat(h->w->f, &st);
 	else if (!rc)
 		lode_file_stat_cached(h->w->f, &st);
+	if (rc) {
+		handle_free(lf, h);
+		lf_reply_err(req, rc);
+		return;
+	}
+	if (!rc && (fi->flags & O_TRUNC))
+		rc = truncated_kill_privs(lf, h, &st);
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);
@@ -300,7 +358,9 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	n = lf_writer_write(w, buf, size, (uint64_t)off, h->write_through);
+	n = lf_writer_kill_privs(lf, req, w);
+	if (!n)
+		n = lf_writer_write(w, buf, size, (uint64_t)off, h->write_through);
 	if (n < 0) {
 		lf_reply_err(req, (int)n);
 	} else {
@@ -308,6 +368,34 @@ void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		lf_ok(lf);
 		fuse_reply_write(req, (size_t)n);
 	}
+}
+
+/* fallocate(2): reserve space (mode 0, KEEP_SIZE) or punch a hole; see
+ * lode_fallocate(). Through the shared writer, after the buffered writes before it. */
+void lf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		  struct fuse_file_info *fi)
+{
+	struct lode_fuse *lf = lf_req(req);
+	struct lf_writer *w = lf_handle_writer(fi);
+	int rc;
+
+	(void)ino;
+	if (!w) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = lf_writer_kill_privs(lf, req, w);
+	if (!rc)
+		rc = lf_writer_sync_err(w, false);
+	if (!rc)
+		rc = lode_fallocate(w->f, mode, (uint64_t)offset, (uint64_t)length);
+	if (!rc)
+		lf_ok(lf);
+	lf_reply_status(req, rc);
 }
 
 void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

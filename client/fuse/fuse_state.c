@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "log.h"
 #include "lode_fuse.h"
@@ -85,24 +86,114 @@ static void set_readahead(struct lode_fuse *lf)
 	       strerror(errno));
 }
 
+/* The credentials lf_req() set last on this thread, as the MDS will see them. */
+static __thread struct {
+	uint32_t uid, gid;
+	unsigned ngroups;
+	uint32_t groups[LF_GROUPS_MAX];
+} caller;
+
+uint32_t lf_caller_uid(void)
+{
+	return caller.uid;
+}
+
+bool lf_caller_in_group(uint32_t gid)
+{
+	if (caller.gid == gid)
+		return true;
+	for (unsigned i = 0; i < caller.ngroups; i++)
+		if (caller.groups[i] == gid)
+			return true;
+	return false;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The caller's supplementary groups, so that the MDS grants what a group grants (the
+ * kernel already checked them, with default_permissions; the MDS checks again for itself).
+ * FUSE sends only uid, gid and pid; libfuse reads the rest from /proc/PID/task/PID/status,
+ * a file read per call, so a process's list is kept for LF_GROUPS_TTL_MS, keyed by pid
+ * with its uid and gid (a process that changes ids is looked up again). A request with
+ * no process behind it (pid 0) or whose process is gone gets none. Returns the count.
+ */
+static unsigned caller_groups(struct lode_fuse *lf, fuse_req_t req, const struct fuse_ctx *ctx,
+			      uint32_t *out)
+{
+	struct lf_groups *slot = &lf->groups[ctx->pid % LF_GROUPS_SLOTS];
+	uint64_t now = now_ms();
+	gid_t list[LF_GROUPS_MAX];
+	unsigned n = 0;
+	int total;
+
+	if (!ctx->pid)
+		return 0;
+	pthread_mutex_lock(&lf->glock);
+	if (slot->pid == (uint32_t)ctx->pid && slot->uid == ctx->uid && slot->gid == ctx->gid &&
+	    slot->until_ms > now) {
+		n = slot->n;
+		memcpy(out, slot->g, n * sizeof(*out));
+		pthread_mutex_unlock(&lf->glock);
+		return n;
+	}
+	pthread_mutex_unlock(&lf->glock);
+
+	total = fuse_req_getgroups(req, (int)LF_GROUPS_MAX, list);
+	if (total < 0)
+		return 0;
+	n = (unsigned)total < LF_GROUPS_MAX ? (unsigned)total : LF_GROUPS_MAX;
+	for (unsigned i = 0; i < n; i++)
+		out[i] = (uint32_t)list[i];
+
+	pthread_mutex_lock(&lf->glock);
+	slot->pid = (uint32_t)ctx->pid;
+	slot->uid = ctx->uid;
+	slot->gid = ctx->gid;
+	slot->until_ms = now + LF_GROUPS_TTL_MS;
+	slot->n = n;
+	memcpy(slot->g, out, n * sizeof(*out));
+	pthread_mutex_unlock(&lf->glock);
+	return n;
+}
+
 struct lode_fuse *lf_req(fuse_req_t req)
 {
 	struct lode_fuse *lf = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	uint32_t uid = ctx->uid, gid = ctx->gid;
+	uint32_t groups[LF_GROUPS_MAX];
+	unsigned ngroups = 0;
 
 	/* any request but INIT comes after the kernel applied INIT's reply, which would
 	 * have undone a readahead set earlier */
 	if (!atomic_load_explicit(&lf->readahead_set, memory_order_relaxed) &&
 	    !atomic_exchange(&lf->readahead_set, 1))
 		set_readahead(lf);
-	if (lf->o.root_squash) {
-		if (uid == 0)
-			uid = LF_SQUASH_ID;
-		if (gid == 0)
-			gid = LF_SQUASH_ID;
+	if (lf->o.root_squash && uid == 0) {
+		uid = LF_SQUASH_ID; /* as NFS squashes: and none of root's groups */
+	} else if (uid != 0) {
+		/* root passes the MDS's checks without them */
+		ngroups = caller_groups(lf, req, ctx, groups);
+		if (lf->o.root_squash) {
+			for (unsigned i = 0; i < ngroups; i++)
+				if (groups[i] == 0)
+					groups[i] = LF_SQUASH_ID;
+		}
 	}
-	lode_thread_creds_set(uid, gid);
+	if (lf->o.root_squash && gid == 0)
+		gid = LF_SQUASH_ID;
+	lode_thread_creds_set_groups(uid, gid, ngroups, groups);
+	caller.uid = uid;
+	caller.gid = gid;
+	caller.ngroups = ngroups;
+	memcpy(caller.groups, groups, ngroups * sizeof(groups[0]));
 	return lf;
 }
 
@@ -180,6 +271,7 @@ void lf_stat_to_attr(const struct lode_stat *st, struct stat *out)
 	out->st_ino = st->ino;
 	out->st_mode = st->mode;
 	out->st_nlink = st->nlink;
+	out->st_rdev = st->rdev;
 	out->st_uid = st->uid;
 	out->st_gid = st->gid;
 	out->st_size = (off_t)st->size;

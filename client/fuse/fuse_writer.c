@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "lode_fuse.h"
 
@@ -150,6 +151,15 @@ int lf_writer_sync_err(struct lf_writer *w, bool free_buffer)
 	return rc;
 }
 
+/* The mode as the MDS gave it at open, for lf_writer_kill_privs. */
+static void writer_note_mode(struct lf_writer *w)
+{
+	struct lode_stat st;
+
+	lode_file_stat_cached(w->f, &st);
+	atomic_store_explicit(&w->mode, st.mode, memory_order_relaxed);
+}
+
 static struct lf_writer *writer_alloc(uint64_t ino)
 {
 	struct lf_writer *w = calloc(1, sizeof(*w));
@@ -201,6 +211,58 @@ int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
 }
 
 /*
+ * close(2) returns once FLUSH has committed the file; the kernel sends RELEASE, after
+ * which the closing mount gives the write lease back, in the background. Another mount
+ * whose open comes right after that close would get EBUSY from a lease that is about to
+ * go: so an open for writing that meets a lease waits for it, a bounded time. The lease
+ * of a file really open for writing elsewhere still gives EBUSY, LF_LEASE_WAIT_MS later.
+ */
+struct lease_wait {
+	unsigned waited_ms, step_ms;
+};
+
+/* After an EBUSY: sleeps a little longer each time and returns true, or false once
+ * LF_LEASE_WAIT_MS have passed. */
+static bool lease_wait_more(struct lease_wait *lw)
+{
+	struct timespec ts;
+
+	if (lw->waited_ms >= LF_LEASE_WAIT_MS)
+		return false;
+	if (!lw->step_ms)
+		lw->step_ms = 1;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)lw->step_ms * 1000000;
+	nanosleep(&ts, NULL);
+	lw->waited_ms += lw->step_ms;
+	if (lw->step_ms < 64)
+		lw->step_ms *= 2;
+	return true;
+}
+
+int lf_open_lease(struct lode_fuse *lf, uint64_t ino, int flags, struct lode_file **out)
+{
+	struct lease_wait lw = {0};
+	int rc;
+
+	do
+		rc = lode_ll_open(lf->c, ino, flags, out);
+	while (rc == -EBUSY && lease_wait_more(&lw));
+	return rc;
+}
+
+int lf_truncate_lease(struct lode_fuse *lf, uint64_t ino, uint64_t size)
+{
+	struct lease_wait lw = {0};
+	int rc;
+
+	do
+		rc = lode_ll_truncate(lf->c, ino, size);
+	while (rc == -EBUSY && lease_wait_more(&lw));
+	return rc;
+}
+
+/*
  * The writer of ino, opened now if this mount has none. The liblode handle is opened
  * O_RDWR when the MDS allows it, even for an O_WRONLY open, so that readers on this
  * mount can read through it and see the size it knows. An entry being opened is marked
@@ -244,10 +306,10 @@ int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writ
 	*bucket_of(lf, ino) = w;
 	pthread_mutex_unlock(&lf->wlock);
 
-	rc = lode_ll_open(lf->c, ino, O_RDWR | (flags & O_TRUNC), &f);
+	rc = lf_open_lease(lf, ino, O_RDWR | (flags & O_TRUNC), &f);
 	w->readable = !rc;
 	if (rc == -EACCES && (flags & O_ACCMODE) == O_WRONLY)
-		rc = lode_ll_open(lf->c, ino, O_WRONLY | (flags & O_TRUNC), &f);
+		rc = lf_open_lease(lf, ino, O_WRONLY | (flags & O_TRUNC), &f);
 
 	pthread_mutex_lock(&lf->wlock);
 	if (rc) {
@@ -257,6 +319,7 @@ int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writ
 		return rc;
 	}
 	w->f = f;
+	writer_note_mode(w);
 	w->closing = false;
 	pthread_cond_broadcast(&lf->wcond);
 	pthread_mutex_unlock(&lf->wlock);
@@ -277,6 +340,7 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 		return -ENOMEM;
 	w->f = f;
 	w->readable = readable;
+	writer_note_mode(w);
 	pthread_mutex_lock(&lf->wlock);
 	w->next = *bucket_of(lf, w->ino);
 	*bucket_of(lf, w->ino) = w;
@@ -320,6 +384,62 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 	}
 	pthread_mutex_unlock(&w->wb_lock);
 	return n;
+}
+
+/*
+ * Setuid and setgid on write, truncate and chown. Linux clears them in the kernel, with
+ * the rights of the kernel; through FUSE without handle_killpriv the kernel instead sends
+ * a mode change in the writer's name, which the MDS refuses to a non-owner, so the write
+ * failed. With FUSE_CAP_HANDLE_KILLPRIV (main.c) the file system clears them: the MDS does
+ * it for chown, and lode-fuse here for writes and truncates, with a mode change that the
+ * MDS allows anyone who may write the file when it only clears those bits.
+ */
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st)
+{
+	uint32_t kill = 0;
+	struct lode_setattr sa = {0};
+	int rc;
+
+	if (!S_ISREG(st->mode) || lf_caller_uid() == 0)
+		return 0;
+	if (st->mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((st->mode & S_ISGID) && ((st->mode & S_IXGRP) || !lf_caller_in_group(st->gid)))
+		kill |= S_ISGID;
+	if (!kill)
+		return 0;
+	sa.valid = LODE_SET_MODE;
+	sa.mode = st->mode & 07777 & ~kill;
+	rc = lode_ll_setattr(lf->c, st->ino, &sa, NULL);
+	if (rc)
+		return rc;
+	st->mode &= ~kill;
+	/* the kernel's cached mode still has them: make its next stat ask */
+	fuse_lowlevel_notify_inval_inode(lf->se, st->ino, -1, 0);
+	return 0;
+}
+
+int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w)
+{
+	uint32_t mode = atomic_load_explicit(&w->mode, memory_order_relaxed);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct lode_stat st;
+	int rc;
+
+	if (!(mode & (S_ISUID | S_ISGID)) ||
+	    atomic_load_explicit(&w->privs_kept_for, memory_order_relaxed) == ctx->uid + 1)
+		return 0;
+	lf_req(req);
+	if (lf_caller_uid() == 0)
+		return 0;
+	rc = lode_ll_getattr(lf->c, w->ino, &st);
+	if (!rc)
+		rc = lf_kill_privs(lf, &st);
+	if (rc)
+		return rc;
+	atomic_store_explicit(&w->mode, st.mode, memory_order_relaxed);
+	atomic_store_explicit(&w->privs_kept_for, ctx->uid + 1, memory_order_relaxed);
+	return 0;
 }
 
 void lf_fix_size(struct lode_fuse *lf, struct lode_stat *st)

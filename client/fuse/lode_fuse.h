@@ -34,6 +34,10 @@
 #define LF_WRITER_BUCKETS 256u
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
 #define LF_SQUASH_ID	  65534u
+#define LF_GROUPS_MAX	  32u	/* supplementary groups sent per request (the wire's limit) */
+#define LF_GROUPS_SLOTS	  1024u /* cached group lists, direct mapped by pid */
+#define LF_GROUPS_TTL_MS  1000u /* how long a process's group list is trusted */
+#define LF_LEASE_WAIT_MS  2000u /* how long an open waits for another mount's lease to go */
 
 enum lf_level { LF_ERR, LF_WARN, LF_INFO };
 
@@ -66,6 +70,11 @@ struct lf_writer {
 	uint64_t ino;
 	struct lode_file *f; /* opened O_RDWR when the MDS allowed it, else O_WRONLY */
 	bool readable;
+	/* Setuid/setgid (see lf_kill_privs): the file's mode as last seen, and the uid + 1 of
+	 * the last writer found not to clear them, so that a write checks only when a
+	 * privilege bit is set. */
+	_Atomic uint32_t mode;
+	_Atomic uint32_t privs_kept_for;
 	unsigned refs;		/* protected by lode_fuse.wlock: opens plus transient users */
 	bool closing;		/* protected by lode_fuse.wlock: lode_close() in progress */
 	struct lf_writer *next; /* protected by lode_fuse.wlock */
@@ -98,6 +107,23 @@ struct lf_cver {
 	uint64_t size;
 };
 
+/* A process's supplementary groups as /proc gave them, for LF_GROUPS_TTL_MS. */
+struct lf_groups {
+	uint32_t pid, uid, gid;
+	uint64_t until_ms;
+	unsigned n;
+	uint32_t g[LF_GROUPS_MAX];
+};
+
+/* A directory some process has open (opendir), with its attributes as of its last
+ * GETATTR: once the directory is removed, fstat of the open one still answers, nlink 0. */
+struct lf_odir {
+	uint64_t ino;
+	unsigned refs;
+	struct lode_stat st;
+	struct lf_odir *next;
+};
+
 struct lode_fuse {
 	struct lode_client *c;
 	struct fuse_session *se;
@@ -109,6 +135,12 @@ struct lode_fuse {
 
 	pthread_mutex_t clock;
 	struct lf_cver *cver; /* protected by clock */
+
+	pthread_mutex_t dlock;
+	struct lf_odir *odirs[LF_WRITER_BUCKETS]; /* protected by dlock */
+
+	pthread_mutex_t glock;
+	struct lf_groups *groups; /* protected by glock: LF_GROUPS_SLOTS */
 
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
@@ -128,14 +160,25 @@ void lf_metrics_error(int err);
 struct lode_metrics_buf;
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b);
 
+/* fuse_dev.c: after fuse_session_mount(), routes the session's /dev/fuse I/O through
+ * lode-fuse so that INIT can take FUSE_DIRECT_IO_ALLOW_MMAP. 0 or -errno. */
+int lf_dev_hook(struct lode_fuse *lf);
+/* Whether the kernel lets MAP_SHARED map a direct_io (O_DIRECT) open: FOPEN_DIRECT_IO
+ * then; otherwise O_DIRECT opens use page-cache mode (the kernel still bypasses it). */
+bool lf_dio_mmap(void);
+
 /* Set once daemonized without --log: lf_log() goes to syslog from then on; else it
  * writes lode_log() lines (proto/daemon/log.h) to stderr. */
 extern bool lf_log_syslog;
 void lf_log(enum lf_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The mount of a request, with the caller's credentials (squashed if asked) set as this
- * thread's override (lode_thread_creds_set) for the liblode calls it makes next. */
+/* The mount of a request, with the caller's credentials (squashed if asked; with its
+ * supplementary groups, read from /proc and cached briefly) set as this thread's override
+ * (lode_thread_creds_set_groups) for the liblode calls it makes next. */
 struct lode_fuse *lf_req(fuse_req_t req);
+/* The uid lf_req() set for this thread's calls, and whether gid is one of its groups. */
+uint32_t lf_caller_uid(void);
+bool lf_caller_in_group(uint32_t gid);
 /* Replies a negative errno from liblode, mapped for the application; never replies 0. */
 void lf_reply_err(fuse_req_t req, int rc);
 /* Replies the status of a call with nothing to return: success for 0, else lf_reply_err. */
@@ -156,8 +199,20 @@ void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
 
 /* fuse_writer.c: the shared write handles and their write-behind */
 
+/* Clears setuid and setgid of a regular file as Linux does when someone without
+ * CAP_FSETID (here: uid 0) writes or truncates it: setuid always, setgid when the group
+ * may execute or the caller is not in the file's group. st: the file's attributes now;
+ * on return st->mode is the mode it has. Uses the credentials lf_req() set. 0 or -errno. */
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st);
+/* Before a write through w by the caller of req: lf_kill_privs when the file has a
+ * privilege bit to lose. 0 or -errno. */
+int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w);
 /* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
 struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
+/* lode_ll_open() and lode_ll_truncate() that wait up to LF_LEASE_WAIT_MS for a write
+ * lease another mount is giving back (it closed the file; its RELEASE is on the way). */
+int lf_open_lease(struct lode_fuse *lf, uint64_t ino, int flags, struct lode_file **out);
+int lf_truncate_lease(struct lode_fuse *lf, uint64_t ino, uint64_t size);
 /* The writer of ino, opened now (flags: the FUSE open's; O_TRUNC truncates) if this
  * mount has none, with a reference taken. Returns 0 or -errno. */
 int lf_writer_open(struct lode_fuse *lf, uint64_t ino, int flags, struct lf_writer **out);
@@ -202,10 +257,16 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 void lf_statfs(fuse_req_t req, fuse_ino_t ino);
 
 /* fuse_dir.c */
+/* The attributes of ino as of when it was open as a directory and last seen, with nlink 0,
+ * for a directory since removed; false if no process has it open. */
+bool lf_odir_removed_attr(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st);
+/* Records fresh attributes of a directory, if it is open. */
+void lf_odir_note(struct lode_fuse *lf, const struct lode_stat *st);
 void lf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void lf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi);
+void lf_releasedir_ino(struct lode_fuse *lf, uint64_t ino);
 void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
@@ -216,6 +277,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void lf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi);
+void lf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		  struct fuse_file_info *fi);
 void lf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void lf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

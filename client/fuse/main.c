@@ -316,8 +316,10 @@ static void lf_init(void *userdata, struct fuse_conn_info *conn)
 	/* page-cache mode stays write-through: the kernel must not own size and mtime,
 	 * other clients read what the MDS commits */
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
-	/* the kernel clears setuid/setgid on write with a setattr; the MDS does not */
-	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	/* setuid/setgid on write, truncate and chown: we clear them (see lf_kill_privs); left
+	 * to the kernel, they came as a mode change in the writer's name */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &=
 	    ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 			FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
@@ -352,6 +354,7 @@ static const struct fuse_lowlevel_ops ops = {
     .read = lf_read,
     .write = lf_write,
     .flush = lf_flush,
+    .fallocate = lf_fallocate,
     .release = lf_release,
     .fsync = lf_fsync,
     .opendir = lf_opendir,
@@ -526,8 +529,11 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->wlock, NULL);
 	pthread_cond_init(&lf->wcond, NULL);
 	pthread_mutex_init(&lf->clock, NULL);
+	pthread_mutex_init(&lf->glock, NULL);
+	pthread_mutex_init(&lf->dlock, NULL);
 	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
-	if (!lf->cver) {
+	lf->groups = calloc(LF_GROUPS_SLOTS, sizeof(*lf->groups));
+	if (!lf->cver || !lf->groups) {
 		fputs("lode-fuse: out of memory\n", stderr);
 		return 1;
 	}
@@ -577,6 +583,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lode-fuse: cannot mount on %s\n", lf->o.mountpoint);
 		goto out_signals;
 	}
+	rc = lf_dev_hook(lf);
+	if (rc)
+		lf_log(LF_WARN,
+		       "cannot hook /dev/fuse I/O (%s): mmap of O_DIRECT opens will "
+		       "use page-cache mode",
+		       strerror(-rc));
 	if (fuse_daemonize(lf->o.foreground))
 		goto out_unmount;
 	if (log_fd >= 0) {
@@ -635,6 +647,17 @@ out_free:
 	free(fuse_opts);
 	free(base);
 	free(lf->cver);
+	free(lf->groups);
+	for (unsigned i = 0; i < LF_WRITER_BUCKETS; i++) {
+		while (lf->odirs[i]) {
+			struct lf_odir *d = lf->odirs[i];
+
+			lf->odirs[i] = d->next;
+			free(d);
+		}
+	}
+	pthread_mutex_destroy(&lf->glock);
+	pthread_mutex_destroy(&lf->dlock);
 	free(lf->o.mount_abs);
 	pthread_mutex_destroy(&lf->clock);
 	pthread_cond_destroy(&lf->wcond);

@@ -91,8 +91,9 @@ LODE_API void lode_disconnect(struct lode_client *c);
  * Credentials. Every request carries a uid and gid, which the MDS checks permissions
  * against (within what the cluster key allows). They come from, first match wins:
  * 1. the calling thread's override (lode_thread_creds_set), whatever client it calls;
- * 2. the client's credentials: lode_client_opts.uid/gid, the process's effective ids, or
- *    what lode_client_set_creds set last.
+ * 2. the client's credentials: lode_client_opts.uid/gid, the process's effective ids
+ *    (with its supplementary groups), or what lode_client_set_creds set last (no
+ *    supplementary groups).
  */
 /* Sets the client's credentials for requests that any thread without an override starts
  * from now on; a request already sent keeps the ones it had. Safe from any thread. */
@@ -103,6 +104,11 @@ LODE_API void lode_client_set_creds(struct lode_client *c, uint32_t uid, uint32_
  * before each operation). Other threads are not affected. The override lives in
  * thread-local storage: nothing to free, and it ends with the thread. */
 LODE_API void lode_thread_creds_set(uint32_t uid, uint32_t gid);
+/* lode_thread_creds_set() with supplementary groups: the MDS grants what any of them
+ * may (a group's mode bits, chgrp by an owner to one of them). At most 32 are sent (the
+ * first ones); lode_thread_creds_set() sends none. groups is copied. */
+LODE_API void lode_thread_creds_set_groups(uint32_t uid, uint32_t gid, unsigned ngroups,
+					   const uint32_t *groups);
 /* Drops the calling thread's override: its requests use the client's credentials again. */
 LODE_API void lode_thread_creds_clear(void);
 
@@ -150,8 +156,10 @@ struct lode_stat {
 	uint32_t mode;	 /* S_IFMT | permissions */
 	uint32_t uid, gid, nlink;
 	int64_t atime_ns, mtime_ns, ctime_ns;
-	uint64_t generation;  /* of the layout: changes when the file's objects are replaced */
-	uint64_t reserved[7]; /* zero; new fields go here */
+	uint64_t generation; /* of the layout: changes when the file's objects are replaced */
+	uint32_t rdev;	     /* device nodes: the device, as Linux's 32-bit dev_t; else 0 */
+	uint32_t reserved0;
+	uint64_t reserved[6]; /* zero; new fields go here */
 };
 
 /* Where a file's data lives: byte off is in stripe (off / stripe_size) % stripe_count, at
@@ -328,6 +336,14 @@ LODE_API int lode_flush(struct lode_file *f);
 /* Sets the size of an open file, cutting or extending with zeros: objects first, then
  * metadata (committed at once). Returns 0, -EBADF (read-only handle), -EFBIG, ... */
 LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
+/* fallocate(2) on an open file. mode 0: reserve disk space for [off, off + len) on every
+ * copy, then extend the size to off + len if it is smaller, so that writes there cannot
+ * fail with ENOSPC half way; FALLOC_FL_KEEP_SIZE: reserve only; FALLOC_FL_PUNCH_HOLE |
+ * FALLOC_FL_KEEP_SIZE: the range (within the size) reads as zeros from then on, on every
+ * copy, checksums included (written as zeros: the space stays allocated). Returns 0,
+ * -EBADF (read-only handle), -EINVAL (len 0), -EFBIG, -ENOSPC, -EOPNOTSUPP (another mode,
+ * or a target whose file system cannot reserve), ... */
+LODE_API int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. */
 LODE_API int lode_close(struct lode_file *f);
@@ -408,6 +424,13 @@ LODE_API int lode_ll_create(struct lode_client *c, uint64_t parent, const char *
  * Returns 0, -EEXIST, ... */
 LODE_API int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
 			   struct lode_stat *st);
+/* Creates a FIFO, UNIX socket or device node name in parent: mode is S_IFIFO, S_IFSOCK,
+ * S_IFCHR or S_IFBLK with the permissions; rdev (devices) as Linux's 32-bit dev_t. Lode
+ * stores them; the kernel of whoever opens one gives it its behaviour (lode_open of one
+ * answers -ENXIO). Devices need uid 0 (-EPERM). st (may be NULL) receives the attributes.
+ * Returns 0, -EEXIST, -EINVAL (another type), ... */
+LODE_API int lode_ll_mknod(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,
+			   uint32_t rdev, struct lode_stat *st);
 /* As lode_unlink, for name in parent. */
 LODE_API int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name);
 /* As lode_rmdir, for name in parent. */

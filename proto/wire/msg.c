@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codec.h"
 
@@ -50,6 +51,7 @@ struct msg_spec {
 		uint16_t off;
 		uint8_t size; /* 0 ends the list */
 	} zero[3];
+	uint16_t cred; /* 1 + offset of the struct's lode_wire_cred; 0: it has none */
 	/* Values only this opcode knows. body_len is the whole body's. Returns 0 or -errno. */
 	int (*check)(struct lode_msg *m, uint32_t body_len, uint64_t data_len);
 };
@@ -58,10 +60,25 @@ struct msg_spec {
 	{                                                                                          \
 		offsetof(T, f), k                                                                  \
 	}
+#define CRED(T) .cred = offsetof(T, cred) + 1
 #define ZERO(T, f)                                                                                 \
 	{                                                                                          \
 		offsetof(T, f), sizeof(((T *)0)->f)                                                \
 	}
+
+/* A cred's group list: ngroups within bounds, unused slots and reserved zero. */
+static int cred_ok(const struct lode_wire_cred *c)
+{
+	struct lode_wire_cred v;
+
+	memcpy(&v, c, sizeof(v)); /* the body is not necessarily aligned for it */
+	if (v.reserved || v.ngroups > LODE_CRED_GROUPS_MAX)
+		return -EPROTO;
+	for (unsigned i = v.ngroups; i < LODE_CRED_GROUPS_MAX; i++)
+		if (v.groups[i])
+			return -EPROTO;
+	return 0;
+}
 
 /* ---- the values each opcode checks ---- */
 
@@ -133,7 +150,7 @@ static int check_commit(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	const struct lode_wire_commit_req *r = m->fixed;
 
 	(void)blen, (void)dlen;
-	if (r->commit > 1)
+	if (r->commit > 1 || (!r->commit && r->blocks_p1))
 		return -EPROTO;
 	return r->size > (uint64_t)INT64_MAX ? -EFBIG : 0;
 }
@@ -142,6 +159,19 @@ static int check_mode(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	(void)blen, (void)dlen;
 	return ((const struct lode_wire_mkdir_req *)m->fixed)->mode & ~07777u ? -EINVAL : 0;
+}
+
+static int check_mknod(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_mknod_req *r = m->fixed;
+	uint32_t type = r->mode & S_IFMT;
+
+	(void)blen, (void)dlen;
+	if (r->mode & ~(S_IFMT | 07777u))
+		return -EINVAL;
+	if (type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
+		return -EINVAL;
+	return 0;
 }
 
 static int check_rename(struct lode_msg *m, uint32_t blen, uint64_t dlen)
@@ -284,6 +314,20 @@ static int check_obj_fsync(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return lode_dec_chain(o + 1, blen - sizeof(*o), &m->chain);
 }
 
+static int check_obj_allocate(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_obj_allocate_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (!objid_ok(&r->obj))
+		return -EPROTO;
+	if (r->length == 0)
+		return -EINVAL;
+	return r->offset > (uint64_t)INT64_MAX || r->length > (uint64_t)INT64_MAX - r->offset
+		   ? -EFBIG
+		   : 0;
+}
+
 static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_obj_list_req *r = m->fixed;
@@ -298,6 +342,7 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	{                                                                                          \
 		.name = nm, .fixed = sizeof(struct lode_wire_lookup_req),                          \
 		.names = {NAME(struct lode_wire_lookup_req, name_len, NAME_ENTRY)},                \
+		CRED(struct lode_wire_lookup_req),                                                 \
 		.zero = {ZERO(struct lode_wire_lookup_req, reserved0),                             \
 			 ZERO(struct lode_wire_lookup_req, reserved1)},                            \
 	}
@@ -309,6 +354,7 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	{                                                                                          \
 		.name = nm, .fixed = sizeof(struct lode_wire_xattr_req), .data = d,                \
 		.names = {NAME(struct lode_wire_xattr_req, name_len, k)},                          \
+		CRED(struct lode_wire_xattr_req),                                                  \
 		.zero = {ZERO(struct lode_wire_xattr_req, reserved0),                              \
 			 ZERO(struct lode_wire_xattr_req, reserved1)},                             \
 		.check = ck,                                                                       \
@@ -333,14 +379,17 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_GETATTR] = BY_INO("GETATTR"),
     [LODE_OP_SETATTR] = {.name = "SETATTR",
 			 .fixed = sizeof(struct lode_wire_setattr_req),
+			 CRED(struct lode_wire_setattr_req),
 			 .check = check_setattr},
     [LODE_OP_CREATE] = {.name = "CREATE",
 			.fixed = sizeof(struct lode_wire_create_req),
+			CRED(struct lode_wire_create_req),
 			.names = {NAME(struct lode_wire_create_req, name_len, NAME_ENTRY)},
 			.zero = {ZERO(struct lode_wire_create_req, reserved)},
 			.check = check_create},
     [LODE_OP_MKDIR] = {.name = "MKDIR",
 		       .fixed = sizeof(struct lode_wire_mkdir_req),
+		       CRED(struct lode_wire_mkdir_req),
 		       .names = {NAME(struct lode_wire_mkdir_req, name_len, NAME_ENTRY)},
 		       .zero = {ZERO(struct lode_wire_mkdir_req, reserved)},
 		       .check = check_mode},
@@ -348,22 +397,26 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_RMDIR] = LOOKUP_LIKE("RMDIR"),
     [LODE_OP_RENAME] = {.name = "RENAME",
 			.fixed = sizeof(struct lode_wire_rename_req),
+			CRED(struct lode_wire_rename_req),
 			.names = {NAME(struct lode_wire_rename_req, old_name_len, NAME_ENTRY),
 				  NAME(struct lode_wire_rename_req, new_name_len, NAME_ENTRY)},
 			.check = check_rename},
     [LODE_OP_LINK] = {.name = "LINK",
 		      .fixed = sizeof(struct lode_wire_link_req),
+		      CRED(struct lode_wire_link_req),
 		      .names = {NAME(struct lode_wire_link_req, name_len, NAME_ENTRY)},
 		      .zero = {ZERO(struct lode_wire_link_req, reserved0),
 			       ZERO(struct lode_wire_link_req, reserved1)}},
     [LODE_OP_SYMLINK] = {.name = "SYMLINK",
 			 .fixed = sizeof(struct lode_wire_symlink_req),
+			 CRED(struct lode_wire_symlink_req),
 			 .names = {NAME(struct lode_wire_symlink_req, name_len, NAME_ENTRY),
 				   NAME(struct lode_wire_symlink_req, target_len, NAME_SYMLINK)},
 			 .zero = {ZERO(struct lode_wire_symlink_req, reserved)}},
     [LODE_OP_READLINK] = BY_INO("READLINK"),
     [LODE_OP_READDIR] = {.name = "READDIR",
 			 .fixed = sizeof(struct lode_wire_readdir_req),
+			 CRED(struct lode_wire_readdir_req),
 			 .check = check_readdir},
     [LODE_OP_STATFS] = {.name = "STATFS"},
     [LODE_OP_SETXATTR] = XATTR("SETXATTR", NAME_XATTR, check_setxattr, DATA_XATTR),
@@ -372,6 +425,7 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_REMOVEXATTR] = XATTR("REMOVEXATTR", NAME_XATTR, check_no_xattr_flags, DATA_NONE),
     [LODE_OP_OPEN] = {.name = "OPEN",
 		      .fixed = sizeof(struct lode_wire_open_req),
+		      CRED(struct lode_wire_open_req),
 		      .zero = {ZERO(struct lode_wire_open_req, reserved)},
 		      .check = check_open},
     [LODE_OP_CLOSE] = COMMIT_LIKE("CLOSE"),
@@ -401,6 +455,13 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 				 .fixed = sizeof(struct lode_wire_set_copy_req),
 				 .zero = {ZERO(struct lode_wire_set_copy_req, reserved)},
 				 .check = check_set_copy},
+    [LODE_OP_MKNOD] = {.name = "MKNOD",
+		       .fixed = sizeof(struct lode_wire_mknod_req),
+		       CRED(struct lode_wire_mknod_req),
+		       .names = {NAME(struct lode_wire_mknod_req, name_len, NAME_ENTRY)},
+		       .zero = {ZERO(struct lode_wire_mknod_req, reserved0),
+				ZERO(struct lode_wire_mknod_req, reserved1)},
+		       .check = check_mknod},
     [LODE_OP_OBJ_WRITE] = {.name = "OBJ_WRITE",
 			   .fixed = sizeof(struct lode_wire_obj_write_req),
 			   .data = DATA_OBJECT,
@@ -413,6 +474,9 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_OBJ_TRUNCATE] = {.name = "OBJ_TRUNCATE",
 			      .fixed = sizeof(struct lode_wire_obj_truncate_req),
 			      .check = check_obj_truncate},
+    [LODE_OP_OBJ_ALLOCATE] = {.name = "OBJ_ALLOCATE",
+			      .fixed = sizeof(struct lode_wire_obj_allocate_req),
+			      .check = check_obj_allocate},
     [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE"),
     [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT"),
     [LODE_OP_OBJ_LIST] = {.name = "OBJ_LIST",
@@ -598,6 +662,11 @@ int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t dat
 		for (unsigned k = 0; k < s->zero[i].size; k++)
 			if (f[k])
 				return -EPROTO;
+	}
+	if (s->cred) {
+		rc = cred_ok((const struct lode_wire_cred *)(const void *)(p + s->cred - 1));
+		if (rc)
+			return rc;
 	}
 	/* the names follow the struct back to back and fill the body exactly */
 	need = s->fixed;

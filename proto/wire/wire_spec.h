@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define LODE_WIRE_MAGIC	  0x45444f4cu /* "LODE" read as a little-endian u32 */
-#define LODE_WIRE_VERSION 1
+#define LODE_WIRE_VERSION 2
 
 /* Hard limits: a frame beyond any of them is a protocol error. */
 #define LODE_NAME_MAX		255  /* one path component */
@@ -80,6 +80,7 @@ enum lode_opcode {
 	LODE_OP_REPORT_COPY = 35,     /* a client found a copy that failed or holds bad data */
 	LODE_OP_LAYOUT_GET = 36,      /* layout and degraded copies of a file */
 	LODE_OP_LAYOUT_SET_COPY = 37, /* repair: a copy now lives on another target */
+	LODE_OP_MKNOD = 38,	      /* a FIFO, socket or device node */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -89,6 +90,7 @@ enum lode_opcode {
 	LODE_OP_OBJ_STAT = 54,
 	LODE_OP_OBJ_LIST = 55,
 	LODE_OP_OBJ_FSYNC = 56,
+	LODE_OP_OBJ_ALLOCATE = 57, /* reserve disk space for a range, size unchanged */
 
 	LODE_OP_MAX_ = 64,
 };
@@ -142,12 +144,19 @@ struct lode_wire_layout {
 };
 _Static_assert(sizeof(struct lode_wire_layout) == 16 + 4 * LODE_LAYOUT_TARGETS_MAX, "layout");
 
-/* Caller identity for permission checks. */
+/* Caller identity for permission checks: uid, primary gid and up to
+ * LODE_CRED_GROUPS_MAX supplementary groups (groups[0..ngroups), the rest zero). A caller
+ * with more groups sends the first LODE_CRED_GROUPS_MAX; the MDS then grants nothing
+ * through the others. */
+#define LODE_CRED_GROUPS_MAX 32
 struct lode_wire_cred {
 	uint32_t uid;
 	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t reserved;
+	uint32_t groups[LODE_CRED_GROUPS_MAX];
 };
-_Static_assert(sizeof(struct lode_wire_cred) == 8, "cred");
+_Static_assert(sizeof(struct lode_wire_cred) == 16 + 4 * LODE_CRED_GROUPS_MAX, "cred");
 
 /* ---- HELLO / PING ---- */
 
@@ -179,7 +188,7 @@ struct lode_wire_lookup_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_lookup_req) == 24, "lookup req");
+_Static_assert(sizeof(struct lode_wire_lookup_req) == 160, "lookup req");
 
 /* GETATTR: reply lode_wire_attr. */
 struct lode_wire_getattr_req {
@@ -212,7 +221,7 @@ struct lode_wire_setattr_req {
 	int64_t mtime_ns;
 	int64_t ctime_ns;
 };
-_Static_assert(sizeof(struct lode_wire_setattr_req) == 64, "setattr req");
+_Static_assert(sizeof(struct lode_wire_setattr_req) == 200, "setattr req");
 
 /* OPEN flags (subset of O_*, wire values fixed here) */
 #define LODE_OPEN_READ	 0x01u
@@ -237,7 +246,7 @@ struct lode_wire_create_req {
 	uint16_t reserved;
 	struct lode_wire_layout layout;
 };
-_Static_assert(sizeof(struct lode_wire_create_req) == 32 + sizeof(struct lode_wire_layout),
+_Static_assert(sizeof(struct lode_wire_create_req) == 168 + sizeof(struct lode_wire_layout),
 	       "create req");
 
 /* OPEN: by inode number. ESTALE when the inode is gone or no name leads to it any more
@@ -248,7 +257,7 @@ struct lode_wire_open_req {
 	uint32_t flags; /* LODE_OPEN_* */
 	uint32_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_open_req) == 24, "open req");
+_Static_assert(sizeof(struct lode_wire_open_req) == 160, "open req");
 
 /* Reply of OPEN and CREATE. A write handle holds the file's single-writer lease until
  * CLOSE or until lease_ms pass without a COMMIT. degraded: bit i set when the copy in
@@ -276,8 +285,11 @@ struct lode_wire_commit_req {
 	int64_t mtime_ns;
 	uint32_t commit; /* 1: apply size and mtime */
 	uint32_t reserved;
+	/* with commit: 1 + the 512-byte blocks one copy of the file takes on its targets, as
+	 * the writer measured them (OBJ_STAT); 0: not measured, the MDS keeps what it had */
+	uint64_t blocks_p1;
 };
-_Static_assert(sizeof(struct lode_wire_commit_req) == 40, "commit req");
+_Static_assert(sizeof(struct lode_wire_commit_req) == 48, "commit req");
 
 /* MKDIR: body = req + name. Reply: lode_wire_attr. */
 struct lode_wire_mkdir_req {
@@ -287,7 +299,21 @@ struct lode_wire_mkdir_req {
 	uint16_t name_len;
 	uint16_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_mkdir_req) == 24, "mkdir req");
+_Static_assert(sizeof(struct lode_wire_mkdir_req) == 160, "mkdir req");
+
+/* MKNOD: body = req + name. mode holds the type (S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK) and
+ * the permissions; rdev (devices only, else 0) as Linux's 32-bit encoding. Reply:
+ * lode_wire_attr. */
+struct lode_wire_mknod_req {
+	uint64_t parent;
+	struct lode_wire_cred cred;
+	uint32_t mode;
+	uint32_t rdev;
+	uint16_t name_len;
+	uint16_t reserved0;
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_mknod_req) == 168, "mknod req");
 
 /* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
 
@@ -303,7 +329,7 @@ struct lode_wire_rename_req {
 	uint16_t new_name_len;
 	uint32_t flags; /* LODE_RENAME_* */
 };
-_Static_assert(sizeof(struct lode_wire_rename_req) == 32, "rename req");
+_Static_assert(sizeof(struct lode_wire_rename_req) == 168, "rename req");
 
 /* LINK: body = req + new name. Reply: lode_wire_attr of ino. */
 struct lode_wire_link_req {
@@ -314,7 +340,7 @@ struct lode_wire_link_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_link_req) == 32, "link req");
+_Static_assert(sizeof(struct lode_wire_link_req) == 168, "link req");
 
 /* SYMLINK: body = req + name + target. Reply: lode_wire_attr. */
 struct lode_wire_symlink_req {
@@ -324,7 +350,7 @@ struct lode_wire_symlink_req {
 	uint16_t target_len; /* 1..LODE_SYMLINK_MAX */
 	uint32_t reserved;
 };
-_Static_assert(sizeof(struct lode_wire_symlink_req) == 24, "symlink req");
+_Static_assert(sizeof(struct lode_wire_symlink_req) == 160, "symlink req");
 
 /* READLINK: body = getattr req. Reply: data = target bytes. */
 
@@ -342,7 +368,7 @@ struct lode_wire_readdir_req {
 	uint32_t max_entries; /* 1..LODE_READDIR_MAX */
 	uint32_t flags;	      /* LODE_READDIR_ATTRS or 0 */
 };
-_Static_assert(sizeof(struct lode_wire_readdir_req) == 32, "readdir req");
+_Static_assert(sizeof(struct lode_wire_readdir_req) == 168, "readdir req");
 
 struct lode_wire_readdir_rep {
 	uint32_t count;
@@ -395,7 +421,7 @@ struct lode_wire_xattr_req {
 	uint16_t reserved0;
 	uint32_t reserved1;
 };
-_Static_assert(sizeof(struct lode_wire_xattr_req) == 32, "xattr req");
+_Static_assert(sizeof(struct lode_wire_xattr_req) == 168, "xattr req");
 
 struct lode_wire_xattr_rep {
 	uint32_t size; /* value or list length */
@@ -568,6 +594,16 @@ struct lode_wire_obj_truncate_req {
 	uint64_t size;
 };
 _Static_assert(sizeof(struct lode_wire_obj_truncate_req) == 32, "obj truncate");
+
+/* OBJ_ALLOCATE: reserve disk space for [offset, offset + length) of the object (creating
+ * it empty if absent) without changing its size or data: fallocate(2) with KEEP_SIZE, so
+ * that later writes there cannot fail for want of space. Reply: obj_rep. */
+struct lode_wire_obj_allocate_req {
+	struct lode_wire_objid obj;
+	uint64_t offset;
+	uint64_t length;
+};
+_Static_assert(sizeof(struct lode_wire_obj_allocate_req) == 40, "obj allocate");
 
 /* OBJ_REMOVE, OBJ_STAT, OBJ_FSYNC: body = lode_wire_objid. Reply: obj_rep (REMOVE of an
  * absent object succeeds with size 0; STAT of an absent object is ENOENT). A chained

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 LODECTL = os.environ["LODECTL"]
-MAGIC, VERSION = 0x45444F4C, 1
+MAGIC, VERSION = 0x45444F4C, 2  # LODE_WIRE_VERSION
 OP_LOOKUP, OP_OBJ_STAT = 10, 54
 
 

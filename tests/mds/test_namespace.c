@@ -553,7 +553,7 @@ static void test_open_with_trunc_sets_size_zero_and_commit_sets_size(void **stat
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 12345, 77, &a)), 0);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 12345, 77, 0, &a)), 0);
 	assert_int_equal(getattr(f, ino).size, 12345);
 	assert_int_equal(getattr(f, ino).mtime_ns, 77);
 	t = W(f);
@@ -562,6 +562,31 @@ static void test_open_with_trunc_sets_size_zero_and_commit_sets_size(void **stat
 	    0);
 	assert_int_equal(getattr(f, ino).size, 0);
 	assert_int_equal(l.generation, 1);
+}
+
+static void test_st_blocks_is_what_the_writer_measured_else_from_the_size(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_attr a;
+	struct lode_wire_layout l;
+	struct lode_txn t;
+	uint64_t ino;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 20, 0, 0, &a)), 0);
+	assert_int_equal(getattr(f, ino).blocks, 2048); /* never measured: from the size */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, 0, 1 + 100, &a)), 0);
+	assert_int_equal(a.blocks, 100); /* sparse: what the targets hold */
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, 0, 0, &a)), 0);
+	assert_int_equal(getattr(f, ino).blocks, 100); /* unmeasured commit: kept */
+	t = W(f);
+	assert_int_equal(
+	    end(&t, lode_ns_open(&t, &root_cred, ino, LODE_OPEN_WRITE | LODE_OPEN_TRUNC, &a, &l)),
+	    0);
+	assert_int_equal(getattr(f, ino).blocks, 0); /* truncated to nothing */
 }
 
 static void test_open_fails_with_eacces_for_writing_without_permission(void **state)
@@ -1654,6 +1679,7 @@ int main(void)
 	    T(test_create_that_cannot_be_placed_says_why_and_enospc_only_when_full),
 	    T(test_create_in_a_setgid_directory_inherits_its_group),
 	    T(test_open_with_trunc_sets_size_zero_and_commit_sets_size),
+	    T(test_st_blocks_is_what_the_writer_measured_else_from_the_size),
 	    T(test_open_fails_with_eacces_for_writing_without_permission),
 	    T(test_mkdir_counts_subdirectories_in_the_parent_nlink),
 	    T(test_rmdir_fails_with_enotempty_when_dir_has_entries),

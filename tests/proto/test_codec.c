@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 38, 49, 57, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 3, 9, 39, 49, 58, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -223,7 +223,7 @@ static void test_hdr_check_rejects_each_malformed_field(void **state)
 	    {0, AT(struct lode_wire_hdr, magic), 0x4c4f4445u},
 	    {0, AT(struct lode_wire_hdr, magic), 0},
 	    {0, AT(struct lode_wire_hdr, version), 0},
-	    {0, AT(struct lode_wire_hdr, version), 2},
+	    {0, AT(struct lode_wire_hdr, version), LODE_WIRE_VERSION + 1},
 	    {0, AT(struct lode_wire_hdr, flags), LODE_WIRE_F_REPLY}, /* a reply for a request */
 	    {1, AT(struct lode_wire_hdr, flags), 0},		     /* a request for a reply */
 	    {0, AT(struct lode_wire_hdr, flags), 0x0002},	     /* an unknown flag */
@@ -380,6 +380,11 @@ static const struct req_case reqs[] = {
      FIXED(struct lode_wire_rename_req, .old_parent = 1, .new_parent = 2),
      {ENTRY(struct lode_wire_rename_req, old_name_len, "a"),
       ENTRY(struct lode_wire_rename_req, new_name_len, "bb")}},
+    {LODE_OP_MKNOD,
+     FIXED(struct lode_wire_mknod_req, .parent = 1, .mode = 010644, .rdev = 0),
+     {ENTRY(struct lode_wire_mknod_req, name_len, "p")},
+     .reserved = {FIELD(struct lode_wire_mknod_req, reserved0),
+		  FIELD(struct lode_wire_mknod_req, reserved1)}},
     {LODE_OP_LINK,
      FIXED(struct lode_wire_link_req, .ino = 9, .new_parent = 1),
      {ENTRY(struct lode_wire_link_req, name_len, "link")},
@@ -439,6 +444,10 @@ static const struct req_case reqs[] = {
     {LODE_OP_OBJ_TRUNCATE, FIXED(struct lode_wire_obj_truncate_req, .obj = GOOD_OBJ, .size = 5),
      .reserved = {FIELD(struct lode_wire_obj_truncate_req, obj.reserved)},
      .required = {FIELD(struct lode_wire_obj_truncate_req, obj.ino)}},
+    {LODE_OP_OBJ_ALLOCATE,
+     FIXED(struct lode_wire_obj_allocate_req, .obj = GOOD_OBJ, .offset = 0, .length = 9),
+     .reserved = {FIELD(struct lode_wire_obj_allocate_req, obj.reserved)},
+     .required = {FIELD(struct lode_wire_obj_allocate_req, obj.ino)}},
     OBJID(LODE_OP_OBJ_REMOVE),
     OBJID(LODE_OP_OBJ_STAT),
     {LODE_OP_OBJ_LIST, FIXED(struct lode_wire_obj_list_req, .max = 1), /* after 0: the start */
@@ -619,6 +628,37 @@ static void test_every_request_refuses_a_reserved_field_set_or_a_required_one_ze
 	}
 }
 
+/* The caller's supplementary groups ride in the cred: at most LODE_CRED_GROUPS_MAX, the
+ * unused slots and the reserved word zero, for every opcode that carries a cred. */
+static void test_a_cred_refuses_too_many_groups_or_stray_ones(void **state)
+{
+	struct lode_wire_lookup_req *q = BODY;
+	uint32_t len = sizeof(*q) + 1;
+
+	(void)state;
+	memset(body_mem.b, 0, sizeof(body_mem.b));
+	q->parent = 1;
+	q->name_len = 1;
+	body_mem.b[sizeof(*q)] = 'a';
+	q->cred.uid = 1000;
+	q->cred.gid = 1000;
+	q->cred.ngroups = 2;
+	q->cred.groups[0] = 5;
+	q->cred.groups[1] = 6;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.groups[2] = 7; /* past ngroups */
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+	q->cred.ngroups = 3;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.ngroups = LODE_CRED_GROUPS_MAX;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), 0);
+	q->cred.ngroups = LODE_CRED_GROUPS_MAX + 1;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+	q->cred.ngroups = 3;
+	q->cred.reserved = 1;
+	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+}
+
 /* ---- names ---- */
 
 static const struct {
@@ -691,8 +731,8 @@ static void test_every_path_component_in_a_request_obeys_the_name_rules(void **s
 			}
 		}
 	}
-	/* LOOKUP, UNLINK, RMDIR, CREATE, MKDIR, RENAME (both), LINK, SYMLINK */
-	assert_int_equal(checked, 9 * ARRAY_SIZE(name_cases));
+	/* LOOKUP, UNLINK, RMDIR, CREATE, MKDIR, MKNOD, RENAME (both), LINK, SYMLINK */
+	assert_int_equal(checked, 10 * ARRAY_SIZE(name_cases));
 }
 
 static void test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules(void **state)
@@ -788,6 +828,17 @@ static void test_modes_carry_permission_bits_only(void **state)
 	EXPECT_FIELD(LODE_OP_SETATTR, NULL, struct lode_wire_setattr_req, mode, modes);
 }
 
+static void test_mknod_takes_special_types_only(void **state)
+{
+	static const struct value_case modes[] = {
+	    {010644, 0},	{0140755, 0},	    {020600, 0},	{060600, 0},
+	    {017777, 0},	{0644, -EINVAL},    {0100644, -EINVAL}, {040755, -EINVAL},
+	    {0120777, -EINVAL}, {0170000, -EINVAL}, {0210644, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_MKNOD, NULL, struct lode_wire_mknod_req, mode, modes);
+}
+
 /* The last chunk-aligned offset: one chunk more does not fit in an off_t. */
 #define TOP_OFFSET (((uint64_t)INT64_MAX / CHUNK) * CHUNK)
 
@@ -805,6 +856,25 @@ static void test_sizes_and_offsets_past_int64_max_are_too_big(void **state)
 	EXPECT_FIELD(LODE_OP_CLOSE, NULL, struct lode_wire_commit_req, size, sizes);
 	EXPECT_FIELD(LODE_OP_OBJ_TRUNCATE, NULL, struct lode_wire_obj_truncate_req, size, sizes);
 	EXPECT_FIELD(LODE_OP_OBJ_READ, &read, struct lode_wire_obj_read_req, offset, offsets);
+}
+
+static void test_obj_allocate_takes_a_non_empty_range_inside_int64(void **state)
+{
+	static const struct value_case lengths[] = {{0, -EINVAL},
+						    {1, 0},
+						    {INT64_MAX - 4096, 0},
+						    {INT64_MAX - 4095, -EFBIG},
+						    {UINT64_MAX, -EFBIG}};
+	static const struct value_case offsets[] = {
+	    {0, 0}, {INT64_MAX - 1, 0}, {INT64_MAX, -EFBIG}, {UINT64_MAX, -EFBIG}};
+	const struct lode_wire_obj_allocate_req at4k = {.obj = GOOD_OBJ, .offset = 4096};
+	const struct lode_wire_obj_allocate_req len1 = {.obj = GOOD_OBJ, .length = 1};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_OBJ_ALLOCATE, &at4k, struct lode_wire_obj_allocate_req, length,
+		     lengths);
+	EXPECT_FIELD(LODE_OP_OBJ_ALLOCATE, &len1, struct lode_wire_obj_allocate_req, offset,
+		     offsets);
 }
 
 static void test_setattr_checks_valid_bits_and_only_the_fields_they_name(void **state)
@@ -860,6 +930,21 @@ static void test_rename_refuses_unknown_and_contradictory_flags(void **state)
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_RENAME, NULL, struct lode_wire_rename_req, flags, flags);
+}
+
+static void test_a_commit_carries_blocks_only_with_the_size(void **state)
+{
+	static const struct value_case blocks[] = {{0, 0}, {1, -EPROTO}, {UINT64_MAX, -EPROTO}};
+	const struct lode_wire_commit_req committing = {
+	    .ino = 3, .handle = 4, .commit = 1, .blocks_p1 = UINT64_MAX};
+	const struct lode_wire_commit_req renewing = {.ino = 3, .handle = 4};
+
+	(void)state;
+	/* a commit that applies nothing has nothing to measure */
+	EXPECT_FIELD(LODE_OP_COMMIT, &renewing, struct lode_wire_commit_req, blocks_p1, blocks);
+	assert_int_equal(decode(LODE_OP_COMMIT,
+				build(&committing, sizeof(committing), NULL, 0, NULL, 0), 0, NULL),
+			 0);
 }
 
 static void test_listings_ask_for_one_to_the_most_entries_and_readdir_for_attrs(void **state)
@@ -2120,10 +2205,14 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_every_request_without_bulk_data_refuses_data),
 	    cmocka_unit_test(
 		test_every_request_refuses_a_reserved_field_set_or_a_required_one_zero),
+	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),
 	    cmocka_unit_test(test_modes_carry_permission_bits_only),
+	    cmocka_unit_test(test_mknod_takes_special_types_only),
+	    cmocka_unit_test(test_a_commit_carries_blocks_only_with_the_size),
+	    cmocka_unit_test(test_obj_allocate_takes_a_non_empty_range_inside_int64),
 	    cmocka_unit_test(test_sizes_and_offsets_past_int64_max_are_too_big),
 	    cmocka_unit_test(test_setattr_checks_valid_bits_and_only_the_fields_they_name),
 	    cmocka_unit_test(test_open_accepts_reads_writes_and_truncating_writes_only),

@@ -201,7 +201,7 @@ static void test_other_bad_headers_make_the_server_close_the_connection(void **s
 	struct lode_wire_hdr h;
 
 	h = ping_hdr(1, 0, 0);
-	h.version = 2;
+	h.version = LODE_WIRE_VERSION + 1;
 	expect_header_refused(f, &h);
 	h = ping_hdr(1, 0, 0);
 	h.opcode = 63;
