@@ -246,17 +246,24 @@ static int done_open(struct wreq *w, int status)
 
 #define HELD 1 /* done(): the op was kept (held for a retry), no reply now */
 
-/* Once a second at most: a client looping on a layout that cannot be placed must not
- * flood the log. Writer thread only. */
+/* Once a second at most per *last: a peer looping on a request that fails the same way must
+ * not flood the log. Writer thread only. */
+static bool once_a_second(uint64_t *last_ms)
+{
+	uint64_t now = lode_now_ms();
+
+	if (*last_ms && now - *last_ms < 1000)
+		return false;
+	*last_ms = now;
+	return true;
+}
+
+/* A client looping on a layout that cannot be placed. */
 static bool log_place_now(void)
 {
 	static uint64_t last_ms;
-	uint64_t now = lode_now_ms();
 
-	if (last_ms && now - last_ms < 1000)
-		return false;
-	last_ms = now;
-	return true;
+	return once_a_second(&last_ms);
 }
 
 /*
@@ -422,7 +429,22 @@ static int run_removexattr(struct wreq *w, struct lode_txn *t)
 static int run_register(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_target_register_req *r = w->msg.fixed;
+	const struct lode_name *addr = &w->msg.name[0];
+	static uint64_t logged_ms;
+	char holder[LODE_ADDR_MAX + 1];
+	uint32_t id;
 
+	/* one process per target: a copy of a data directory registering from elsewhere waits
+	 * until the holder is found gone (it retries every second) */
+	if (!lode_placement_lookup_txn(t, r->uuid, &id) &&
+	    lode_placement_held_elsewhere(w->m->pl, id, addr->ptr, addr->len, lode_now_ms(), holder,
+					  sizeof(holder))) {
+		if (once_a_second(&logged_ms))
+			LODE_WARN("target %u registering from %.*s refused: it is up at %s; the "
+				  "address changes once that one is gone",
+				  id, (int)addr->len, addr->ptr, holder);
+		return -EBUSY;
+	}
 	w->rep_len = sizeof(w->rep.hello);
 	return lode_placement_register_txn(t, r->uuid, w->msg.name[0].ptr, w->msg.name[0].len,
 					   r->bytes_total, r->bytes_free, &w->target_id);

@@ -4,18 +4,91 @@
  * them (state, capacity, free space, objects, last heartbeat), the sizes of the writer's group
  * commits, and the copies reported degraded or moved by repair.
  *
- * Degraded copies are counted as events, when their transaction commits, not as a gauge: the
- * number degraded now is a bit per copy in every inode, and knowing it would take a scan of
- * the whole namespace. Everything here is read from memory; nothing touches LMDB.
+ * Degraded copies are counted twice: as events, when their transaction commits (reports,
+ * repairs), and as gauges of what is degraded now (files and copies). The gauges need a
+ * scan of every inode: it runs in an LMDB read transaction (writers go on), from the
+ * scraping thread, once every DEGRADED_SCAN_MS or, after a copy was reported or repaired,
+ * once a second at most; scrapes in between repeat its result.
+ * Everything else here is read from memory.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "handlers.h"
 #include "loop.h"
 #include "metrics.h"
+#include "mds_spec.h"
 #include "placement.h"
+#include "store.h"
 #include "writer.h"
+
+#define DEGRADED_SCAN_MS 30000
+
+struct degraded_count {
+	uint64_t files, copies;
+};
+
+static int degraded_one(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	struct degraded_count *d = arg;
+	struct lode_disk_inode in;
+	unsigned copies;
+	uint64_t mask;
+
+	(void)k;
+	(void)klen;
+	if (vlen != sizeof(in))
+		return 0; /* a damaged record is the store's business, not a metric's */
+	memcpy(&in, v, sizeof(in));
+	if (!S_ISREG(in.mode) || !in.degraded)
+		return 0;
+	copies = (unsigned)in.layout.stripe_count * in.layout.mirror_count;
+	mask = copies >= 64 ? ~0ull : (1ull << copies) - 1;
+	if (in.degraded & mask) {
+		d->files++;
+		d->copies += (uint64_t)__builtin_popcountll(in.degraded & mask);
+	}
+	return 0;
+}
+
+/* What is degraded now: a scan at most every DEGRADED_SCAN_MS. 0, or -errno (no figure). */
+static int degraded_now(struct lode_mds *m, struct degraded_count *out)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct degraded_count last;
+	static uint64_t last_ms, last_events;
+	static int last_rc = -EAGAIN;
+	uint64_t now = lode_now_ms();
+	uint64_t events = __atomic_load_n(&m->copy_reports, __ATOMIC_RELAXED) +
+			  __atomic_load_n(&m->copies_moved, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&lock);
+	/* again after DEGRADED_SCAN_MS, or sooner (a second at least) once a copy was reported
+	 * or repaired: what changes the figure most shows at the next scrape */
+	if (!last_ms || now - last_ms >= DEGRADED_SCAN_MS ||
+	    (events != last_events && now - last_ms >= 1000)) {
+		last_events = events;
+		struct degraded_count d = {0};
+		struct lode_txn t;
+
+		last_rc = lode_store_read_begin(m->st, &t);
+		if (!last_rc) {
+			last_rc =
+			    lode_kv_scan(&t, LODE_DB_INODES, NULL, 0, NULL, 0, degraded_one, &d);
+			lode_store_abort(&t);
+		}
+		if (!last_rc)
+			last = d;
+		last_ms = now;
+	}
+	*out = last;
+	pthread_mutex_unlock(&lock);
+	return last_rc;
+}
 
 static void target_labels(const struct lode_placement_target *t, char *out, size_t len)
 {
@@ -103,4 +176,16 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	    "Copies rebuilt on another target and switched in the layout (repair).");
 	lode_metrics_sample_u64(b, "lode_mds_copies_repaired_total", NULL,
 				__atomic_load_n(&m->copies_moved, __ATOMIC_RELAXED));
+
+	struct degraded_count d;
+
+	if (!degraded_now(m, &d)) {
+		lode_metrics_family(b, "lode_mds_degraded_files", "gauge",
+				    "Files with at least one degraded copy (from a scan of every "
+				    "inode, at most every 30 s).");
+		lode_metrics_sample_u64(b, "lode_mds_degraded_files", NULL, d.files);
+		lode_metrics_family(b, "lode_mds_degraded_copies", "gauge",
+				    "Copies marked degraded, waiting for a repair (same scan).");
+		lode_metrics_sample_u64(b, "lode_mds_degraded_copies", NULL, d.copies);
+	}
 }

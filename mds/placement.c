@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,37 @@ int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], cons
 		return rc;
 	*target_id = d.target_id;
 	return 0;
+}
+
+int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id)
+{
+	struct lode_disk_target d;
+	size_t len;
+	int rc = lode_kv_get(t, LODE_DB_TARGETS, uuid, 16, &d, sizeof(d), &len);
+
+	if (!rc && len != sizeof(d))
+		rc = -EIO;
+	if (!rc)
+		*target_id = d.target_id;
+	return rc;
+}
+
+bool lode_placement_held_elsewhere(struct lode_placement *pl, uint32_t target_id, const char *addr,
+				   uint16_t addr_len, uint64_t now_ms, char *holder,
+				   size_t holder_len)
+{
+	struct target *t;
+	bool held = false;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (t && is_up(pl, t, now_ms) &&
+	    (t->addr_len != addr_len || memcmp(t->addr, addr, addr_len))) {
+		held = true;
+		snprintf(holder, holder_len, "%.*s", (int)t->addr_len, t->addr);
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return held;
 }
 
 /* A target told its space and is alive now. The caller holds pl->lock. */

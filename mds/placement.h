@@ -24,6 +24,7 @@
 #ifndef LODE_MDS_PLACEMENT_H
 #define LODE_MDS_PLACEMENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -60,6 +61,14 @@ int lode_placement_load(struct lode_placement *pl, struct lode_txn *t);
 int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], const char *addr,
 				uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
 				uint32_t *target_id);
+/* The id the uuid has, or -ENOENT (a target never registered). */
+int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id);
+/* Whether target_id is UP at an address other than addr: its holder may still be alive
+ * there, so another process registering as that target from addr (a copied data directory)
+ * must wait until the liveness checks find the holder gone. */
+bool lode_placement_held_elsewhere(struct lode_placement *pl, uint32_t target_id, const char *addr,
+				   uint16_t addr_len, uint64_t now_ms, char *holder,
+				   size_t holder_len);
 /* Memory half, after commit: adds or updates the target and marks it heard from now. */
 int lode_placement_update(struct lode_placement *pl, uint32_t target_id, const char *addr,
 			  uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,

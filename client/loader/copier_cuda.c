@@ -4,14 +4,77 @@
  * cudaHostAlloc (the copy engines read them directly, at the link's rate; pageable memory
  * is staged by the driver at a fraction of it), copies are cudaMemcpyAsync on the
  * loader's CUDA streams, and a slot's mark is a CUDA event recorded on its stream.
+ *
+ * The runtime is opened with dlopen when a loader first asks for a GPU, not linked: the
+ * library, and lodectl with it, then run on machines without CUDA (an admin node, a test
+ * VM), where cuda:N is -ENODEV with the reason.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <cuda_runtime_api.h>
 
 #include "copier.h"
+
+/* every runtime function the copier calls, resolved once */
+#define CUDA_FNS(X)                                                                                \
+	X(cudaGetDeviceCount)                                                                      \
+	X(cudaSetDevice)                                                                           \
+	X(cudaGetErrorString)                                                                      \
+	X(cudaStreamCreateWithFlags)                                                               \
+	X(cudaStreamDestroy)                                                                       \
+	X(cudaEventCreateWithFlags)                                                                \
+	X(cudaEventDestroy)                                                                        \
+	X(cudaEventRecord)                                                                         \
+	X(cudaEventSynchronize)                                                                    \
+	X(cudaMalloc)                                                                              \
+	X(cudaFree)                                                                                \
+	X(cudaHostAlloc)                                                                           \
+	X(cudaFreeHost)                                                                            \
+	X(cudaMemcpyAsync)                                                                         \
+	X(cudaMemcpy)
+
+static struct {
+#define FIELD(f) __typeof__(f) *f;
+	CUDA_FNS(FIELD)
+#undef FIELD
+} rt;
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static char rt_error[160]; /* why the runtime could not be opened; "" once it is */
+
+static void rt_open(void)
+{
+	static const char *const names[] = {
+#ifdef LODE_CUDART_DIR
+	    LODE_CUDART_DIR "/lib64/libcudart.so",
+#endif
+	    "libcudart.so",
+	    "libcudart.so.13",
+	    "libcudart.so.12",
+	    "libcudart.so.11.0",
+	};
+	void *h = NULL;
+
+	for (size_t i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(rt_error, sizeof(rt_error),
+			 "no CUDA runtime (libcudart.so) on this machine");
+		return;
+	}
+#define RESOLVE(f)                                                                                 \
+	rt.f = (__typeof__(f) *)dlsym(h, #f);                                                      \
+	if (!rt.f) {                                                                               \
+		snprintf(rt_error, sizeof(rt_error), "the CUDA runtime has no %s", #f);            \
+		return;                                                                            \
+	}
+	CUDA_FNS(RESOLVE)
+#undef RESOLVE
+	rt_error[0] = 0;
+}
 
 struct cuda {
 	int device;
@@ -23,7 +86,7 @@ struct cuda {
 /* Records what CUDA said; every CUDA failure is -EIO to the caller, or -ENOMEM. */
 static int failed(struct copier *cp, const char *what, cudaError_t e)
 {
-	snprintf(cp->error, sizeof(cp->error), "%s: %s", what, cudaGetErrorString(e));
+	snprintf(cp->error, sizeof(cp->error), "%s: %s", what, rt.cudaGetErrorString(e));
 	return e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO;
 }
 
@@ -33,11 +96,11 @@ static void cuda_close(struct copier *cp)
 
 	if (!cu)
 		return;
-	cudaSetDevice(cu->device);
+	rt.cudaSetDevice(cu->device);
 	for (unsigned i = 0; i < cu->nstreams; i++)
-		cudaStreamDestroy(cu->streams[i]);
+		rt.cudaStreamDestroy(cu->streams[i]);
 	for (unsigned i = 0; i < cu->nslots; i++)
-		cudaEventDestroy(cu->events[i]);
+		rt.cudaEventDestroy(cu->events[i]);
 	free(cu->streams);
 	free(cu->events);
 	free(cu);
@@ -50,13 +113,18 @@ static int cuda_open(struct copier *cp, int device, unsigned streams, unsigned s
 	int count = 0;
 	cudaError_t e;
 
-	e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || device >= count) {
-		snprintf(cp->error, sizeof(cp->error), "no CUDA device %d (%s)", device,
-			 e != cudaSuccess ? cudaGetErrorString(e) : "too few devices");
+	pthread_once(&rt_once, rt_open);
+	if (rt_error[0]) {
+		snprintf(cp->error, sizeof(cp->error), "%s", rt_error);
 		return -ENODEV;
 	}
-	e = cudaSetDevice(device);
+	e = rt.cudaGetDeviceCount(&count);
+	if (e != cudaSuccess || device >= count) {
+		snprintf(cp->error, sizeof(cp->error), "no CUDA device %d (%s)", device,
+			 e != cudaSuccess ? rt.cudaGetErrorString(e) : "too few devices");
+		return -ENODEV;
+	}
+	e = rt.cudaSetDevice(device);
 	if (e != cudaSuccess)
 		return failed(cp, "cudaSetDevice", e);
 	cu = calloc(1, sizeof(*cu));
@@ -71,7 +139,7 @@ static int cuda_open(struct copier *cp, int device, unsigned streams, unsigned s
 		return -ENOMEM;
 	}
 	for (; cu->nstreams < streams; cu->nstreams++) {
-		e = cudaStreamCreateWithFlags(&cu->streams[cu->nstreams], cudaStreamNonBlocking);
+		e = rt.cudaStreamCreateWithFlags(&cu->streams[cu->nstreams], cudaStreamNonBlocking);
 		if (e != cudaSuccess) {
 			int rc = failed(cp, "cudaStreamCreate", e);
 
@@ -80,7 +148,7 @@ static int cuda_open(struct copier *cp, int device, unsigned streams, unsigned s
 		}
 	}
 	for (; cu->nslots < slots; cu->nslots++) {
-		e = cudaEventCreateWithFlags(&cu->events[cu->nslots], cudaEventDisableTiming);
+		e = rt.cudaEventCreateWithFlags(&cu->events[cu->nslots], cudaEventDisableTiming);
 		if (e != cudaSuccess) {
 			int rc = failed(cp, "cudaEventCreate", e);
 
@@ -93,7 +161,7 @@ static int cuda_open(struct copier *cp, int device, unsigned streams, unsigned s
 
 static int cuda_alloc(struct copier *cp, size_t len, void **out)
 {
-	cudaError_t e = cudaMalloc(out, len ? len : 1);
+	cudaError_t e = rt.cudaMalloc(out, len ? len : 1);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaMalloc", e);
 }
@@ -102,12 +170,12 @@ static void cuda_release(struct copier *cp, void *p)
 {
 	(void)cp;
 	if (p)
-		cudaFree(p);
+		rt.cudaFree(p);
 }
 
 static int cuda_pinned_alloc(struct copier *cp, size_t len, void **out)
 {
-	cudaError_t e = cudaHostAlloc(out, len, cudaHostAllocPortable);
+	cudaError_t e = rt.cudaHostAlloc(out, len, cudaHostAllocPortable);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaHostAlloc", e);
 }
@@ -116,14 +184,14 @@ static void cuda_pinned_release(struct copier *cp, void *p)
 {
 	(void)cp;
 	if (p)
-		cudaFreeHost(p);
+		rt.cudaFreeHost(p);
 }
 
 static int cuda_copy(struct copier *cp, unsigned stream, void *dst, const void *src, size_t len)
 {
 	struct cuda *cu = cp->priv;
-	cudaError_t e = cudaMemcpyAsync(dst, src, len, cudaMemcpyHostToDevice,
-					cu->streams[stream % cu->nstreams]);
+	cudaError_t e = rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyHostToDevice,
+					   cu->streams[stream % cu->nstreams]);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaMemcpyAsync", e);
 }
@@ -132,7 +200,7 @@ static int cuda_mark(struct copier *cp, unsigned stream, unsigned slot)
 {
 	struct cuda *cu = cp->priv;
 	cudaError_t e =
-	    cudaEventRecord(cu->events[slot % cu->nslots], cu->streams[stream % cu->nstreams]);
+	    rt.cudaEventRecord(cu->events[slot % cu->nslots], cu->streams[stream % cu->nstreams]);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaEventRecord", e);
 }
@@ -140,14 +208,14 @@ static int cuda_mark(struct copier *cp, unsigned stream, unsigned slot)
 static int cuda_wait(struct copier *cp, unsigned slot)
 {
 	struct cuda *cu = cp->priv;
-	cudaError_t e = cudaEventSynchronize(cu->events[slot % cu->nslots]);
+	cudaError_t e = rt.cudaEventSynchronize(cu->events[slot % cu->nslots]);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaEventSynchronize", e);
 }
 
 static int cuda_to_host(struct copier *cp, void *dst, const void *src, size_t len)
 {
-	cudaError_t e = cudaMemcpy(dst, src, len, cudaMemcpyDeviceToHost);
+	cudaError_t e = rt.cudaMemcpy(dst, src, len, cudaMemcpyDeviceToHost);
 
 	return e == cudaSuccess ? 0 : failed(cp, "cudaMemcpy to the host", e);
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One daemon per data directory: a second lode-mds or lode-oss started on a directory in use
-# exits non-zero with a one-line reason, and the first keeps serving. And `lodectl local up`
+# exits non-zero with a one-line reason, and the first keeps serving; a copy of an OSS's
+# directory started elsewhere cannot take the target's address until the holder is gone
+# (the MDS refuses its registration meanwhile). And `lodectl local up`
 # restarts a daemon killed with -9 a moment before, even while its process is still an
 # unreaped zombie.
 set -euo pipefail
@@ -36,6 +38,45 @@ head -c 3000000 /dev/urandom >"$dir/src"
 "$lodectl" get /still-here/f "$dir/back" && cmp "$dir/src" "$dir/back" || fail "data differs"
 "$lodectl" status >"$dir/status"
 cat "$dir/status"
+
+echo "== a copy of an OSS's data directory cannot take the target's address while it lives"
+target_addr() { # ID: state and address of a target, as the MDS says
+	"$lodectl" --json status | python3 -c '
+import json, sys
+t = [t for t in json.load(sys.stdin)["targets"] if t["id"] == int(sys.argv[1])][0]
+print(t["state"], t["address"])' "$1"
+}
+id0=$("$lodectl" --json status | python3 -c '
+import json, sys
+addr = open(sys.argv[1]).read().strip()
+print([t["id"] for t in json.load(sys.stdin)["targets"] if t["address"] == addr][0])' "$dir/c/oss0/addr")
+before=$(target_addr "$id0")
+mkdir "$dir/copy"
+cp -a "$dir/c/oss0/." "$dir/copy/"
+rm -f "$dir/copy/lode.lock" "$dir/copy/pid"
+"$oss_bin" --data "$dir/copy" --listen tcp://127.0.0.1:0 --mds "$mds" \
+	--port-file "$dir/copy.port" >"$dir/copy.log" 2>&1 &
+copy_pid=$!
+trap 'kill -9 "$copy_pid" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 100); do [ -s "$dir/copy.port" ] && break; sleep 0.1; done
+copy_addr=$(cat "$dir/copy.port")
+case $copy_addr in *://*) ;; *) copy_addr=tcp://$copy_addr ;; esac
+sleep 3 # a few registration attempts
+[ "$(target_addr "$id0")" = "$before" ] ||
+	fail "target $id0 moved while its holder lives: $(target_addr "$id0") (was $before)"
+"$lodectl" put "$dir/src" /still-here/g && "$lodectl" get /still-here/g "$dir/back" &&
+	cmp "$dir/src" "$dir/back" || fail "writes failed while the copy tried to register"
+echo "== once the holder is gone, the copy takes over"
+"$lodectl" local kill "$dir/c" oss0 -9
+for _ in $(seq 200); do
+	[ "$(target_addr "$id0")" = "up $copy_addr" ] && break
+	sleep 0.1
+done
+[ "$(target_addr "$id0")" = "up $copy_addr" ] ||
+	fail "the copy never took over target $id0: $(target_addr "$id0")"
+kill "$copy_pid"
+wait "$copy_pid" || true
+"$lodectl" local up "$dir/c" --oss 2 >/dev/null || fail "oss0 did not come back"
 
 echo "== local up right after kill -9 of the MDS restarts it"
 for round in 1 2 3; do

@@ -205,6 +205,8 @@ wait_true 'lode_mds_targets{state="up"} == 2' "the MDS does not show both target
 wait_true 'count(lode_mds_target_capacity_bytes > 0) == 2' "target capacity"
 wait_true 'count(lode_mds_target_up == 1) == 2' "target state"
 wait_true 'lode_mds_commit_batch_size_count > 0' "no group commit counted"
+wait_true 'lode_mds_degraded_copies == 0 and lode_mds_degraded_files == 0' \
+	"a healthy cluster shows degraded copies"
 wait_true 'count(lode_requests_in_flight >= 0) == 3' "requests in flight"
 if [ -n "$mnt" ]; then
 	wait_true "lode_fuse_read_bytes_total >= $((24 << 20))" "lode-fuse read bytes"
