@@ -187,6 +187,9 @@ if ((moosefs)); then
 			report "$n, $cache" "$bytes"
 		done
 	done
+	# stopped here, where a failure shows, not only in the exit trap
+	"$src/tools/bench/peers/moosefs.sh" down "$mfs_dir" >&2 || log "moosefs.sh down failed"
+	mfs_dir=""
 fi
 
 {
