@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds Lode and runs the whole test suite twice: a normal build, then one under
 # AddressSanitizer and UndefinedBehaviorSanitizer (set LODE_SKIP_SANITIZERS=1 to skip it).
+# Two tests at a time: those marked is_parallel (own cluster, own mount, nothing timed);
+# the rest (kills, busy machines, timing, the RDMA VM) run alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -8,12 +10,12 @@ tools/check-format.sh
 
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup build --reconfigure
 ninja -C build
-meson test -C build --print-errorlogs --num-processes 1
+meson test -C build --print-errorlogs --num-processes 2
 
 if [ "${LODE_SKIP_SANITIZERS:-0}" != 1 ]; then
 	[ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 3
+		meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 3
 fi
