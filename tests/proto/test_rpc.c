@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -590,15 +591,28 @@ static void *fake_main(void *arg)
 {
 	struct fake_server *fs = arg;
 	struct lode_wire_hdr h;
-	char body[64];
+	char body[128];
 	int fd = accept(fs->lfd, NULL, NULL);
+	bool handshake = true;
 
 	if (fd < 0)
 		return NULL;
+next:
 	if (recv(fd, &h, sizeof(h), MSG_WAITALL) != sizeof(h) || h.body_len > sizeof(body) ||
 	    (h.body_len && recv(fd, body, h.body_len, MSG_WAITALL) != (ssize_t)h.body_len)) {
 		close(fd);
 		return NULL;
+	}
+	if (handshake && h.opcode == LODE_OP_AUTH) {
+		/* answer the handshake as a server without keys, then misbehave */
+		struct lode_wire_auth_rep rep = {.flags = LODE_AUTH_F_INSECURE};
+
+		h.flags = LODE_WIRE_F_REPLY;
+		h.body_len = sizeof(rep);
+		send(fd, &h, sizeof(h), MSG_NOSIGNAL);
+		send(fd, &rep, sizeof(rep), MSG_NOSIGNAL);
+		handshake = false;
+		goto next;
 	}
 	h.flags = LODE_WIRE_F_REPLY;
 	h.body_len = 0;
