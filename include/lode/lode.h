@@ -63,13 +63,21 @@ struct lode_client_opts {
 	/* threads that receive and verify object data, each with its own connection to every
 	 * OSS; default: LODE_IO_THREADS from the environment, else one per CPU (at most 4) */
 	unsigned io_threads;
+	/* the key file every connection proves (docs/security.md): a cluster key or one
+	 * role's key; NULL: LODE_KEY_FILE from the environment, if set; "": no key (only a
+	 * cluster run --insecure answers). With a cluster or admin key the client connects
+	 * as an admin, else as a client. */
+	const char *key_file;
 };
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT",
  * "rdma://HOST:PORT" or "HOST:PORT"); opts may be NULL for every default. Checks that the
  * MDS answers. Returns 0 and *out (the caller's until lode_disconnect), or -ECONNREFUSED /
- * -ETIMEDOUT (no MDS answers), -EPROTO (what answers is not an MDS), -ENOMEM. Object
- * servers are connected on first use. */
+ * -ETIMEDOUT (no MDS answers), -EPROTO (what answers is not an MDS), -ENOMEM; for the key:
+ * -EACCES (the cluster refused the key, or needs one and none was given, or runs
+ * --insecure and cannot prove the key given), -ENOENT / -EPERM (the key file is missing,
+ * or group or others may read it), -EINVAL (not a Lode key file). Object servers are
+ * connected on first use. */
 LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 			  struct lode_client **out);
 /* Closes every connection and frees c. Close every file of c first, and call it when no
@@ -155,12 +163,15 @@ struct lode_layout {
 	uint64_t reserved[4]; /* zero; new fields go here */
 };
 
+#define LODE_STATFS_INSECURE 0x1u /* the MDS runs --insecure: it checks no key */
 struct lode_statfs {
 	uint64_t bytes_total, bytes_free;
 	uint64_t files, files_free;
 	uint32_t targets_up, targets_total;
 	uint32_t name_max, block_size;
-	uint64_t reserved[2]; /* zero; new fields go here */
+	uint32_t flags; /* LODE_STATFS_*, from the MDS's handshake */
+	uint32_t reserved32;
+	uint64_t reserved[1]; /* zero; new fields go here */
 };
 
 /* One storage target (one OSS data directory) as the MDS last saw it. */

@@ -262,3 +262,28 @@ bool lode_auth_verify(const uint8_t key[LODE_KEY_BYTES], bool server, unsigned r
 	sodium_memzero(want, sizeof(want));
 	return ok;
 }
+
+const char *lode_auth_explain(int rc, const char *key_file, char *buf, size_t len)
+{
+	struct lode_keyring kr;
+
+	if (!key_file)
+		key_file = getenv("LODE_KEY_FILE");
+	if (key_file && !*key_file)
+		key_file = NULL;
+	if (key_file && lode_keyring_load(key_file, &kr, buf, len))
+		return buf;
+	sodium_memzero(&kr, sizeof(kr));
+	if (rc == -EACCES && key_file)
+		snprintf(buf, len,
+			 "the cluster refused the key in %s (a wrong key, or a cluster run "
+			 "--insecure, which cannot prove it)",
+			 key_file);
+	else if (rc == -EACCES)
+		snprintf(buf, len,
+			 "the cluster needs a key and none was given (--key FILE, or "
+			 "LODE_KEY_FILE=FILE; a local cluster's is DIR/cluster.key)");
+	else
+		snprintf(buf, len, "%s", strerror(-rc));
+	return buf;
+}

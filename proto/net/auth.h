@@ -82,4 +82,11 @@ bool lode_auth_verify(const uint8_t key[LODE_KEY_BYTES], bool server, unsigned r
 		      const uint8_t snonce[LODE_NONCE_BYTES],
 		      const uint8_t proof[LODE_PROOF_BYTES]);
 
+/*
+ * Why a connection failed with rc, in words, for a tool to print: the key file's problem if
+ * it has one (key_file, or LODE_KEY_FILE when NULL; "" for none), "the cluster refused the
+ * key ..." or "the cluster needs a key ..." for -EACCES, else strerror. Returns buf.
+ */
+const char *lode_auth_explain(int rc, const char *key_file, char *buf, size_t len);
+
 #endif
