@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "lode/lode.h"
+#include "auth.h"
+#include "key.h"
 #include "local_cluster.h"
 
 #define START_TIMEOUT_MS 15000
@@ -181,8 +183,9 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 	return -ETIMEDOUT;
 }
 
+/* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, char *addr, size_t alen)
+			const char *grace, const char *key, char *addr, size_t alen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
 	char *argv[16];
@@ -213,6 +216,12 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 		argv[i++] = "--orphan-grace";
 		argv[i++] = (char *)grace;
 	}
+	if (key) {
+		argv[i++] = "--key";
+		argv[i++] = (char *)key;
+	} else {
+		argv[i++] = "--insecure";
+	}
 	argv[i++] = "--port-file";
 	argv[i++] = addrfile;
 	argv[i] = NULL;
@@ -228,9 +237,41 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	return 0;
 }
 
-static int local_up(const char *dir, int noss, const char *grace_opt)
+/*
+ * The cluster's key: DIR/cluster.key, made at the first start, or none when the cluster
+ * was first started --insecure (DIR/insecure remembers it). key gets the absolute path, or
+ * "" for none. Returns 0 or 1 after printing why.
+ */
+static int local_key(const char *dir, bool insecure, char *key, size_t len)
 {
-	char path[PATH_MAX], mds_addr[160], addr[160], buf[32], grace[32] = "";
+	char path[PATH_MAX], abs[PATH_MAX], why[256];
+
+	snprintf(path, sizeof(path), "%s/insecure", dir);
+	if (insecure)
+		write_file(path, "1\n");
+	if (insecure || !access(path, F_OK)) {
+		key[0] = 0;
+		return 0;
+	}
+	if (!realpath(dir, abs)) {
+		fprintf(stderr, "lodectl: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if ((size_t)snprintf(key, len, "%s/cluster.key", abs) >= len) {
+		fprintf(stderr, "lodectl: %s: path too long\n", abs);
+		return 1;
+	}
+	if (access(key, F_OK) && lode_key_generate(key, why, sizeof(why))) {
+		fprintf(stderr, "lodectl: %s\n", why);
+		return 1;
+	}
+	return 0;
+}
+
+static int local_up(const char *dir, int noss, const char *grace_opt, bool insecure)
+{
+	char path[PATH_MAX], mds_addr[160], addr[160], buf[32], grace[32] = "", key[PATH_MAX];
+	struct lode_client_opts co = {.size = sizeof(co), .key_file = key};
 	struct lode_client *c;
 	int rc, waited = 0;
 
@@ -238,6 +279,8 @@ static int local_up(const char *dir, int noss, const char *grace_opt)
 		fprintf(stderr, "lodectl: cannot create %s: %s\n", dir, strerror(errno));
 		return 1;
 	}
+	if (local_key(dir, insecure, key, sizeof(key)))
+		return 1;
 	snprintf(path, sizeof(path), "%s/cluster", dir);
 	if (noss <= 0) {
 		noss = 3;
@@ -254,22 +297,22 @@ static int local_up(const char *dir, int noss, const char *grace_opt)
 		read_file(path, grace, sizeof(grace));
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
-	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, mds_addr,
-			  sizeof(mds_addr));
+	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace,
+			  key[0] ? key : NULL, mds_addr, sizeof(mds_addr));
 	if (rc)
 		return 1;
 	for (int i = 0; i < noss; i++) {
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
 		mkdir(path, 0755);
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, addr, sizeof(addr));
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL,
+				  addr, sizeof(addr));
 		if (rc)
 			return 1;
 	}
 	/* ready when the MDS sees every OSS up */
-	rc = lode_connect(mds_addr, NULL, &c);
+	rc = lode_connect(mds_addr, &co, &c);
 	if (rc) {
-		fprintf(stderr, "lodectl: cannot reach the MDS at %s: %s\n", mds_addr,
-			strerror(-rc));
+		lodectl_key_connect_error(mds_addr, key, rc);
 		return 1;
 	}
 	for (;;) {
@@ -290,6 +333,12 @@ static int local_up(const char *dir, int noss, const char *grace_opt)
 		waited += 50;
 	}
 	lode_disconnect(c);
+	/* stdout is the address alone (scripts take it); how clients get in goes to stderr */
+	if (key[0])
+		fprintf(stderr, "lodectl: clients prove the cluster key: export LODE_KEY_FILE=%s\n",
+			key);
+	else
+		fprintf(stderr, "lodectl: the cluster runs --insecure: it checks no key\n");
 	printf("%s\n", mds_addr);
 	return 0;
 }
@@ -364,18 +413,23 @@ int local_main(int argc, char **argv)
 {
 	/* a DIR that looks like an option is a mistake ("local up --help"), not a directory */
 	if (argc < 3 || argv[2][0] == '-') {
-		fprintf(stderr,
-			"lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] | "
-			"down DIR | kill DIR NAME [-9]\n"
-			"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
-			"transport and host)\n");
+		fprintf(stderr, "lodectl: usage: lodectl local up DIR [--oss N] [--orphan-grace S] "
+				"[--insecure] | "
+				"down DIR | kill DIR NAME [-9]\n"
+				"  (LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that "
+				"transport and host)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "up")) {
 		const char *grace = NULL;
+		bool insecure = false;
 		int noss = 0;
 
 		for (int i = 3; i < argc; i++) {
+			if (!strcmp(argv[i], "--insecure")) {
+				insecure = true;
+				continue;
+			}
 			if (!strcmp(argv[i], "--orphan-grace") && i + 1 < argc) {
 				grace = argv[++i];
 				continue;
@@ -391,7 +445,7 @@ int local_main(int argc, char **argv)
 				return 2;
 			}
 		}
-		return local_up(argv[2], noss, grace);
+		return local_up(argv[2], noss, grace, insecure);
 	}
 	if (!strcmp(argv[1], "down"))
 		return local_down(argv[2]);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "key.h"
 #include "load.h"
 #include "local_cluster.h"
 #include "lode/lode.h"
@@ -30,7 +31,8 @@ static void usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
+	    "usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] [--key FILE | --insecure]\n"
+	    "               COMMAND [ARGS]\n"
 	    "\n"
 	    "cluster:\n"
 	    "  status                       the MDS and every OSS, with capacity and state\n"
@@ -39,6 +41,8 @@ static void usage(FILE *out)
 	    "local cluster on loopback (prints the MDS)\n"
 	    "  local down DIR               stop it\n"
 	    "  local kill DIR NAME [-9]     stop one daemon of it (mds, oss0, ...)\n"
+	    "  key generate FILE            a new cluster key (mode 0600)\n"
+	    "  key derive --role ROLE IN OUT  one role's key (client, target, admin)\n"
 	    "files:\n"
 	    "  put LOCAL REMOTE [--stripe-size BYTES] [--stripe-count N] [--mirrors N]\n"
 	    "  get REMOTE LOCAL\n"
@@ -50,7 +54,8 @@ static void usage(FILE *out)
 	    "  mkdir PATH | rm PATH | rmdir PATH | mv FROM TO\n"
 	    "\n"
 	    "The MDS address comes from --mds or $LODE_MDS. --timeout: how long a request waits\n"
-	    "for an unreachable server before failing (default 30000 ms).\n");
+	    "for an unreachable server before failing (default 30000 ms). The key proved to the\n"
+	    "cluster comes from --key or $LODE_KEY_FILE (--insecure: none).\n");
 }
 
 static int fail(const char *what, const char *path, int rc)
@@ -431,6 +436,8 @@ static int cmd_status(struct lode_client *c)
 	printf("mds %s: up, %u of %u targets up, %.1f of %.1f GiB free\n", mds_addr, sf.targets_up,
 	       sf.targets_total, (double)sf.bytes_free / (1u << 30),
 	       (double)sf.bytes_total / (1u << 30));
+	if (sf.flags & LODE_STATFS_INSECURE)
+		printf("security: INSECURE (the MDS runs --insecure: it checks no key)\n");
 	printf("%-6s %-5s %-24s %12s %12s %9s %10s\n", "target", "state", "address", "total_GiB",
 	       "free_GiB", "objects", "seen_ms");
 	for (int i = 0; i < n && i < 256; i++)
@@ -484,6 +491,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"mds", required_argument, NULL, 'm'},
 	    {"timeout", required_argument, NULL, 't'},
+	    {"key", required_argument, NULL, 'k'},
+	    {"insecure", no_argument, NULL, 'I'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -507,6 +516,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'k':
+		case 'I':
+			copts.key_file = opt == 'k' ? optarg : ""; /* "": no key */
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -527,6 +540,8 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (!strcmp(cmd, "local"))
 		return local_main(argc, argv);
+	if (!strcmp(cmd, "key"))
+		return lodectl_key_main(argc, argv);
 	if (strcmp(cmd, "status") && strcmp(cmd, "df") && strcmp(cmd, "put") &&
 	    strcmp(cmd, "get") && strcmp(cmd, "ls") && strcmp(cmd, "stat") &&
 	    strcmp(cmd, "mkdir") && strcmp(cmd, "rm") && strcmp(cmd, "rmdir") &&
@@ -540,8 +555,7 @@ int main(int argc, char **argv)
 	}
 	rc = lode_connect(mds_addr, &copts, &c);
 	if (rc) {
-		fprintf(stderr, "lodectl: cannot reach the MDS at %s: %s\n", mds_addr,
-			strerror(-rc));
+		lodectl_key_connect_error(mds_addr, copts.key_file, rc);
 		return 1;
 	}
 	if (!strcmp(cmd, "status"))
