@@ -110,6 +110,10 @@ int cluster_up_opts(struct test_cluster *tc, int noss, const char *opts)
 		cluster_down(tc);
 		return -1;
 	}
+	/* every client of the test (liblode in this process, lodectl, lode-fuse) proves the
+	 * cluster's key, as a user of a local cluster does */
+	snprintf(cmd, sizeof(cmd), "%s/cluster.key", tc->dir);
+	setenv("LODE_KEY_FILE", cmd, 1);
 	return 0;
 }
 

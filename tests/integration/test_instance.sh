@@ -14,7 +14,8 @@ export LODE_MDS=$mds
 "$lodectl" status >/dev/null || fail "the cluster did not come up"
 
 echo "== a second lode-mds on the MDS's data directory"
-if timeout 20 "$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 2>"$dir/mds2.err"; then
+if timeout 20 "$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 --key "$LODE_KEY_FILE" \
+	2>"$dir/mds2.err"; then
 	fail "a second lode-mds started on a directory in use"
 fi
 grep -q "is in use by another lode-mds (pid [0-9]*)" "$dir/mds2.err" ||
@@ -23,6 +24,7 @@ grep -q "is in use by another lode-mds (pid [0-9]*)" "$dir/mds2.err" ||
 
 echo "== a second lode-oss on an OSS's data directory"
 if timeout 20 "$oss_bin" --data "$dir/c/oss0" --listen tcp://127.0.0.1:0 --mds "$mds" \
+	--key "$LODE_KEY_FILE" \
 	2>"$dir/oss2.err"; then
 	fail "a second lode-oss started on a directory in use"
 fi
