@@ -253,7 +253,6 @@ static void auth_report(struct sconn *sc, const char *why)
 struct auth_send {
 	struct lode_send send;
 	struct sconn *sc;
-	bool close_after;
 	struct lode_wire_auth_rep rep;
 };
 
@@ -263,14 +262,17 @@ static void auth_sent(struct lode_send *s, int err)
 	struct sconn *sc = as->sc;
 
 	(void)err;
-	if (as->close_after && sc->t)
-		sc->ops->close(sc->t, -EACCES);
 	free(as);
 	sconn_put(sc);
 }
 
-/* Answers the AUTH that arrived: status 0 with rep (may be NULL: empty body), or an error
- * after which the connection closes. */
+/*
+ * Answers the AUTH that arrived: status 0 with rep (may be NULL: empty body), or an error.
+ * After an error the connection is not closed here but left to the client, which closes it
+ * on the reply: over RDMA our close could overtake the reply, and the client would see a
+ * reset instead of "refused". It is served nothing more (AUTH_REFUSED: its next frame
+ * closes it), and the sweep closes it at the handshake deadline if the client does not.
+ */
 static void auth_reply(struct sconn *sc, int status, const struct lode_wire_auth_rep *rep)
 {
 	struct auth_send *as = calloc(1, sizeof(*as));
@@ -280,7 +282,6 @@ static void auth_reply(struct sconn *sc, int status, const struct lode_wire_auth
 		return;
 	}
 	as->sc = sc;
-	as->close_after = status != 0;
 	if (rep && !status)
 		as->rep = *rep;
 	lode_hdr_init(&as->send.hdr, LODE_OP_AUTH, sc->auth_req_id, 0, 0);
@@ -354,7 +355,7 @@ static void auth_on_frame(struct sconn *sc)
 								"has no key for",
 				 lode_auth_role_name(r->role));
 			auth_report(sc, why);
-			sc->auth = AUTH_REFUSED; /* the reply closes it; nothing more is served */
+			sc->auth = AUTH_REFUSED; /* the client closes it; nothing more is served */
 			auth_reply(sc, -EACCES, NULL);
 			return;
 		}

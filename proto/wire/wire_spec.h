@@ -162,8 +162,10 @@ _Static_assert(sizeof(struct lode_wire_cred) == 8, "cred");
  * Step 1: the client's role and fresh nonce (flags LODE_AUTH_F_NOKEY when it holds no key;
  * proof zero). The reply (request id 0 is the handshake's) carries the server's nonce and
  * proof, or LODE_AUTH_F_INSECURE from a server run without a key; a server that needs a key
- * answers a keyless client with EACCES and closes. Step 2: the client's proof (nonce zero);
- * it has no reply: the server goes on to the frames behind it, or closes the connection.
+ * answers a keyless client with EACCES and serves that connection nothing more. Step 2:
+ * the client's proof (nonce zero); the client sends its calls right behind it, without
+ * waiting for its reply (empty, status 0): a wrong proof closes the connection before any
+ * of them is read.
  */
 #define LODE_AUTH_F_NOKEY    0x1u /* step 1: the client holds no key */
 #define LODE_AUTH_F_INSECURE 0x1u /* reply: the server runs without a key (--insecure) */
