@@ -29,6 +29,7 @@ import time
 
 LODECTL = os.environ["LODECTL"]
 MDS_BIN = os.environ["LODE_MDS_BIN"]
+OSS_BIN = os.environ["LODE_OSS_BIN"]
 MAGIC, VERSION = 0x45444F4C, 1
 OP_HELLO, OP_AUTH = 1, 3
 OP_TARGET_REGISTER, OP_TARGET_HEARTBEAT, OP_ORPHAN_LIST, OP_ORPHAN_DONE = 30, 31, 33, 34
@@ -347,11 +348,16 @@ def check_key_files(d, cdir, mds, fails):
     if r.returncode == 0 or "not a Lode key" not in r.stderr:
         fails.append(f"lodectl used a malformed key file: {r.stderr.strip()}")
 
-    r = subprocess.run([MDS_BIN, "--data", os.path.join(d, "m2"), "--listen",
-                        "tcp://127.0.0.1:0"], capture_output=True, text=True, timeout=20)
-    lines = r.stderr.strip().splitlines()
-    if r.returncode != 2 or len(lines) != 1 or "--insecure" not in lines[0]:
-        fails.append(f"lode-mds without --key or --insecure: {r.returncode} {r.stderr}")
+    for prog, extra in ((MDS_BIN, []), (OSS_BIN, ["--mds", mds])):
+        r = subprocess.run([prog, "--data", os.path.join(d, "m2"), "--listen",
+                            "tcp://127.0.0.1:0"] + extra, capture_output=True, text=True,
+                           timeout=20)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or "--insecure" not in lines[0]:
+            fails.append(f"{os.path.basename(prog)} without --key or --insecure: "
+                         f"{r.returncode} {r.stderr}")
+        if os.path.exists(os.path.join(d, "m2")):
+            fails.append(f"{os.path.basename(prog)} without a key made its data directory")
 
     r = lodectl("--mds", mds, "status", key=os.path.join(d, "gen.key"))
     if r.returncode == 0 or "refused the key" not in r.stderr:
