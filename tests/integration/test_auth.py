@@ -385,10 +385,10 @@ def check_key_files(d, cdir, mds, fails):
 def check_insecure(d, fails):
     cdir = os.path.join(d, "insecure")
     r = lodectl("local", "up", cdir, "--oss", "1", "--insecure")
-    if r.returncode != 0:
-        fails.append(f"local up --insecure failed: {r.stderr}")
-        return
     try:
+        if r.returncode != 0:
+            fails.append(f"local up --insecure failed: {r.stderr}")
+            return
         mds = r.stdout.strip()
         r = lodectl("--mds", mds, "status")
         if r.returncode != 0 or "INSECURE" not in r.stdout:
@@ -412,11 +412,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="lode-auth.") as d:
         cdir = os.path.join(d, "c")
         r = lodectl("local", "up", cdir, "--oss", "2")
-        if r.returncode != 0:
-            print("local up failed:", r.stderr)
-            return 1
-        mds = r.stdout.strip()
         try:
+            if r.returncode != 0:
+                print("local up failed:", r.stderr)
+                return 1
+            mds = r.stdout.strip()
             key = os.path.join(cdir, "cluster.key")
             cluster = read_key(key)
             fails = []
