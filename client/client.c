@@ -2,11 +2,14 @@
 /* liblode: connecting to a cluster, credentials, the target table and MDS calls. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sodium.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "client.h"
 #include "codec.h"
 #include "config.h"
@@ -422,6 +425,24 @@ static void rpcs_destroy(struct lode_client *c)
 	c->nrpc = 0;
 }
 
+/* The key of opts.key_file, else of LODE_KEY_FILE; none for "" or neither. */
+static int load_keys(const struct lode_client_opts *o, struct lode_keyring *kr, bool *has)
+{
+	const char *path = o->key_file;
+	int rc;
+
+	if (!path)
+		path = getenv("LODE_KEY_FILE");
+	*has = false;
+	if (!path || !*path)
+		return 0;
+	/* the reason goes nowhere: library code does not print; lode-fuse and lodectl load
+	 * the file themselves first to say why */
+	rc = lode_keyring_load(path, kr, NULL, 0);
+	*has = rc == 0;
+	return rc;
+}
+
 int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 		 struct lode_client **out)
 {
@@ -429,6 +450,8 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	struct lode_wire_hello_req hello = {.role = LODE_ROLE_CLIENT};
 	struct lode_wire_hello_rep rep;
 	struct lode_client *c;
+	struct lode_keyring keys;
+	bool has_key = false;
 	int rc;
 
 	if (opts)
@@ -448,11 +471,21 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	if (getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
 		c->client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();
 	hello.client_id = c->client_id;
+	rc = load_keys(&o, &keys, &has_key);
+	if (rc)
+		goto err_rpc;
 	for (unsigned want = io_threads(&o); c->nrpc < want; c->nrpc++) {
 		rc = lode_rpc_create(&c->rpc[c->nrpc], c->timeout_ms);
 		if (rc)
 			goto err_rpc;
+		rc = lode_rpc_set_auth(c->rpc[c->nrpc], has_key ? &keys : NULL,
+				       has_key ? lode_keyring_best_role(&keys) : LODE_ROLE_CLIENT);
+		if (rc) {
+			c->nrpc++;
+			goto err_rpc;
+		}
 	}
+	sodium_memzero(&keys, sizeof(keys));
 	rc = lode_rpc_conn_open(c->rpc[0], mds_addr, &c->mds);
 	if (rc)
 		goto err_rpc;
@@ -467,6 +500,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	return 0;
 
 err_rpc:
+	sodium_memzero(&keys, sizeof(keys));
 	rpcs_destroy(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -482,19 +516,32 @@ void lode_disconnect(struct lode_client *c)
 	free(c);
 }
 
-int lode_probe(const char *addr, unsigned timeout_ms, uint32_t *role)
+int lode_probe(const char *addr, const char *key_file, unsigned timeout_ms, uint32_t *role)
 {
+	struct lode_client_opts o = {.size = sizeof(o), .key_file = key_file};
 	struct lode_wire_hello_req hello = {.role = LODE_ROLE_CLIENT};
 	struct lode_wire_hello_rep rep;
 	struct lode_rpc_conn *conn;
-	struct lode_rpc *rpc;
+	struct lode_keyring keys;
+	struct lode_rpc *rpc = NULL;
+	bool has_key = false;
 	int rc;
 
 	if (getrandom(&hello.client_id, sizeof(hello.client_id), 0) != sizeof(hello.client_id))
 		hello.client_id = (uint64_t)getpid() << 32 ^ (uint64_t)lode_now_ns();
-	rc = lode_rpc_create(&rpc, timeout_ms ? timeout_ms : 30000);
+	rc = load_keys(&o, &keys, &has_key);
 	if (rc)
 		return rc;
+	rc = lode_rpc_create(&rpc, timeout_ms ? timeout_ms : 30000);
+	if (!rc)
+		rc = lode_rpc_set_auth(rpc, has_key ? &keys : NULL,
+				       has_key ? lode_keyring_best_role(&keys) : LODE_ROLE_CLIENT);
+	sodium_memzero(&keys, sizeof(keys));
+	if (rc) {
+		if (rpc)
+			lode_rpc_destroy(rpc);
+		return rc;
+	}
 	rc = lode_rpc_conn_open(rpc, addr, &conn);
 	if (!rc)
 		rc = lode_rpc_simple(conn, LODE_OP_HELLO, &hello, sizeof(hello), &rep, sizeof(rep));

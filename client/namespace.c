@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "client.h"
+#include "rpc.h"
 #include "codec.h"
 
 #define SYMLOOP_MAX 40
@@ -661,6 +662,8 @@ int lode_statfs(struct lode_client *c, struct lode_statfs *out)
 	out->targets_total = rep.targets_total;
 	out->name_max = rep.name_max;
 	out->block_size = rep.block_size;
+	if (lode_rpc_conn_server_flags(c->mds) & LODE_AUTH_F_INSECURE)
+		out->flags |= LODE_STATFS_INSECURE;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  *
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
+ *            (--key FILE | --insecure)
  *   lode-mds --config FILE [options that override the file's]
  *            [--metrics HOST:PORT [--metrics-port-file FILE]]
  *
@@ -13,6 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "conf.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_auth.h"
 #include "daemon_metrics.h"
 #include "handlers.h"
 #include "log.h"
@@ -43,6 +46,11 @@ static void usage(FILE *out)
 		"  --data DIR          LMDB data directory (created if missing)\n"
 		"  --listen ADDR       address to serve, tcp://HOST:PORT or rdma://HOST:PORT\n"
 		"                      (port 0: any free port; repeat to serve on up to 3)\n"
+		"  --key FILE          the cluster key (`lodectl key generate FILE`): every\n"
+		"                      connection must prove it, and its role (client, target,\n"
+		"                      admin) bounds what it may ask\n"
+		"  --insecure          serve without authentication: anyone may ask anything\n"
+		"                      (one of --key and --insecure is required)\n"
 		"  --threads N         worker threads (default 4)\n"
 		"  --log-level LEVEL   err, warn, info (default) or debug\n"
 		"  --port-file FILE    write the bound address into FILE once listening\n"
@@ -113,19 +121,24 @@ int main(int argc, char **argv)
 	    {"config", required_argument, NULL, 'C'},
 	    {"metrics", required_argument, NULL, 'M'},
 	    {"metrics-port-file", required_argument, NULL, 'P'},
+	    {"key", required_argument, NULL, 'K'},
+	    {"insecure", no_argument, NULL, 'I'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
-	const char *metrics = NULL, *metrics_port_file = NULL;
+	const char *metrics = NULL, *metrics_port_file = NULL, *key_file = NULL;
 	struct lode_daemon_metrics *dm = NULL;
+	static struct lode_keyring keys;
+	bool insecure = false, secure = false;
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
 	struct lode_mds_opts mopts = {.orphan_grace_ns = -1};
 	struct lode_server_ops ops = {.on_request = lode_mds_on_request,
 				      .on_conn_error = lode_log_conn_error,
-				      .check_header = lode_log_check_header};
+				      .check_header = lode_log_check_header,
+				      .on_auth_fail = lode_log_auth_fail};
 	struct lode_server_opts sopts = {.threads = 4, .ops = &ops};
 	struct lode_server *srv;
 	struct lode_mds mds;
@@ -187,6 +200,12 @@ int main(int argc, char **argv)
 		case 'P':
 			metrics_port_file = optarg;
 			break;
+		case 'K':
+			key_file = optarg;
+			break;
+		case 'I':
+			insecure = true;
+			break;
 		case 'V':
 			printf("lode-mds %s\n", LODE_VERSION);
 			return 0;
@@ -207,6 +226,9 @@ int main(int argc, char **argv)
 		return bad_args("--metrics-port-file needs --metrics HOST:PORT");
 
 	lode_log_init("lode-mds", level);
+	rc = lode_daemon_keys("lode-mds", key_file, insecure, &keys, &secure);
+	if (rc)
+		return rc;
 	rc = lode_make_dirs(data, 0700);
 	if (rc) {
 		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
@@ -236,6 +258,7 @@ int main(int argc, char **argv)
 
 	memcpy(sopts.listen, listen, sizeof(listen));
 	sopts.ctx = &mds;
+	sopts.keys = secure ? &keys : NULL;
 	rc = lode_server_start(&srv, &sopts);
 	if (rc) {
 		LODE_ERR("cannot listen on %s%s: %s", listen[0], nlisten > 1 ? " and others" : "",

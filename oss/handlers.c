@@ -216,8 +216,16 @@ static struct lode_rpc *fwd_rpc(struct lode_oss *oss)
 		return rpc;
 	pthread_mutex_lock(&oss->fwd_lock);
 	rpc = atomic_load(&oss->fwd_rpc);
-	if (!rpc && !lode_rpc_create(&rpc, FWD_TIMEOUT_MS))
-		atomic_store(&oss->fwd_rpc, rpc);
+	if (!rpc && !lode_rpc_create(&rpc, FWD_TIMEOUT_MS)) {
+		/* the next hop sees a target: only targets may ask an OSS to pass data on, and
+		 * no byte of it leaves before the next hop has proved the cluster key */
+		if (lode_rpc_set_auth(rpc, oss->keys, LODE_ROLE_OSS)) {
+			lode_rpc_destroy(rpc);
+			rpc = NULL;
+		} else {
+			atomic_store(&oss->fwd_rpc, rpc);
+		}
+	}
 	pthread_mutex_unlock(&oss->fwd_lock);
 	return rpc;
 }
@@ -562,6 +570,7 @@ const struct lode_server_ops lode_oss_server_ops = {
     .on_request = on_request,
     .on_conn_error = lode_log_conn_error,
     .check_header = lode_log_check_header,
+    .on_auth_fail = lode_log_auth_fail,
     .on_worker_start = on_worker_start,
 };
 

@@ -27,6 +27,9 @@ struct lode_oss_worker_stats {
 
 struct lode_oss {
 	struct lode_objstore *st; /* not owned */
+	/* What this OSS proves to the MDS and to the next copy of a chain, as a target:
+	 * NULL for no key (--insecure). Set before serving, read-only after; not owned. */
+	const struct lode_keyring *keys;
 	/* Set by the MDS link once registered, read by HELLO on any worker. */
 	_Atomic uint64_t cluster_id;
 	_Atomic uint32_t target_id;

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_auth.h"
 #include "daemon_metrics.h"
 #include "handlers.h"
 #include "log.h"
@@ -41,6 +42,11 @@ static const char usage[] =
     "                      picks a free one; repeat to serve on up to 3)\n"
     "  --mds ADDR          metadata server to register with\n"
     "  --advertise ADDR    address clients should use (default: the first bound address)\n"
+    "  --key FILE          the cluster key (`lodectl key generate FILE`): every\n"
+    "                      connection must prove it; also proved to the MDS and the\n"
+    "                      next copy of a chained write\n"
+    "  --insecure          serve without authentication: anyone may ask anything\n"
+    "                      (one of --key and --insecure is required)\n"
     "  --threads N         worker threads (default 2)\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
@@ -61,6 +67,8 @@ struct args {
 	const char *metrics, *metrics_port_file;
 	unsigned threads;
 	enum lode_log_level level;
+	const char *key_file;
+	bool insecure;
 };
 
 static void __attribute__((noreturn, format(printf, 1, 2))) bad_args(const char *fmt, ...)
@@ -96,6 +104,8 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"config", required_argument, NULL, 'C'},
 	    {"metrics", required_argument, NULL, 'M'},
 	    {"metrics-port-file", required_argument, NULL, 'P'},
+	    {"key", required_argument, NULL, 'K'},
+	    {"insecure", no_argument, NULL, 'I'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -137,6 +147,12 @@ static void parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'P':
 			a->metrics_port_file = optarg;
+			break;
+		case 'K':
+			a->key_file = optarg;
+			break;
+		case 'I':
+			a->insecure = true;
 			break;
 		case 't':
 			errno = 0;
@@ -194,6 +210,8 @@ int main(int argc, char **argv)
 	struct lode_objstore *st = NULL;
 	struct lode_daemon_metrics *dm = NULL;
 	static struct lode_oss oss;
+	static struct lode_keyring keys;
+	bool secure = false;
 	const char *bound;
 	uint8_t uuid[16];
 	char why[256];
@@ -211,6 +229,9 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &a);
 	lode_log_init(PROG, a.level);
+	err = lode_daemon_keys(PROG, a.key_file, a.insecure, &keys, &secure);
+	if (err)
+		return err;
 
 	/* Every thread started from here on inherits the mask, so only sigwait() below
 	 * sees SIGTERM/SIGINT. */
@@ -242,6 +263,8 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	lode_oss_init(&oss, st);
+	oss.keys = secure ? &keys : NULL;
+	sopts.keys = oss.keys;
 	memcpy(sopts.listen, a.listen, sizeof(a.listen));
 	sopts.threads = a.threads;
 	sopts.ops = &lode_oss_server_ops;

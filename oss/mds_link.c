@@ -271,7 +271,9 @@ static void set_state(struct lode_mds_link *l, enum link_state s, int err)
 		LODE_INFO("registered with MDS %s as target %u (clients use %s)", l->mds_addr,
 			  l->target_id, l->advertise);
 	else
-		LODE_WARN("MDS %s: %s; serving data, retrying", l->mds_addr, strerror(-err));
+		LODE_WARN("MDS %s: %s; serving data, retrying", l->mds_addr,
+			  err == -EACCES ? "it refused this OSS's key (or does not hold it)"
+					 : strerror(-err));
 	l->state = s;
 	l->last_err = err;
 }
@@ -389,12 +391,18 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	err = lode_rpc_create(&l->rpc, RPC_TIMEOUT_MS);
 	if (err)
 		goto err_free;
+	err = lode_rpc_set_auth(l->rpc, l->oss->keys, LODE_ROLE_OSS);
+	if (err)
+		goto err_rpc;
 	err = lode_rpc_conn_open(l->rpc, l->mds_addr, &l->conn);
 	if (err)
 		goto err_rpc;
 	err = lode_rpc_create(&l->reclaim_rpc, RPC_TIMEOUT_MS);
 	if (err)
 		goto err_rpc;
+	err = lode_rpc_set_auth(l->reclaim_rpc, l->oss->keys, LODE_ROLE_OSS);
+	if (err)
+		goto err_reclaim_rpc;
 	err = lode_rpc_conn_open(l->reclaim_rpc, l->mds_addr, &l->reclaim_conn);
 	if (err)
 		goto err_reclaim_rpc;

@@ -14,9 +14,12 @@ dir=${LODE_DEMO_DIR:-/tmp/lode-demo}
 size_mib=${LODE_DEMO_MIB:-4096}
 lodectl=build/tools/lodectl
 mnt=$dir/models
-mds=$($lodectl local up "$dir" --oss 3)
+mds=$($lodectl local up "$dir" --oss 3 2>/dev/null)
 export LODE_MDS=$mds
+# every client proves the cluster key that `local up` made (lode-fuse and lodectl read it)
+export LODE_KEY_FILE=$(realpath "$dir")/cluster.key
 echo "cluster up: MDS at $mds, data under $dir"
+echo "  export LODE_MDS=$mds LODE_KEY_FILE=$LODE_KEY_FILE"
 $lodectl status
 mkdir -p "$mnt"
 if ! mountpoint -q "$mnt"; then

@@ -2,7 +2,7 @@
 # Installs what Lode needs to build and test, from Debian 12's packages.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config
-      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev libmicrohttpd-dev curl
+      clang-format liburing-dev liblmdb-dev lmdb-utils libxxhash-dev libfuse3-dev fuse3 libcmocka-dev libmicrohttpd-dev libsodium-dev curl
       # tests/service/metrics.sh: a real Prometheus scrapes a local cluster (and promtool)
       prometheus
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr

@@ -13,7 +13,6 @@
  * of a new cluster listen on: "rdma://10.0.2.15" runs the whole cluster over RDMA.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,8 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lode/lode.h"
+#include "auth.h"
 #include "local_cluster.h"
+#include "lode/lode.h"
 
 #define START_TIMEOUT_MS 15000
 
@@ -181,8 +181,10 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 	return -ETIMEDOUT;
 }
 
+/* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, char *addr, size_t alen, char *err, size_t errlen)
+			const char *grace, const char *key, char *addr, size_t alen, char *err,
+			size_t errlen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
 	char *argv[16];
@@ -213,6 +215,12 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 		argv[i++] = "--orphan-grace";
 		argv[i++] = (char *)grace;
 	}
+	if (key) {
+		argv[i++] = "--key";
+		argv[i++] = (char *)key;
+	} else {
+		argv[i++] = "--insecure";
+	}
 	argv[i++] = "--port-file";
 	argv[i++] = addrfile;
 	argv[i] = NULL;
@@ -230,10 +238,43 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	return 0;
 }
 
-int local_up(const char *dir, int noss, const char *grace_opt, char *mds_addr, size_t mds_len,
-	     char *err, size_t errlen)
+/*
+ * The cluster's key: DIR/cluster.key, made at the first start, or none when the cluster
+ * was first started --insecure (DIR/insecure remembers it). key gets the absolute path, or
+ * "" for none. Returns 0 or -errno with the reason in err.
+ */
+static int local_key(const char *dir, bool insecure, char *key, size_t len, char *err,
+		     size_t errlen)
 {
-	char path[PATH_MAX], addr[160], buf[32], grace[32] = "";
+	char path[PATH_MAX], abs[PATH_MAX], why[256];
+
+	snprintf(path, sizeof(path), "%s/insecure", dir);
+	if (insecure)
+		write_file(path, "1\n");
+	if (insecure || !access(path, F_OK)) {
+		key[0] = 0;
+		return 0;
+	}
+	if (!realpath(dir, abs)) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if ((size_t)snprintf(key, len, "%s/cluster.key", abs) >= len) {
+		snprintf(err, errlen, "%s: path too long", abs);
+		return -ENAMETOOLONG;
+	}
+	if (access(key, F_OK) && lode_key_generate(key, why, sizeof(why))) {
+		snprintf(err, errlen, "%s", why);
+		return -EIO;
+	}
+	return 0;
+}
+
+int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, char *mds_addr,
+	     size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
+{
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", why[256];
+	struct lode_client_opts co = {.size = sizeof(co), .key_file = key};
 	struct lode_client *c;
 	int rc, waited = 0;
 
@@ -242,6 +283,9 @@ int local_up(const char *dir, int noss, const char *grace_opt, char *mds_addr, s
 		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
 		return rc;
 	}
+	rc = local_key(dir, insecure, key, key_len, err, errlen);
+	if (rc)
+		return rc;
 	snprintf(path, sizeof(path), "%s/cluster", dir);
 	if (noss <= 0) {
 		noss = 3;
@@ -258,22 +302,23 @@ int local_up(const char *dir, int noss, const char *grace_opt, char *mds_addr, s
 		read_file(path, grace, sizeof(grace));
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
-	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, mds_addr,
-			  mds_len, err, errlen);
+	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace,
+			  key[0] ? key : NULL, mds_addr, mds_len, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
 		mkdir(path, 0755);
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, addr, sizeof(addr), err,
-				  errlen);
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL,
+				  addr, sizeof(addr), err, errlen);
 		if (rc)
 			return rc;
 	}
 	/* ready when the MDS sees every OSS up */
-	rc = lode_connect(mds_addr, NULL, &c);
+	rc = lode_connect(mds_addr, &co, &c);
 	if (rc) {
-		snprintf(err, errlen, "cannot reach the MDS at %s: %s", mds_addr, strerror(-rc));
+		snprintf(err, errlen, "cannot reach the MDS at %s: %s", mds_addr,
+			 lode_auth_explain(rc, key, why, sizeof(why)));
 		return rc;
 	}
 	for (;;) {

@@ -57,6 +57,7 @@ struct lf_opts {
 	int debug;
 	const char *metrics;	       /* --metrics HOST:PORT, or NULL */
 	const char *metrics_port_file; /* --metrics-port-file FILE, or NULL */
+	const char *key_file;	       /* --key FILE; "" for --insecure; NULL: $LODE_KEY_FILE */
 };
 
 /*

@@ -23,6 +23,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "conf.h"
 #include "config.h"
 #include "log.h"
@@ -43,6 +44,8 @@ static const struct option conf_keys[] = {
     {"log", required_argument, NULL, 0},
     {"metrics", required_argument, NULL, 0},
     {"metrics-port-file", required_argument, NULL, 0},
+    {"key", required_argument, NULL, 0},
+    {"insecure", no_argument, NULL, 0},
     {"config", required_argument, NULL, 0},
     {"help", no_argument, NULL, 0},
     {"version", no_argument, NULL, 0},
@@ -59,6 +62,8 @@ static void usage(FILE *out)
 	    "usage: lode-fuse --mds tcp://HOST:PORT MOUNTPOINT [-f] [-d] [-o OPTIONS]\n"
 	    "\n"
 	    "  --mds ADDR          metadata server of the cluster to mount\n"
+	    "  --key FILE          the key to prove to the cluster (default: $LODE_KEY_FILE)\n"
+	    "  --insecure          prove no key (a cluster run --insecure)\n"
 	    "  -f                  stay in the foreground\n"
 	    "  -d                  debug: foreground, and libfuse traces every request\n"
 	    "  --config FILE       read options from FILE, `key = value` lines: mds, options,\n"
@@ -79,6 +84,7 @@ static void usage(FILE *out)
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
 	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
+	    "     key=FILE         as --key FILE (for mount -t lode and fstab)\n"
 	    "     metrics=HOST:PORT  as --metrics (for fstab and mount -t lode)\n"
 	    "     ro, allow_other, and the other generic FUSE mount options\n"
 	    "  --help, --version\n");
@@ -186,6 +192,12 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			if (!*v)
 				bad("log= needs a file name");
 			set_log_path(v); /* --log for mount(8) and fstab */
+		} else if (!strcmp(opt, "key") && v) {
+			if (!*v)
+				bad("key= needs a file name");
+			o->key_file = strdup(v); /* --key for mount(8) and fstab */
+			if (!o->key_file)
+				bad("out of memory");
 		} else if (!strcmp(opt, "metrics") && v) {
 			o->metrics = strdup(v); /* for the life of the process, like argv */
 			if (!o->metrics)
@@ -262,6 +274,12 @@ static void parse_args(int argc, char **argv, struct lf_opts *o, char **fuse_opt
 			if (++i == argc)
 				bad("--metrics-port-file needs a file");
 			o->metrics_port_file = argv[i];
+		} else if ((v = long_value(argc, argv, &i, "key"))) {
+			if (!*v)
+				bad("--key needs a file name");
+			o->key_file = v;
+		} else if (!strcmp(a, "--insecure")) {
+			o->key_file = ""; /* liblode: no key, whatever LODE_KEY_FILE says */
 		} else if (!strcmp(a, "-o")) {
 			if (++i == argc)
 				bad("-o needs options");
@@ -376,6 +394,7 @@ static int connect_cluster(struct lode_fuse *lf)
 	    .size = sizeof(co),
 	    .timeout_ms = lf->o.timeout_s * 1000,
 	    .use_process_creds = 1, /* each request sets its caller's: lode_thread_creds_set() */
+	    .key_file = lf->o.key_file,
 	};
 
 	int rc = lode_connect(lf->o.mds, &co, &lf->c);
@@ -554,8 +573,10 @@ int main(int argc, char **argv)
 	/* ask the MDS now, while the caller still sees what we print */
 	rc = connect_cluster(lf);
 	if (rc) {
+		char why[256];
+
 		fprintf(stderr, "lode-fuse: cannot reach the MDS at %s: %s\n", lf->o.mds,
-			strerror(-rc));
+			lode_auth_explain(rc, lf->o.key_file, why, sizeof(why)));
 		goto out_free;
 	}
 	if (!lf->o.foreground) {

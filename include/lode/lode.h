@@ -65,13 +65,21 @@ struct lode_client_opts {
 	/* threads that receive and verify object data, each with its own connection to every
 	 * OSS; default: LODE_IO_THREADS from the environment, else one per CPU (at most 4) */
 	unsigned io_threads;
+	/* the key file every connection proves (docs/security.md): a cluster key or one
+	 * role's key; NULL: LODE_KEY_FILE from the environment, if set; "": no key (only a
+	 * cluster run --insecure answers). With a cluster or admin key the client connects
+	 * as an admin, else as a client. */
+	const char *key_file;
 };
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT",
  * "rdma://HOST:PORT" or "HOST:PORT"); opts may be NULL for every default. Checks that the
  * MDS answers. Returns 0 and *out (the caller's until lode_disconnect), or -ECONNREFUSED /
- * -ETIMEDOUT (no MDS answers), -EPROTO (what answers is not an MDS), -ENOMEM. Object
- * servers are connected on first use. */
+ * -ETIMEDOUT (no MDS answers), -EPROTO (what answers is not an MDS), -ENOMEM; for the key:
+ * -EACCES (the cluster refused the key, or needs one and none was given, or runs
+ * --insecure and cannot prove the key given), -ENOENT / -EPERM (the key file is missing,
+ * or group or others may read it), -EINVAL (not a Lode key file). Object servers are
+ * connected on first use. */
 LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 			  struct lode_client **out);
 /* What lode_probe() finds at an address. */
@@ -79,10 +87,13 @@ LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *o
 #define LODE_SERVER_OSS 2
 /* Asks the Lode server at addr what it is, without connecting a client: *role is
  * LODE_SERVER_MDS, LODE_SERVER_OSS (or another number, from a newer server). For a tool to
- * say why lode_connect() failed with -EPROTO. timeout_ms 0: 30000. Returns 0, -EINVAL (addr
- * does not parse or its host does not resolve), -ECONNREFUSED / -ETIMEDOUT, -EPROTO (what
- * answers does not speak Lode's protocol), ... */
-LODE_API int lode_probe(const char *addr, unsigned timeout_ms, uint32_t *role);
+ * say why lode_connect() failed with -EPROTO. key_file as lode_client_opts.key_file (NULL:
+ * $LODE_KEY_FILE; "": none): a server that checks keys answers only a peer proving one.
+ * timeout_ms 0: 30000. Returns 0, -EINVAL (addr does not parse or its host does not
+ * resolve), -ECONNREFUSED / -ETIMEDOUT, -EPROTO (what answers does not speak Lode's
+ * protocol), -EACCES (the key), ... */
+LODE_API int lode_probe(const char *addr, const char *key_file, unsigned timeout_ms,
+			uint32_t *role);
 /* Closes every connection and frees c. Close every file of c first, and call it when no
  * other thread uses c any more. NULL is accepted. */
 LODE_API void lode_disconnect(struct lode_client *c);
@@ -174,12 +185,15 @@ struct lode_layout {
 	uint64_t reserved[4]; /* zero; new fields go here */
 };
 
+#define LODE_STATFS_INSECURE 0x1u /* the MDS runs --insecure: it checks no key */
 struct lode_statfs {
 	uint64_t bytes_total, bytes_free;
 	uint64_t files, files_free;
 	uint32_t targets_up, targets_total;
 	uint32_t name_max, block_size;
-	uint64_t reserved[2]; /* zero; new fields go here */
+	uint32_t flags; /* LODE_STATFS_*, from the MDS's handshake */
+	uint32_t reserved32;
+	uint64_t reserved[1]; /* zero; new fields go here */
 };
 
 /* One storage target (one OSS data directory) as the MDS last saw it. */

@@ -8,6 +8,7 @@
 #define LODE_PROTO_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum lode_log_level { LODE_LOG_ERR, LODE_LOG_WARN, LODE_LOG_INFO, LODE_LOG_DEBUG };
 
@@ -26,6 +27,9 @@ void lode_log_conn_error(void *ctx, const char *transport, int err);
  * line, at most one a second, for what it refuses. */
 struct lode_wire_hdr;
 int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr);
+/* For lode_server_ops.on_auth_fail: a WARN line for a failed handshake or a request its
+ * connection's role may not send, at most one a second. */
+void lode_log_auth_fail(void *ctx, const char *transport, uint32_t peer, const char *why);
 
 #define LODE_ERR(...)	lode_log(LODE_LOG_ERR, __VA_ARGS__)
 #define LODE_WARN(...)	lode_log(LODE_LOG_WARN, __VA_ARGS__)

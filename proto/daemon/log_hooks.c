@@ -2,6 +2,7 @@
 /* The log lines a server's hooks (lode_server_ops) print about what peers did wrong, each at
  * most once a second. Apart from log.c because these need the wire format and lode-fuse,
  * which shares log.c, does not. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -67,4 +68,19 @@ int lode_log_check_header(void *ctx, const struct lode_wire_hdr *hdr)
 		  lode_op_name(hdr->opcode), hdr->body_len, (unsigned long long)hdr->data_len,
 		  strerror(-rc), (unsigned long long)quiet);
 	return rc;
+}
+
+void lode_log_auth_fail(void *ctx, const char *transport, uint32_t peer, const char *why)
+{
+	static struct ratelimit rl;
+	char addr[INET_ADDRSTRLEN] = "?";
+	uint64_t quiet;
+
+	(void)ctx;
+	if (!ratelimit_pass(&rl, &quiet))
+		return;
+	if (peer)
+		inet_ntop(AF_INET, &peer, addr, sizeof(addr));
+	LODE_WARN("%s peer %s refused: %s (%llu more refusals since the last line)", transport,
+		  addr, why, (unsigned long long)quiet);
 }

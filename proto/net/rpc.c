@@ -11,13 +11,22 @@
  * Deadlines: a tick every 100 ms closes any connection with a call past its deadline,
  * failing all its calls with -ETIMEDOUT. Closing, rather than forgetting one call, is what
  * makes it safe to reuse the buffer of a timed-out call: no late reply can land in it.
+ *
+ * The handshake (auth.h): a new connection first sends AUTH step 1 (request id 0) and
+ * queues every call behind it. The server's reply proves it holds the key; the client then
+ * sends its own proof (step 2) and, right behind it on the same connection, the queued
+ * calls: one round trip per connection. A server that does not prove the key (a wrong key,
+ * or one run --insecure while this side holds a key), or that refuses a keyless client,
+ * closes the connection with -EACCES, failing the queued calls with it.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "codec.h"
 #include "loop.h"
 #include "rpc.h"
@@ -37,7 +46,13 @@ struct lode_rpc {
 	bool stopping;		     /* loop thread */
 	struct lode_rpc_conn *conns; /* loop thread */
 	uint64_t next_req_id;	     /* loop thread */
+	/* set before any connection opens, read-only after */
+	unsigned role; /* claimed in every handshake */
+	bool has_key;  /* key below is role's */
+	uint8_t key[LODE_KEY_BYTES];
 };
+
+enum { A_NONE, A_HELLO, A_READY }; /* a connection's handshake: not begun, step 1 sent, done */
 
 struct lode_rpc_conn {
 	struct lode_rpc *rpc;
@@ -51,6 +66,13 @@ struct lode_rpc_conn {
 	struct lode_call *receiving;
 	bool receiving_bad; /* the reply did not fit the call's buffers */
 	struct lode_rpc_conn *prev, *next;
+	/* the handshake (loop thread) */
+	uint8_t auth;			 /* A_* */
+	bool auth_rx;			 /* the frame arriving is the AUTH reply */
+	struct lode_call *queue, *qtail; /* calls waiting for it, by next_ */
+	uint8_t cnonce[LODE_NONCE_BYTES];
+	struct lode_wire_auth_rep auth_rep;
+	unsigned server_flags; /* atomic: of the last handshake (LODE_AUTH_F_INSECURE) */
 };
 
 struct call_send {
@@ -126,6 +148,13 @@ static void call_maybe_done(struct lode_rpc_conn *conn, struct lode_call *call)
 
 static void fail_all(struct lode_rpc_conn *conn, int err)
 {
+	while (conn->queue) {
+		struct lode_call *c = conn->queue;
+
+		conn->queue = c->next_;
+		call_finish(c, err);
+	}
+	conn->qtail = NULL;
 	for (unsigned b = 0; b < NBUCKETS; b++) {
 		struct lode_call *c;
 
@@ -150,7 +179,19 @@ static int c_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 		       void **data)
 {
 	struct lode_rpc_conn *conn = lode_tconn_ctx(t);
-	struct lode_call *call = pending_find(conn, hdr->req_id);
+	struct lode_call *call;
+
+	if (hdr->req_id == 0) {
+		/* the handshake's: step 1's reply (or refusal), or step 2's (empty) */
+		if (hdr->opcode != LODE_OP_AUTH || conn->auth == A_NONE || hdr->data_len ||
+		    hdr->body_len > (conn->auth == A_HELLO ? sizeof(conn->auth_rep) : 0))
+			return -EPROTO;
+		conn->auth_rx = true;
+		*body = &conn->auth_rep;
+		*data = NULL;
+		return 0;
+	}
+	call = pending_find(conn, hdr->req_id);
 
 	if (!call || (call_flags(call) & CALL_REPLIED) || call->opcode != hdr->opcode)
 		return -EPROTO;
@@ -168,10 +209,18 @@ static int c_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 	return 0;
 }
 
+static void auth_on_reply(struct lode_rpc_conn *conn, const struct lode_wire_hdr *hdr);
+
 static void c_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 {
 	struct lode_rpc_conn *conn = lode_tconn_ctx(t);
 	struct lode_call *call = conn->receiving;
+
+	if (conn->auth_rx) {
+		conn->auth_rx = false;
+		auth_on_reply(conn, hdr);
+		return;
+	}
 
 	conn->receiving = NULL;
 	/* lengths are reported only for replies that landed in the caller's buffers */
@@ -203,6 +252,8 @@ static void c_on_close(struct lode_tconn *t, int err)
 
 	conn->t = NULL;
 	conn->receiving = NULL;
+	conn->auth = A_NONE;
+	conn->auth_rx = false;
 	fail_all(conn, err ? err : -ECONNRESET);
 	if (conn->closed)
 		conn_free(conn);
@@ -237,12 +288,132 @@ static void send_done(struct lode_send *s, int err)
 	call_maybe_done(conn, call);
 }
 
+/* Sends a call on a connection that has done its handshake. */
+static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	struct lode_rpc *rpc = conn->rpc;
+	struct call_send *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		call_finish(call, -ENOMEM);
+		return;
+	}
+	call->req_id_ = ++rpc->next_req_id;
+	pending_add(conn, call);
+	cs->call = call;
+	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
+	cs->send.body = call->body;
+	cs->send.body_len = call->body_len;
+	cs->send.data = call->data;
+	cs->send.data_iovcnt = call->data_iovcnt;
+	cs->send.reply_data = call->reply_data;
+	cs->send.reply_data_max = call->reply_data_max;
+	cs->send.done = send_done;
+	conn->ops->send(conn->t, &cs->send);
+}
+
+/* ---- the handshake ---- */
+
+static void auth_send_done(struct lode_send *s, int err)
+{
+	(void)err; /* a failed send fails the connection, and its calls with it */
+	free(s);
+}
+
+/* Sends AUTH step 1 or 2 (request id 0: the handshake's). */
+static int auth_send(struct lode_rpc_conn *conn, uint32_t step, const uint8_t *proof)
+{
+	struct lode_rpc *rpc = conn->rpc;
+	struct lode_wire_auth_req req = {.step = step, .role = rpc->role};
+	struct lode_send *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	if (step == 1) {
+		if (rpc->has_key)
+			memcpy(req.nonce, conn->cnonce, LODE_NONCE_BYTES);
+		else
+			req.flags = LODE_AUTH_F_NOKEY;
+	} else {
+		memcpy(req.proof, proof, LODE_PROOF_BYTES);
+	}
+	lode_hdr_init(&s->hdr, LODE_OP_AUTH, 0, 0, 0);
+	s->body = &req;
+	s->body_len = sizeof(req);
+	s->done = auth_send_done;
+	conn->ops->send(conn->t, s); /* copies the body */
+	return 0;
+}
+
+static void auth_begin(struct lode_rpc_conn *conn)
+{
+	int rc;
+
+	conn->auth = A_HELLO;
+	if (conn->rpc->has_key)
+		lode_auth_nonce(conn->cnonce, LODE_NONCE_BYTES);
+	rc = auth_send(conn, 1, NULL);
+	if (rc)
+		conn->ops->close(conn->t, rc);
+}
+
+static void auth_on_reply(struct lode_rpc_conn *conn, const struct lode_wire_hdr *hdr)
+{
+	struct lode_rpc *rpc = conn->rpc;
+	const struct lode_wire_auth_rep *rep = &conn->auth_rep;
+	uint8_t proof[LODE_PROOF_BYTES];
+	int rc;
+
+	if (hdr->status) {
+		/* refused (a keyless client where a key is needed, a role without a key) */
+		rc = lode_status_to_errno(hdr->status);
+		conn->ops->close(conn->t, rc == -EACCES ? -EACCES : -EPROTO);
+		return;
+	}
+	if (conn->auth == A_READY)
+		return; /* step 2 accepted: calls already follow it */
+	if (hdr->body_len != sizeof(*rep) || rep->reserved ||
+	    (rep->flags & ~LODE_AUTH_F_INSECURE)) {
+		conn->ops->close(conn->t, -EPROTO);
+		return;
+	}
+	if (rep->flags & LODE_AUTH_F_INSECURE) {
+		/* a server without a key cannot prove one: a client holding one refuses it
+		 * (else anyone could pose as the cluster by claiming to be insecure) */
+		if (rpc->has_key) {
+			conn->ops->close(conn->t, -EACCES);
+			return;
+		}
+	} else if (!rpc->has_key || !lode_auth_verify(rpc->key, true, rpc->role, conn->cnonce,
+						      rep->nonce, rep->proof)) {
+		conn->ops->close(conn->t, -EACCES);
+		return;
+	} else {
+		lode_auth_proof(rpc->key, false, rpc->role, conn->cnonce, rep->nonce, proof);
+		rc = auth_send(conn, 2, proof);
+		if (rc) {
+			conn->ops->close(conn->t, rc);
+			return;
+		}
+	}
+	__atomic_store_n(&conn->server_flags, rep->flags, __ATOMIC_RELAXED);
+	conn->auth = A_READY;
+	while (conn->queue && conn->t) {
+		struct lode_call *c = conn->queue;
+
+		conn->queue = c->next_;
+		if (!conn->queue)
+			conn->qtail = NULL;
+		c->next_ = NULL;
+		call_send(conn, c);
+	}
+}
+
 static void submit_on_loop(void *arg)
 {
 	struct lode_call *call = arg;
 	struct lode_rpc_conn *conn = call->conn_;
 	struct lode_rpc *rpc = conn->rpc;
-	struct call_send *cs;
 	int rc;
 
 	if (conn->closed || rpc->stopping) {
@@ -267,26 +438,21 @@ static void submit_on_loop(void *arg)
 			call_finish(call, rc);
 			return;
 		}
+		auth_begin(conn);
 	}
-	cs = calloc(1, sizeof(*cs));
-	if (!cs) {
-		call_finish(call, -ENOMEM);
-		return;
-	}
-	call->req_id_ = ++rpc->next_req_id;
 	call->deadline_ms_ =
 	    lode_now_ms() + (call->timeout_ms ? call->timeout_ms : rpc->default_timeout_ms);
-	pending_add(conn, call);
-	cs->call = call;
-	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
-	cs->send.body = call->body;
-	cs->send.body_len = call->body_len;
-	cs->send.data = call->data;
-	cs->send.data_iovcnt = call->data_iovcnt;
-	cs->send.reply_data = call->reply_data;
-	cs->send.reply_data_max = call->reply_data_max;
-	cs->send.done = send_done;
-	conn->ops->send(conn->t, &cs->send);
+	if (conn->auth != A_READY) {
+		/* behind the handshake: sent once the server has proved the key */
+		call->next_ = NULL;
+		if (conn->qtail)
+			conn->qtail->next_ = call;
+		else
+			conn->queue = call;
+		conn->qtail = call;
+		return;
+	}
+	call_send(conn, call);
 }
 
 void lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
@@ -315,8 +481,10 @@ static void tick(struct lode_io *io, int res)
 	for (struct lode_rpc_conn *conn = rpc->conns; conn; conn = conn->next) {
 		bool expired = false;
 
-		if (!conn->t || !conn->npending)
+		if (!conn->t || (!conn->npending && !conn->queue))
 			continue;
+		for (struct lode_call *c = conn->queue; c && !expired; c = c->next_)
+			expired = c->deadline_ms_ <= now;
 		for (unsigned b = 0; b < NBUCKETS && !expired; b++)
 			for (struct lode_call *c = conn->buckets[b]; c; c = c->next_)
 				if (c->deadline_ms_ <= now) {
@@ -337,6 +505,24 @@ static void tick_arm(struct lode_rpc *rpc)
 
 /* ---- lifecycle ---- */
 
+int lode_rpc_set_auth(struct lode_rpc *rpc, const struct lode_keyring *keys, unsigned role)
+{
+	const uint8_t *k = keys ? lode_keyring_key(keys, role) : NULL;
+
+	if (role < LODE_ROLE_CLIENT || role > LODE_ROLE_ADMIN || (keys && !k))
+		return -ENOKEY;
+	rpc->role = role;
+	rpc->has_key = k != NULL;
+	if (k)
+		memcpy(rpc->key, k, LODE_KEY_BYTES);
+	return 0;
+}
+
+unsigned lode_rpc_conn_server_flags(const struct lode_rpc_conn *conn)
+{
+	return __atomic_load_n(&conn->server_flags, __ATOMIC_RELAXED);
+}
+
 static void *rpc_main(void *arg)
 {
 	struct lode_rpc *rpc = arg;
@@ -354,6 +540,7 @@ int lode_rpc_create(struct lode_rpc **out, unsigned default_timeout_ms)
 	if (!rpc)
 		return -ENOMEM;
 	rpc->default_timeout_ms = default_timeout_ms ? default_timeout_ms : 30000;
+	rpc->role = LODE_ROLE_CLIENT;
 	rc = lode_loop_create(&rpc->loop, 256);
 	if (rc)
 		goto err_free;
@@ -396,6 +583,7 @@ void lode_rpc_destroy(struct lode_rpc *rpc)
 	lode_loop_post(rpc->loop, shutdown_on_loop, rpc);
 	pthread_join(rpc->thread, NULL);
 	lode_loop_destroy(rpc->loop);
+	sodium_memzero(rpc->key, sizeof(rpc->key));
 	free(rpc);
 }
 

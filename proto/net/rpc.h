@@ -10,6 +10,9 @@
  * A connection that breaks fails all its calls with -ECONNRESET (or the socket's error);
  * the next call on it reconnects. A call whose deadline passes fails with -ETIMEDOUT and
  * closes its connection (so that late data can never land in a buffer the caller reused).
+ *
+ * Every connection starts with the handshake (lode_rpc_set_auth); calls wait behind it. A
+ * server that does not prove the key, or refuses this side's, fails them with -EACCES.
  */
 #ifndef LODE_PROTO_RPC_H
 #define LODE_PROTO_RPC_H
@@ -57,6 +60,18 @@ int lode_rpc_create(struct lode_rpc **out, unsigned default_timeout_ms);
 /* Fails every pending call with -ESHUTDOWN, stops the thread and frees everything, the
  * connections included. NULL is accepted. */
 void lode_rpc_destroy(struct lode_rpc *rpc);
+
+struct lode_keyring;
+/*
+ * What this rpc's connections prove in their handshake (proto/net/auth.h): role's key from
+ * keys, or no key (keys NULL: a server without keys serves it, one with keys refuses it
+ * with -EACCES). Default: no key, role LODE_ROLE_CLIENT. Call before the first call. A copy
+ * of the key is kept. Returns 0 or -ENOKEY (keys does not hold role, or role unknown).
+ */
+int lode_rpc_set_auth(struct lode_rpc *rpc, const struct lode_keyring *keys, unsigned role);
+/* The flags the server gave in conn's last handshake: LODE_AUTH_F_INSECURE when it runs
+ * without a key. Any thread. */
+unsigned lode_rpc_conn_server_flags(const struct lode_rpc_conn *conn);
 
 /* A connection handle for addr ("tcp://HOST:PORT"). Connects lazily on the first call and
  * reconnects after a failure. Returns 0, -EINVAL for a malformed address,

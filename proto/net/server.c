@@ -19,14 +19,26 @@
  * - time: a connection must complete its first frame within first_frame_ms of its accept,
  *   and any frame within frame_ms of its header; a worker's sweep, once a second, closes
  *   those that do not (a peer that connects and stalls holds a descriptor, nothing more).
+ *
+ * Authentication (with opts.keys; auth.h has the handshake): until a connection has
+ * proved its key, its frames go nowhere near the handler. Only AUTH is accepted, into a
+ * buffer inside the connection (nothing allocated); anything else, a malformed AUTH or a
+ * wrong proof closes it, and a handshake not done within first_frame_ms is cut by the
+ * sweep. Each failure is reported once through ops->on_auth_fail (the daemons' log line is
+ * rate limited). Once authenticated, each request is checked against the opcode's role mask
+ * (lode_op_roles) and answered EACCES without reaching the handler when its role may not
+ * send it.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "codec.h"
 #include "server.h"
 #include "transport.h"
@@ -60,7 +72,18 @@ struct sconn {
 	uint64_t accepted_ms;
 	uint64_t frame_start_ms; /* when the header of the frame arriving came; 0: none */
 	uint64_t frames;	 /* frames received in full */
+	/* the handshake (see the top of the file) */
+	uint8_t auth;	      /* AUTH_NEW, AUTH_PROVING, AUTH_REFUSED, AUTH_DONE */
+	bool auth_rx;	      /* the frame arriving is an AUTH, into auth_in */
+	bool auth_failed;     /* reported already */
+	uint8_t role;	      /* proved (LODE_ROLE_*), 0 on a server without keys */
+	unsigned roles;	      /* role bits it may send opcodes of */
+	uint64_t auth_req_id; /* of the AUTH arriving */
+	struct lode_wire_auth_req auth_in;
+	uint8_t cnonce[LODE_NONCE_BYTES], snonce[LODE_NONCE_BYTES];
 };
+
+enum { AUTH_NEW, AUTH_PROVING, AUTH_REFUSED, AUTH_DONE };
 
 struct worker {
 	struct lode_server *srv;
@@ -96,6 +119,8 @@ struct lode_server {
 
 	unsigned max_conns, max_conns_per_peer, first_frame_ms, frame_ms;
 	uint64_t max_request_bytes;
+	bool secure;		    /* keys hold at least one role: connections must prove one */
+	struct lode_keyring keys;   /* read-only after start */
 	unsigned nconns;	    /* atomic: connections accepted and not yet closed */
 	uint64_t request_bytes;	    /* atomic: request memory held, all connections */
 	pthread_mutex_t peers_lock; /* protects peers */
@@ -207,6 +232,154 @@ static void sconn_flow(struct sconn *sc)
 	sc->ops->pause(sc->t, over);
 }
 
+/* ---- the handshake (auth.h) ---- */
+
+#define ALL_ROLES                                                                                  \
+	(LODE_ROLE_BIT(LODE_ROLE_CLIENT) | LODE_ROLE_BIT(LODE_ROLE_OSS) |                          \
+	 LODE_ROLE_BIT(LODE_ROLE_ADMIN))
+
+/* Reports a failure once per connection. */
+static void auth_report(struct sconn *sc, const char *why)
+{
+	const struct lode_server_ops *ops = sc->w->srv->ops;
+
+	if (sc->auth_failed)
+		return;
+	sc->auth_failed = sc->auth != AUTH_DONE; /* role refusals may repeat, once each */
+	if (ops->on_auth_fail)
+		ops->on_auth_fail(sc->w->srv->ctx, sc->ops->scheme, sc->peer, why);
+}
+
+struct auth_send {
+	struct lode_send send;
+	struct sconn *sc;
+	struct lode_wire_auth_rep rep;
+};
+
+static void auth_sent(struct lode_send *s, int err)
+{
+	struct auth_send *as = lode_container_of(s, struct auth_send, send);
+	struct sconn *sc = as->sc;
+
+	(void)err;
+	free(as);
+	sconn_put(sc);
+}
+
+/*
+ * Answers the AUTH that arrived: status 0 with rep (may be NULL: empty body), or an error.
+ * After an error the connection is not closed here but left to the client, which closes it
+ * on the reply: over RDMA our close could overtake the reply, and the client would see a
+ * reset instead of "refused". It is served nothing more (AUTH_REFUSED: its next frame
+ * closes it), and the sweep closes it at the handshake deadline if the client does not.
+ */
+static void auth_reply(struct sconn *sc, int status, const struct lode_wire_auth_rep *rep)
+{
+	struct auth_send *as = calloc(1, sizeof(*as));
+
+	if (!as) {
+		sc->ops->close(sc->t, -ENOMEM);
+		return;
+	}
+	as->sc = sc;
+	if (rep && !status)
+		as->rep = *rep;
+	lode_hdr_init(&as->send.hdr, LODE_OP_AUTH, sc->auth_req_id, 0, 0);
+	as->send.hdr.flags = LODE_WIRE_F_REPLY;
+	as->send.hdr.status = lode_status_from_errno(status);
+	as->send.body = rep && !status ? &as->rep : NULL;
+	as->send.body_len = rep && !status ? sizeof(as->rep) : 0;
+	as->send.done = auth_sent;
+	sc->refs++;
+	sc->ops->send(sc->t, &as->send);
+}
+
+/* A header on a connection still in its handshake. */
+static int auth_on_header(struct sconn *sc, const struct lode_wire_hdr *hdr, void **body,
+			  void **data)
+{
+	char why[96];
+
+	if (sc->auth == AUTH_REFUSED)
+		return -EACCES;
+	if (hdr->opcode != LODE_OP_AUTH) {
+		snprintf(why, sizeof(why), "sent %s before the handshake",
+			 lode_op_name(hdr->opcode));
+		auth_report(sc, why);
+		return -EACCES;
+	}
+	if (hdr->body_len != sizeof(struct lode_wire_auth_req) || hdr->data_len) {
+		auth_report(sc, "sent a malformed AUTH");
+		return -EPROTO;
+	}
+	sc->auth_rx = true;
+	sc->auth_req_id = hdr->req_id;
+	if (!sc->frame_start_ms)
+		sc->frame_start_ms = lode_now_ms();
+	*body = &sc->auth_in;
+	*data = NULL;
+	return 0;
+}
+
+/* An AUTH frame is in sc->auth_in. */
+static void auth_on_frame(struct sconn *sc)
+{
+	struct lode_server *srv = sc->w->srv;
+	const struct lode_wire_auth_req *r = &sc->auth_in;
+	struct lode_wire_auth_rep rep = {0};
+	const uint8_t *key;
+	struct lode_msg m;
+	char why[96];
+
+	if (lode_msg_decode(LODE_OP_AUTH, r, sizeof(*r), 0, &m) ||
+	    r->step != (sc->auth == AUTH_NEW ? 1u : 2u) ||
+	    (sc->auth == AUTH_PROVING && r->role != sc->role)) {
+		auth_report(sc, "sent a malformed AUTH");
+		sc->ops->close(sc->t, -EPROTO);
+		return;
+	}
+	if (sc->auth == AUTH_NEW && !srv->secure) {
+		/* insecure: say so, believe the role (and allow every opcode: nothing is proved) */
+		rep.flags = LODE_AUTH_F_INSECURE;
+		sc->auth = AUTH_DONE;
+		sc->roles = ALL_ROLES;
+		auth_reply(sc, 0, &rep);
+		return;
+	}
+	key = lode_keyring_key(&srv->keys, r->role);
+	if (sc->auth == AUTH_NEW) {
+		if ((r->flags & LODE_AUTH_F_NOKEY) || !key) {
+			snprintf(why, sizeof(why), "%s as %s",
+				 r->flags & LODE_AUTH_F_NOKEY ? "holds no key"
+							      : "asked for a role this server "
+								"has no key for",
+				 lode_auth_role_name(r->role));
+			auth_report(sc, why);
+			sc->auth = AUTH_REFUSED; /* the client closes it; nothing more is served */
+			auth_reply(sc, -EACCES, NULL);
+			return;
+		}
+		sc->role = (uint8_t)r->role;
+		memcpy(sc->cnonce, r->nonce, LODE_NONCE_BYTES);
+		lode_auth_nonce(sc->snonce, LODE_NONCE_BYTES);
+		memcpy(rep.nonce, sc->snonce, LODE_NONCE_BYTES);
+		lode_auth_proof(key, true, sc->role, sc->cnonce, sc->snonce, rep.proof);
+		sc->auth = AUTH_PROVING;
+		auth_reply(sc, 0, &rep);
+		return;
+	}
+	if (!lode_auth_verify(key, false, sc->role, sc->cnonce, sc->snonce, r->proof)) {
+		snprintf(why, sizeof(why), "gave a wrong proof for the %s key",
+			 lode_auth_role_name(sc->role));
+		auth_report(sc, why);
+		sc->ops->close(sc->t, -EACCES);
+		return;
+	}
+	sc->auth = AUTH_DONE;
+	sc->roles = LODE_ROLE_BIT(sc->role);
+	auth_reply(sc, 0, NULL);
+}
+
 static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, void **body,
 		       void **data)
 {
@@ -220,6 +393,16 @@ static int s_on_header(struct lode_tconn *t, const struct lode_wire_hdr *hdr, vo
 		rc = ops->check_header(sc->w->srv->ctx, hdr);
 		if (rc)
 			return rc; /* closes the connection before anything is allocated */
+	}
+	if (sc->auth != AUTH_DONE) {
+		if (sc->w->srv->secure || hdr->opcode == LODE_OP_AUTH)
+			return auth_on_header(sc, hdr, body, data);
+		/* a server without keys serves a peer that skips the handshake */
+		sc->auth = AUTH_DONE;
+		sc->roles = ALL_ROLES;
+	} else if (hdr->opcode == LODE_OP_AUTH) {
+		auth_report(sc, "sent AUTH again");
+		return -EPROTO;
 	}
 	req = malloc(bytes);
 	if (!req)
@@ -248,6 +431,13 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	struct sconn *sc = sc_of(t);
 	struct lode_req *req = sc->receiving;
 
+	if (sc->auth_rx) {
+		sc->auth_rx = false;
+		sc->frame_start_ms = 0;
+		sc->frames++;
+		auth_on_frame(sc);
+		return;
+	}
 	sc->receiving = NULL;
 	sc->frame_start_ms = 0;
 	sc->frames++;
@@ -256,6 +446,15 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	stat_add(&sc->w->stats.op[hdr->opcode % LODE_OP_MAX_].rx_bytes,
 		 sizeof(*hdr) + hdr->body_len + hdr->data_len);
 	sconn_flow(sc);
+	if (!(lode_op_roles(hdr->opcode) & sc->roles)) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "sent %s, which a %s connection may not",
+			 lode_op_name(hdr->opcode), lode_auth_role_name(sc->role));
+		auth_report(sc, why);
+		lode_req_reply_err(req, -EACCES);
+		return;
+	}
 	sc->w->srv->ops->on_request(sc->w->srv->ctx, req);
 }
 
@@ -346,8 +545,15 @@ static void s_on_close(struct lode_tconn *t, int err)
 	struct sconn *sc = sc_of(t);
 	struct worker *w = sc->w;
 
-	(void)err;
 	sc->t = NULL;
+	if (sc->auth == AUTH_PROVING && !sc->auth_failed) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "left the handshake unfinished as %s (%s)",
+			 lode_auth_role_name(sc->role),
+			 err == -ETIMEDOUT ? "timed out" : "a key this server does not hold?");
+		auth_report(sc, why);
+	}
 	if (sc->receiving) {
 		/* a frame cut short: its request was never handed out */
 		struct lode_req *req = sc->receiving;
@@ -604,6 +810,11 @@ struct lode_loop *lode_req_loop(const struct lode_req *req)
 	return req->conn->w->loop;
 }
 
+unsigned lode_req_role(const struct lode_req *req)
+{
+	return req->conn->role;
+}
+
 uint64_t lode_req_conn_id(const struct lode_req *req)
 {
 	return req->conn->id;
@@ -629,6 +840,7 @@ static void sweep(struct lode_io *io, int res)
 		if (!sc->t)
 			continue;
 		if ((sc->frames == 0 && now - sc->accepted_ms > srv->first_frame_ms) ||
+		    (sc->auth != AUTH_DONE && now - sc->accepted_ms > srv->first_frame_ms) ||
 		    (sc->frame_start_ms && now - sc->frame_start_ms > srv->frame_ms)) {
 			sc->ops->close(sc->t, -ETIMEDOUT);
 			continue;
@@ -688,6 +900,10 @@ int lode_server_start(struct lode_server **out, const struct lode_server_opts *o
 	srv->frame_ms = opts->frame_ms ? opts->frame_ms : DEFAULT_FRAME_MS;
 	srv->max_request_bytes =
 	    opts->max_request_bytes ? opts->max_request_bytes : DEFAULT_MAX_REQUEST_BYTES;
+	if (opts->keys && opts->keys->held) {
+		srv->keys = *opts->keys;
+		srv->secure = true;
+	}
 	pthread_rwlock_init(&srv->stop_lock, NULL);
 	pthread_mutex_init(&srv->late_lock, NULL);
 	pthread_mutex_init(&srv->peers_lock, NULL);
@@ -800,6 +1016,7 @@ static void server_free(struct lode_server *srv)
 			free(p);
 		}
 	pthread_mutex_destroy(&srv->peers_lock);
+	sodium_memzero(&srv->keys, sizeof(srv->keys));
 	free(srv->workers);
 	pthread_rwlock_destroy(&srv->stop_lock);
 	pthread_mutex_destroy(&srv->late_lock);

@@ -10,6 +10,9 @@
  * thread). Frames that fail the header checks (bad magic or version, unknown opcode,
  * lengths over the limits, a reply flag, non-zero reserved bits) close that connection;
  * body checks are the handler's job, through proto/codec.h, answered with an error.
+ *
+ * With keys (opts.keys), a connection is served only after the AUTH handshake
+ * (proto/net/auth.h), and only the opcodes its role may send reach on_request.
  */
 #ifndef LODE_PROTO_SERVER_H
 #define LODE_PROTO_SERVER_H
@@ -36,6 +39,10 @@ struct lode_server_ops {
 	 * connection before its body and data are received (nothing is allocated for it). The
 	 * daemons check each opcode's bounds here (lode_hdr_check_bounds). Worker thread. */
 	int (*check_header)(void *ctx, const struct lode_wire_hdr *hdr);
+	/* Optional: a peer failed the handshake or sent what its role may not (why says which,
+	 * naming the role or opcode); the connection is closed, or the request answered EACCES.
+	 * peer: its IPv4 address in network order, 0 if unknown. Worker thread. */
+	void (*on_auth_fail)(void *ctx, const char *transport, uint32_t peer, const char *why);
 };
 
 struct lode_server_opts {
@@ -50,6 +57,12 @@ struct lode_server_opts {
 	unsigned first_frame_ms;     /* a new connection's first frame, complete [10000] */
 	unsigned frame_ms;	     /* any frame, from its header to its last byte [60000] */
 	uint64_t max_request_bytes;  /* request memory held, all connections [1 GiB] */
+	/* The keys connections must prove (proto/net/auth.h), copied at start; NULL: none
+	 * (insecure: any peer may send anything, and AUTH is answered LODE_AUTH_F_INSECURE).
+	 * With keys, a connection's first frame must be AUTH, the handshake must complete
+	 * within first_frame_ms, and each request must be one its role may send
+	 * (lode_op_roles), else EACCES. */
+	const struct lode_keyring *keys;
 };
 
 /* Binds every address and starts the workers. Returns 0 or -errno (-EINVAL for a bad
@@ -99,6 +112,8 @@ const void *lode_req_body(const struct lode_req *req);
 const void *lode_req_data(const struct lode_req *req);
 /* The loop of the worker that received the request (for disk I/O on that thread). */
 struct lode_loop *lode_req_loop(const struct lode_req *req);
+/* The role the request's connection proved (LODE_ROLE_*), or 0 on a server without keys. */
+unsigned lode_req_role(const struct lode_req *req);
 /* An identifier of the connection, unique for the server's lifetime. */
 uint64_t lode_req_conn_id(const struct lode_req *req);
 

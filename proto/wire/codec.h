@@ -51,6 +51,8 @@ void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, u
 /* The name of an opcode for logs ("LOOKUP"), or "?" */
 const char *lode_op_name(unsigned opcode);
 int lode_op_known(unsigned opcode);
+/* The roles whose connections may send opcode: bit (1 << LODE_ROLE_*) each; 0 if unknown. */
+unsigned lode_op_roles(unsigned opcode);
 
 /* A path component: 1..LODE_NAME_MAX bytes, no '/', no NUL, not "." or "..".
  * Returns 0, -EINVAL or -ENAMETOOLONG. */

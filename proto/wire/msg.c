@@ -54,7 +54,16 @@ struct msg_spec {
 	uint16_t cred; /* 1 + offset of the struct's lode_wire_cred; 0: it has none */
 	/* Values only this opcode knows. body_len is the whole body's. Returns 0 or -errno. */
 	int (*check)(struct lode_msg *m, uint32_t body_len, uint64_t data_len);
+	/* Roles whose connections may send it (LODE_ROLE_BIT of LODE_ROLE_*); 0: clients and
+	 * admins, what most opcodes allow. Enforced by the server (proto/net/server.c). */
+	uint8_t roles;
 };
+
+#define RB(r)	 (1u << (r))
+#define R_ANY	 (RB(LODE_ROLE_CLIENT) | RB(LODE_ROLE_OSS) | RB(LODE_ROLE_ADMIN))
+#define R_TARGET RB(LODE_ROLE_OSS)
+#define R_ADMIN	 RB(LODE_ROLE_ADMIN)
+#define R_USER	 (RB(LODE_ROLE_CLIENT) | RB(LODE_ROLE_ADMIN))
 
 #define NAME(T, f, k)                                                                              \
 	{                                                                                          \
@@ -88,6 +97,16 @@ static int check_hello(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 
 	(void)blen, (void)dlen;
 	return r->role == LODE_ROLE_CLIENT || r->role == LODE_ROLE_OSS ? 0 : -EINVAL;
+}
+
+static int check_auth(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_auth_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if ((r->step != 1 && r->step != 2) || r->flags & ~LODE_AUTH_F_NOKEY)
+		return -EINVAL;
+	return r->role >= LODE_ROLE_CLIENT && r->role <= LODE_ROLE_ADMIN ? 0 : -EINVAL;
 }
 
 static int check_setattr(struct lode_msg *m, uint32_t blen, uint64_t dlen)
@@ -366,15 +385,22 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	}
 #define OBJID(nm)                                                                                  \
 	{                                                                                          \
-		.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid          \
+		.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid,         \
+		.roles = R_ANY                                                                     \
 	}
 
 static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_HELLO] = {.name = "HELLO",
 		       .fixed = sizeof(struct lode_wire_hello_req),
 		       .zero = {ZERO(struct lode_wire_hello_req, reserved)},
-		       .check = check_hello},
-    [LODE_OP_PING] = {.name = "PING"},
+		       .check = check_hello,
+		       .roles = R_ANY},
+    [LODE_OP_PING] = {.name = "PING", .roles = R_ANY},
+    [LODE_OP_AUTH] = {.name = "AUTH",
+		      .fixed = sizeof(struct lode_wire_auth_req),
+		      .zero = {ZERO(struct lode_wire_auth_req, reserved)},
+		      .check = check_auth,
+		      .roles = R_ANY},
     [LODE_OP_LOOKUP] = LOOKUP_LIKE("LOOKUP"),
     [LODE_OP_GETATTR] = BY_INO("GETATTR"),
     [LODE_OP_SETATTR] = {.name = "SETATTR",
@@ -435,17 +461,21 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 				 .names = {NAME(struct lode_wire_target_register_req, addr_len,
 						NAME_ADDR)},
 				 .zero = {ZERO(struct lode_wire_target_register_req, reserved0),
-					  ZERO(struct lode_wire_target_register_req, reserved1)}},
+					  ZERO(struct lode_wire_target_register_req, reserved1)},
+				 .roles = R_TARGET},
     [LODE_OP_TARGET_HEARTBEAT] = {.name = "TARGET_HEARTBEAT",
 				  .fixed = sizeof(struct lode_wire_target_heartbeat_req),
-				  .zero = {ZERO(struct lode_wire_target_heartbeat_req, reserved)}},
-    [LODE_OP_TARGET_LIST] = {.name = "TARGET_LIST"},
+				  .zero = {ZERO(struct lode_wire_target_heartbeat_req, reserved)},
+				  .roles = R_TARGET},
+    [LODE_OP_TARGET_LIST] = {.name = "TARGET_LIST", .roles = R_ANY},
     [LODE_OP_ORPHAN_LIST] = {.name = "ORPHAN_LIST",
 			     .fixed = sizeof(struct lode_wire_orphan_req),
-			     .check = check_orphan_list},
+			     .check = check_orphan_list,
+			     .roles = R_TARGET},
     [LODE_OP_ORPHAN_DONE] = {.name = "ORPHAN_DONE",
 			     .fixed = sizeof(struct lode_wire_orphan_req),
-			     .data = DATA_OBJIDS},
+			     .data = DATA_OBJIDS,
+			     .roles = R_TARGET},
     [LODE_OP_REPORT_COPY] = {.name = "REPORT_COPY",
 			     .fixed = sizeof(struct lode_wire_report_req),
 			     .zero = {ZERO(struct lode_wire_report_req, reserved)},
@@ -454,7 +484,8 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
     [LODE_OP_LAYOUT_SET_COPY] = {.name = "LAYOUT_SET_COPY",
 				 .fixed = sizeof(struct lode_wire_set_copy_req),
 				 .zero = {ZERO(struct lode_wire_set_copy_req, reserved)},
-				 .check = check_set_copy},
+				 .check = check_set_copy,
+				 .roles = R_ADMIN},
     [LODE_OP_MKNOD] = {.name = "MKNOD",
 		       .fixed = sizeof(struct lode_wire_mknod_req),
 		       CRED(struct lode_wire_mknod_req),
@@ -466,28 +497,34 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			   .fixed = sizeof(struct lode_wire_obj_write_req),
 			   .data = DATA_OBJECT,
 			   .rest = 1,
-			   .check = check_obj_write},
+			   .check = check_obj_write,
+			   .roles = R_ANY},
     [LODE_OP_OBJ_READ] = {.name = "OBJ_READ",
 			  .fixed = sizeof(struct lode_wire_obj_read_req),
 			  .zero = {ZERO(struct lode_wire_obj_read_req, reserved)},
-			  .check = check_obj_read},
+			  .check = check_obj_read,
+			  .roles = R_ANY},
     [LODE_OP_OBJ_TRUNCATE] = {.name = "OBJ_TRUNCATE",
 			      .fixed = sizeof(struct lode_wire_obj_truncate_req),
-			      .check = check_obj_truncate},
+			      .check = check_obj_truncate,
+			      .roles = R_ANY},
     [LODE_OP_OBJ_ALLOCATE] = {.name = "OBJ_ALLOCATE",
 			      .fixed = sizeof(struct lode_wire_obj_allocate_req),
-			      .check = check_obj_allocate},
+			      .check = check_obj_allocate,
+			      .roles = R_ANY},
     [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE"),
     [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT"),
     [LODE_OP_OBJ_LIST] = {.name = "OBJ_LIST",
 			  .fixed = sizeof(struct lode_wire_obj_list_req),
 			  .zero = {ZERO(struct lode_wire_obj_list_req, reserved),
 				   ZERO(struct lode_wire_obj_list_req, after.reserved)},
-			  .check = check_obj_list},
+			  .check = check_obj_list,
+			  .roles = R_ANY},
     [LODE_OP_OBJ_FSYNC] = {.name = "OBJ_FSYNC",
 			   .fixed = sizeof(struct lode_wire_objid),
 			   .rest = 1,
-			   .check = check_obj_fsync},
+			   .check = check_obj_fsync,
+			   .roles = R_ANY},
 };
 
 /* ---- opcodes and headers ---- */
@@ -495,6 +532,13 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 int lode_op_known(unsigned opcode)
 {
 	return opcode < LODE_OP_MAX_ && msgs[opcode].name != NULL;
+}
+
+unsigned lode_op_roles(unsigned opcode)
+{
+	if (!lode_op_known(opcode))
+		return 0;
+	return msgs[opcode].roles ? msgs[opcode].roles : R_USER;
 }
 
 const char *lode_op_name(unsigned opcode)

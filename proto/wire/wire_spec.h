@@ -50,6 +50,7 @@ enum lode_opcode {
 	/* any server */
 	LODE_OP_HELLO = 1,
 	LODE_OP_PING = 2,
+	LODE_OP_AUTH = 3, /* the connection handshake (proto/net/auth.h); first frame of all */
 
 	/* metadata server */
 	LODE_OP_LOOKUP = 10,
@@ -160,8 +161,41 @@ _Static_assert(sizeof(struct lode_wire_cred) == 16 + 4 * LODE_CRED_GROUPS_MAX, "
 
 /* ---- HELLO / PING ---- */
 
+/* Roles a connection holds (its AUTH handshake proves it) and HELLO names. */
 #define LODE_ROLE_CLIENT 1
-#define LODE_ROLE_OSS	 2
+#define LODE_ROLE_OSS	 2 /* a storage target */
+#define LODE_ROLE_ADMIN	 3
+
+/*
+ * AUTH: the handshake every connection starts with (proto/net/auth.h has the proofs).
+ * Step 1: the client's role and fresh nonce (flags LODE_AUTH_F_NOKEY when it holds no key;
+ * proof zero). The reply (request id 0 is the handshake's) carries the server's nonce and
+ * proof, or LODE_AUTH_F_INSECURE from a server run without a key; a server that needs a key
+ * answers a keyless client with EACCES and serves that connection nothing more. Step 2:
+ * the client's proof (nonce zero); the client sends its calls right behind it, without
+ * waiting for its reply (empty, status 0): a wrong proof closes the connection before any
+ * of them is read.
+ */
+#define LODE_AUTH_F_NOKEY    0x1u /* step 1: the client holds no key */
+#define LODE_AUTH_F_INSECURE 0x1u /* reply: the server runs without a key (--insecure) */
+
+struct lode_wire_auth_req {
+	uint32_t step; /* 1 or 2 */
+	uint32_t role; /* LODE_ROLE_*; step 2: the same as step 1 */
+	uint32_t flags;
+	uint32_t reserved;
+	uint8_t nonce[32];
+	uint8_t proof[32];
+};
+_Static_assert(sizeof(struct lode_wire_auth_req) == 80, "auth req");
+
+struct lode_wire_auth_rep {
+	uint32_t flags;
+	uint32_t reserved;
+	uint8_t nonce[32];
+	uint8_t proof[32];
+};
+_Static_assert(sizeof(struct lode_wire_auth_rep) == 72, "auth rep");
 
 struct lode_wire_hello_req {
 	uint64_t client_id; /* random, chosen by the client once per process */

@@ -69,7 +69,7 @@ class _ClientOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("timeout_ms", ctypes.c_uint),
                 ("max_inflight", ctypes.c_uint), ("uid", ctypes.c_uint32),
                 ("gid", ctypes.c_uint32), ("use_process_creds", ctypes.c_int),
-                ("io_threads", ctypes.c_uint)]
+                ("io_threads", ctypes.c_uint), ("key_file", ctypes.c_char_p)]
 
 
 class _Stat(ctypes.Structure):
@@ -176,14 +176,16 @@ def host_buffer(nbytes):
 
 
 class Client:
-    """A connection to a Lode cluster: mds is "tcp://HOST:PORT" (default: $LODE_MDS)."""
+    """A connection to a Lode cluster: mds is "tcp://HOST:PORT" (default: $LODE_MDS);
+    key_file the key it proves (default: $LODE_KEY_FILE; "" for none)."""
 
-    def __init__(self, mds=None, timeout_ms=0):
+    def __init__(self, mds=None, timeout_ms=0, key_file=None):
         mds = mds or os.environ.get("LODE_MDS")
         if not mds:
             raise ValueError("lode: no MDS address (pass one or set LODE_MDS)")
         opts = _ClientOpts(size=ctypes.sizeof(_ClientOpts), timeout_ms=timeout_ms,
-                           use_process_creds=1)
+                           use_process_creds=1,
+                           key_file=None if key_file is None else key_file.encode())
         self._h = None
         h = _vp()
         _check(_connect(mds.encode(), ctypes.byref(opts), ctypes.byref(h)), f"connect {mds}")

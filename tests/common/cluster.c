@@ -110,7 +110,18 @@ int cluster_up_opts(struct test_cluster *tc, int noss, const char *opts)
 		cluster_down(tc);
 		return -1;
 	}
+	cluster_use_key(tc);
 	return 0;
+}
+
+/* every client of the test (liblode in this process, lodectl, lode-fuse) proves the
+ * cluster's key, as a user of a local cluster does */
+void cluster_use_key(const struct test_cluster *tc)
+{
+	char path[sizeof(tc->dir) + 16];
+
+	snprintf(path, sizeof(path), "%s/cluster.key", tc->dir);
+	setenv("LODE_KEY_FILE", path, 1);
 }
 
 int cluster_restart(struct test_cluster *tc)

@@ -18,6 +18,9 @@ struct test_cluster {
 int cluster_up(struct test_cluster *tc, int noss);
 /* The same with more `lodectl local up` options (e.g. "--orphan-grace 1"). */
 int cluster_up_opts(struct test_cluster *tc, int noss, const char *opts);
+/* Sets LODE_KEY_FILE to the cluster's key (DIR/cluster.key), as cluster_up does: for a
+ * test that starts its cluster with its own `lodectl local up`. */
+void cluster_use_key(const struct test_cluster *tc);
 /* Restarts whatever is not running (after a kill), same ports. */
 int cluster_restart(struct test_cluster *tc);
 /* kill -9 (sig9 != 0) or SIGTERM of one daemon: "mds", "oss0", ... */

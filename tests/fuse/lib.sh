@@ -67,6 +67,7 @@ start_cluster() {
 	out=$("$FIXTURE" up "${1:-3}") || fail "the cluster did not start"
 	CLUSTER_DIR=${out% *}
 	MDS=${out#* }
+	export LODE_KEY_FILE=$CLUSTER_DIR/cluster.key # lode-fuse, lodectl and the tools prove it
 }
 
 # mount_lode MNT [OPTS]: mounts the cluster at MNT (created) with lode-fuse -f.

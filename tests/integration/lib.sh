@@ -8,6 +8,8 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# clients prove the cluster's key, made by `lodectl local up` in the cluster's directory
+export LODE_KEY_FILE=$dir/c/cluster.key
 fail() {
 	echo "FAIL: $*"
 	exit 1

@@ -360,6 +360,7 @@ static int setup_small_disk(void **state)
 		return -1;
 	}
 	tc.mds[strcspn(tc.mds, "\n")] = 0;
+	cluster_use_key(&tc);
 	return pclose(p) ? -1 : 0;
 }
 

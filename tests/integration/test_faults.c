@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "auth.h"
 #include "cluster_client.h"
 #include "lode/lode.h"
 #include "wire_spec.h"
@@ -90,6 +91,52 @@ static void test_kill_9_of_every_server_loses_nothing_acknowledged(void **state)
 	lode_disconnect(c);
 }
 
+/*
+ * The client side of the handshake (proto/net/auth.h) on a raw socket, with the cluster's
+ * key ($LODE_KEY_FILE): what follows on fd is what an authenticated peer sends, so the
+ * garbage below tests the framing, not only the handshake (tests/integration/test_auth.py
+ * covers peers without the key).
+ */
+static void raw_handshake(int fd)
+{
+	struct {
+		struct lode_wire_hdr h;
+		struct lode_wire_auth_req r;
+	} msg;
+	struct lode_wire_hdr h;
+	struct lode_wire_auth_rep rep;
+	struct lode_keyring kr;
+	const uint8_t *key;
+	char why[256];
+
+	if (lode_keyring_load(getenv("LODE_KEY_FILE"), &kr, why, sizeof(why)))
+		fail_msg("%s", why);
+	key = lode_keyring_key(&kr, LODE_AUTH_CLIENT);
+	memset(&msg, 0, sizeof(msg));
+	msg.h.magic = LODE_WIRE_MAGIC;
+	msg.h.version = LODE_WIRE_VERSION;
+	msg.h.opcode = LODE_OP_AUTH;
+	msg.h.body_len = sizeof(msg.r);
+	msg.r.step = 1;
+	msg.r.role = LODE_AUTH_CLIENT;
+	lode_auth_nonce(msg.r.nonce, sizeof(msg.r.nonce));
+	assert_int_equal(send(fd, &msg, sizeof(msg), MSG_NOSIGNAL), (ssize_t)sizeof(msg));
+	assert_int_equal(recv(fd, &h, sizeof(h), MSG_WAITALL), (ssize_t)sizeof(h));
+	assert_int_equal(h.status, 0);
+	assert_int_equal(h.body_len, sizeof(rep));
+	assert_int_equal(recv(fd, &rep, sizeof(rep), MSG_WAITALL), (ssize_t)sizeof(rep));
+	assert_true(
+	    lode_auth_verify(key, true, LODE_AUTH_CLIENT, msg.r.nonce, rep.nonce, rep.proof));
+	msg.r.step = 2;
+	lode_auth_proof(key, false, LODE_AUTH_CLIENT, msg.r.nonce, rep.nonce, msg.r.proof);
+	memset(msg.r.nonce, 0, sizeof(msg.r.nonce));
+	assert_int_equal(send(fd, &msg, sizeof(msg), MSG_NOSIGNAL), (ssize_t)sizeof(msg));
+	/* step 2's reply: empty, status 0 */
+	assert_int_equal(recv(fd, &h, sizeof(h), MSG_WAITALL), (ssize_t)sizeof(h));
+	assert_int_equal(h.status, 0);
+	assert_int_equal(h.body_len, 0);
+}
+
 static int connect_raw(const char *addr)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};
@@ -103,6 +150,7 @@ static int connect_raw(const char *addr)
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	raw_handshake(fd);
 	return fd;
 }
 

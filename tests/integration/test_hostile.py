@@ -55,10 +55,10 @@ def rss_kib(pid):
 
 
 def answers_hello(addr):
-    """A HELLO from a new connection gets its reply."""
+    """A new connection's handshake gets its answer (a keyless AUTH: refused, with a reply)."""
     s = socket.create_connection(addr, timeout=5)
     try:
-        s.sendall(hdr(1, 16, 0) + struct.pack("<QII", 42, 1, 0))
+        s.sendall(hdr(3, 80, 0, req_id=0) + struct.pack("<IIII", 1, 1, 1, 0) + bytes(64))
         return len(s.recv(40)) == 40
     except OSError:
         return False
@@ -115,7 +115,8 @@ def fd_limit(d, mds_addr):
     data = os.path.join(d, "mds64")
     port_file = os.path.join(d, "mds64.addr")
     p = subprocess.Popen(["prlimit", "--nofile=64:64", mds_bin, "--data", data, "--listen",
-                          "tcp://127.0.0.1:0", "--port-file", port_file],
+                          "tcp://127.0.0.1:0", "--port-file", port_file, "--key",
+                          os.path.join(d, "c", "cluster.key")],
                          stderr=subprocess.DEVNULL)
     fails = []
     try:

@@ -16,7 +16,8 @@ export LODE_MDS=$mds
 "$lodectl" status >/dev/null || fail "the cluster did not come up"
 
 echo "== a second lode-mds on the MDS's data directory"
-if timeout 20 "$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 2>"$dir/mds2.err"; then
+if timeout 20 "$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 --key "$LODE_KEY_FILE" \
+	2>"$dir/mds2.err"; then
 	fail "a second lode-mds started on a directory in use"
 fi
 grep -q "is in use by another lode-mds (pid [0-9]*)" "$dir/mds2.err" ||
@@ -25,6 +26,7 @@ grep -q "is in use by another lode-mds (pid [0-9]*)" "$dir/mds2.err" ||
 
 echo "== a second lode-oss on an OSS's data directory"
 if timeout 20 "$oss_bin" --data "$dir/c/oss0" --listen tcp://127.0.0.1:0 --mds "$mds" \
+	--key "$LODE_KEY_FILE" \
 	2>"$dir/oss2.err"; then
 	fail "a second lode-oss started on a directory in use"
 fi
@@ -55,7 +57,7 @@ mkdir "$dir/copy"
 cp -a "$dir/c/oss0/." "$dir/copy/"
 rm -f "$dir/copy/lode.lock" "$dir/copy/pid"
 "$oss_bin" --data "$dir/copy" --listen tcp://127.0.0.1:0 --mds "$mds" \
-	--port-file "$dir/copy.port" >"$dir/copy.log" 2>&1 &
+	--key "$dir/c/cluster.key" --port-file "$dir/copy.port" >"$dir/copy.log" 2>&1 &
 copy_pid=$!
 trap 'kill -9 "$copy_pid" 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 100); do [ -s "$dir/copy.port" ] && break; sleep 0.1; done

@@ -98,7 +98,7 @@ after=$("$lodectl" df | awk 'NR == 2 {print $5}')
 
 echo "== status says never for a target not heard from"
 "$lodectl" local down "$dir/c"
-"$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds.addr" \
+"$mds_bin" --data "$dir/c/mds" --listen tcp://127.0.0.1:0 --key "$dir/c/cluster.key" --port-file "$dir/mds.addr" \
 	2>"$dir/mds.log" &
 mds_pid=$!
 trap 'kill $mds_pid 2>/dev/null; wait $mds_pid 2>/dev/null; cleanup' EXIT

@@ -20,7 +20,8 @@ STAT_FIELDS = {"name", "type", "inode", "mode", "size", "nlink", "uid", "gid", "
                "mtime_ns", "ctime_ns", "mtime"}
 COPY_FIELDS = {"files", "bytes", "seconds", "copied"}
 FIELDS = {
-    "status": {"mds", "targets_up", "targets_total", "bytes_total", "bytes_free", "targets"},
+    "status": {"mds", "targets_up", "targets_total", "bytes_total", "bytes_free", "insecure",
+               "targets"},
     "df": {"mds", "bytes_total", "bytes_used", "bytes_free", "files", "files_limit",
            "targets_up", "targets_total"},
     "put": COPY_FIELDS,
@@ -34,7 +35,9 @@ FIELDS = {
     "ln": {"target", "path", "symbolic"},
     "repair": {"path", "copies_degraded", "copies_repaired", "bytes_copied", "seconds"},
     "load": {"to", "files", "tensors", "bytes", "seconds", "gb_per_s", "verified", "per_file"},
-    "local up": {"dir", "mds"},
+    "key generate": {"file", "role"},
+    "key derive": {"file", "role"},
+    "local up": {"dir", "mds", "key_file"},
     "local down": {"dir"},
     "local kill": {"dir", "daemon", "signal"},
     "help": {"commands"},
@@ -101,11 +104,13 @@ def main():
     try:
         up = run(["local", "up", cdir, "--oss", "2"])
         os.environ["LODE_MDS"] = up["mds"]
-        if up["dir"] != cdir or not up["mds"].startswith("tcp://"):
+        if up["dir"] != cdir or not up["mds"].startswith("tcp://") or \
+                up["key_file"] != os.path.join(os.path.realpath(cdir), "cluster.key"):
             fail(f"local up: {up}")
+        os.environ["LODE_KEY_FILE"] = up["key_file"]
 
         st = run(["status"])
-        if st["targets_up"] != 2 or len(st["targets"]) != 2:
+        if st["targets_up"] != 2 or len(st["targets"]) != 2 or st["insecure"] is not False:
             fail(f"status: {st}")
         for t in st["targets"]:
             if not TARGET_FIELDS <= t.keys() or t["state"] != "up":
@@ -177,6 +182,16 @@ def main():
         rep = run(["repair", "/j/f"])
         if rep["copies_degraded"] != 0 or rep["copies_repaired"] != 0:
             fail(f"repair: {rep}")
+
+        kg = run(["key", "generate", os.path.join(tmp, "k1")])
+        if kg["file"] != os.path.join(tmp, "k1") or kg["role"] != "cluster":
+            fail(f"key generate: {kg}")
+        kd = run(["key", "derive", "--role", "client", os.path.join(tmp, "k1"),
+                  os.path.join(tmp, "k2")])
+        if kd["role"] != "client" or os.stat(os.path.join(tmp, "k2")).st_mode & 0o077:
+            fail(f"key derive: {kd}")
+        if run(["key", "generate", os.path.join(tmp, "k1")], want_rc=1)["error"]["code"] != "EIO":
+            fail("key generate overwrote a file")
 
         ld = run(["load", "/j/f", "--verify"])
         if ld["files"] != 1 or ld["bytes"] != 2_500_000 or ld["verified"] is not True or \

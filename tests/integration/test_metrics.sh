@@ -47,7 +47,9 @@ wait_file() {
 }
 
 echo "== a cluster with --metrics on every daemon"
-"$mds_bin" --data "$dir/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds.addr" \
+"$lodectl" key generate "$dir/cluster.key"
+export LODE_KEY_FILE=$dir/cluster.key
+"$mds_bin" --data "$dir/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds.addr" --key "$LODE_KEY_FILE" \
 	--metrics 127.0.0.1:0 --metrics-port-file "$dir/mds.metrics" 2>"$dir/mds.log" &
 pids+=($!)
 daemons=("$!:mds")
@@ -56,7 +58,7 @@ wait_file "$dir/mds.metrics"
 mds=$(cat "$dir/mds.addr")
 export LODE_MDS=$mds
 for i in 0 1; do
-	"$oss_bin" --data "$dir/oss$i" --listen tcp://127.0.0.1:0 --mds "$mds" \
+	"$oss_bin" --data "$dir/oss$i" --listen tcp://127.0.0.1:0 --mds "$mds" --key "$LODE_KEY_FILE" \
 		--port-file "$dir/oss$i.addr" --metrics 127.0.0.1:0 \
 		--metrics-port-file "$dir/oss$i.metrics" 2>"$dir/oss$i.log" &
 	pids+=($!)
@@ -301,7 +303,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://$(cat "$dir/mds.metrics")/
 [ "$code" = 404 ] || fail "GET /other answered $code, not 404"
 
 echo "== --metrics refuses a bad address with a reason"
-if "$mds_bin" --data "$dir/mds2" --listen tcp://127.0.0.1:0 --metrics nonsense \
+if "$mds_bin" --data "$dir/mds2" --listen tcp://127.0.0.1:0 --insecure --metrics nonsense \
 	2>"$dir/bad.err"; then
 	fail "lode-mds started with --metrics nonsense"
 fi

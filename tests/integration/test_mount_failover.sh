@@ -22,6 +22,7 @@ cleanup() {
 trap cleanup EXIT
 
 mds=$("$lodectl" local up "$dir/c" --oss 3)
+export LODE_KEY_FILE=$dir/c/cluster.key # lode-fuse and lodectl prove the cluster's key
 mkdir -p "$mnt"
 "$fuse" --mds "$mds" "$mnt" -f -o timeout=10 2>"$dir/fuse.log" &
 fuse_pid=$!

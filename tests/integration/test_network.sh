@@ -29,6 +29,7 @@ trap cleanup EXIT
 ip link set lo up
 
 mds=$("$lodectl" local up "$dir" --oss 3)
+export LODE_KEY_FILE=$dir/cluster.key
 port() { sed 's/.*://' "$1"; }
 oss_ports="$(port "$dir/oss0/addr"), $(port "$dir/oss1/addr"), $(port "$dir/oss2/addr")"
 mds_port=$(port "$dir/mds/addr")

@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 39, 49, 58, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 4, 9, 39, 49, 58, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -362,6 +362,8 @@ static const struct req_case reqs[] = {
     {LODE_OP_HELLO, FIXED(struct lode_wire_hello_req, .client_id = 42, .role = LODE_ROLE_CLIENT),
      .reserved = {FIELD(struct lode_wire_hello_req, reserved)}},
     {LODE_OP_PING, NULL, 0},
+    {LODE_OP_AUTH, FIXED(struct lode_wire_auth_req, .step = 1, .role = LODE_ROLE_CLIENT),
+     .reserved = {FIELD(struct lode_wire_auth_req, reserved)}},
     LOOKUP_LIKE(LODE_OP_LOOKUP),
     BY_INO(LODE_OP_GETATTR),
     {LODE_OP_SETATTR, FIXED(struct lode_wire_setattr_req, .ino = 3, .valid = LODE_SETATTR_ALL_,
@@ -809,6 +811,44 @@ static void test_hello_accepts_both_roles_and_rejects_others(void **state)
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_HELLO, NULL, struct lode_wire_hello_req, role, roles);
+}
+
+static void test_auth_accepts_the_steps_roles_and_flags_it_knows(void **state)
+{
+	static const struct value_case steps[] = {{1, 0}, {2, 0}, {0, -EINVAL}, {3, -EINVAL}};
+	static const struct value_case roles[] = {{LODE_ROLE_CLIENT, 0},
+						  {LODE_ROLE_OSS, 0},
+						  {LODE_ROLE_ADMIN, 0},
+						  {0, -EINVAL},
+						  {4, -EINVAL}};
+	static const struct value_case flags[] = {
+	    {0, 0}, {LODE_AUTH_F_NOKEY, 0}, {2, -EINVAL}, {0x80000000u, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_AUTH, NULL, struct lode_wire_auth_req, step, steps);
+	EXPECT_FIELD(LODE_OP_AUTH, NULL, struct lode_wire_auth_req, role, roles);
+	EXPECT_FIELD(LODE_OP_AUTH, NULL, struct lode_wire_auth_req, flags, flags);
+}
+
+static void test_each_opcode_row_names_the_roles_that_may_send_it(void **state)
+{
+	const unsigned client = 1u << LODE_ROLE_CLIENT, target = 1u << LODE_ROLE_OSS,
+		       admin = 1u << LODE_ROLE_ADMIN;
+
+	(void)state;
+	assert_int_equal(lode_op_roles(LODE_OP_TARGET_REGISTER), target);
+	assert_int_equal(lode_op_roles(LODE_OP_TARGET_HEARTBEAT), target);
+	assert_int_equal(lode_op_roles(LODE_OP_ORPHAN_LIST), target);
+	assert_int_equal(lode_op_roles(LODE_OP_ORPHAN_DONE), target);
+	assert_int_equal(lode_op_roles(LODE_OP_LAYOUT_SET_COPY), admin);
+	assert_int_equal(lode_op_roles(LODE_OP_LOOKUP), client | admin);
+	assert_int_equal(lode_op_roles(LODE_OP_REPORT_COPY), client | admin);
+	assert_int_equal(lode_op_roles(LODE_OP_HELLO), client | target | admin);
+	assert_int_equal(lode_op_roles(LODE_OP_OBJ_WRITE), client | target | admin);
+	assert_int_equal(lode_op_roles(63), 0);
+	/* every known opcode is open to some role */
+	for (unsigned op = 0; op < LODE_OP_MAX_; op++)
+		assert_true(!lode_op_known(op) || lode_op_roles(op));
 }
 
 static void test_modes_carry_permission_bits_only(void **state)
@@ -2208,6 +2248,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
+	    cmocka_unit_test(test_auth_accepts_the_steps_roles_and_flags_it_knows),
+	    cmocka_unit_test(test_each_opcode_row_names_the_roles_that_may_send_it),
 	    cmocka_unit_test(test_hello_accepts_both_roles_and_rejects_others),
 	    cmocka_unit_test(test_modes_carry_permission_bits_only),
 	    cmocka_unit_test(test_mknod_takes_special_types_only),

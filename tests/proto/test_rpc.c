@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -590,15 +591,31 @@ static void *fake_main(void *arg)
 {
 	struct fake_server *fs = arg;
 	struct lode_wire_hdr h;
-	char body[64];
+	char body[128];
 	int fd = accept(fs->lfd, NULL, NULL);
 
 	if (fd < 0)
 		return NULL;
-	if (recv(fd, &h, sizeof(h), MSG_WAITALL) != sizeof(h) || h.body_len > sizeof(body) ||
-	    (h.body_len && recv(fd, body, h.body_len, MSG_WAITALL) != (ssize_t)h.body_len)) {
-		close(fd);
-		return NULL;
+	/* the first frame is the handshake: answered as a server without keys; then the
+	 * request, which gets the misbehaviour */
+	for (int frame = 0; frame < 2; frame++) {
+		if (recv(fd, &h, sizeof(h), MSG_WAITALL) != sizeof(h) ||
+		    h.body_len > sizeof(body) ||
+		    (h.body_len &&
+		     recv(fd, body, h.body_len, MSG_WAITALL) != (ssize_t)h.body_len)) {
+			close(fd);
+			return NULL;
+		}
+		if (frame == 0 && h.opcode == LODE_OP_AUTH) {
+			struct lode_wire_auth_rep rep = {.flags = LODE_AUTH_F_INSECURE};
+
+			h.flags = LODE_WIRE_F_REPLY;
+			h.body_len = sizeof(rep);
+			send(fd, &h, sizeof(h), MSG_NOSIGNAL);
+			send(fd, &rep, sizeof(rep), MSG_NOSIGNAL);
+			continue;
+		}
+		break;
 	}
 	h.flags = LODE_WIRE_F_REPLY;
 	h.body_len = 0;

@@ -37,6 +37,8 @@ def setUpModule():
     out = subprocess.run([LODECTL, "local", "up", DIR + "/c", "--oss", "3"], check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     MDS = out.strip().splitlines()[-1]
+    # liblode, inside this process, proves the cluster key as any client does
+    os.environ["LODE_KEY_FILE"] = DIR + "/c/cluster.key"
 
 
 def tearDownModule():

@@ -321,6 +321,12 @@ while read -r lib; do
 	case $lib in "$build_dir"/* | "$src_dir"/*) continue ;; esac
 	dest=$(realpath "$(dirname "$lib")")/${lib##*/}
 	[ -n "${in_base[$dest]:-}" ] || put "$lib" "$rroot"
+	# a library found through an rpath with a symlink in it (/usr/local/cuda/lib64 ->
+	# cuda-13.0/...) must also be where that rpath says, or the loader misses it
+	if [ "$dest" != "$lib" ] && [ ! -e "$rroot$lib" ] && [[ $lib != /lib* && $lib != /usr/lib* ]]; then
+		mkdir -p "$rroot$(dirname "$lib")"
+		cp -L "$lib" "$rroot$lib"
+	fi
 done < <(lib_closure "${elf_files[@]}")
 for f in "${elf_files[@]}"; do
 	[ -x "$f" ] && [[ $f != *.so* ]] || continue

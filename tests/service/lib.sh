@@ -24,6 +24,10 @@ cleanup() {
 	exit $rc
 }
 trap cleanup EXIT
+# the cluster key every daemon is given (--key "$key" or key = $key) and clients prove
+key=$dir/cluster.key
+"$lodectl" key generate "$key"
+export LODE_KEY_FILE=$key
 fail() {
 	echo "FAIL: $*"
 	exit 1

@@ -13,6 +13,7 @@ data = $dir/mds
 listen = tcp://127.0.0.1:0
   threads = 2
 port-file = $dir/mds.port
+key = $key
 
 log-level = info
 CONF
@@ -25,6 +26,7 @@ data = $dir/oss$i
 listen = tcp://127.0.0.1:0
 mds = $mds
 port-file = $dir/oss$i.port
+key = $key
 threads = 1
 CONF
 done

@@ -17,11 +17,11 @@ stop_last() {
 }
 
 echo "== in a file: full date, time and zone"
-start_daemon mds "$mds_bin" --data "$dir/mds" --listen tcp://127.0.0.1:0 \
+start_daemon mds "$mds_bin" --key "$key" --data "$dir/mds" --listen tcp://127.0.0.1:0 \
 	--port-file "$dir/mds.port"
 wait_file "$dir/mds.port"
 mds=$(cat "$dir/mds.port")
-start_daemon oss "$oss_bin" --data "$dir/oss" --listen tcp://127.0.0.1:0 --mds "$mds" \
+start_daemon oss "$oss_bin" --key "$key" --data "$dir/oss" --listen tcp://127.0.0.1:0 --mds "$mds" \
 	--port-file "$dir/oss.port"
 wait_file "$dir/oss.port"
 stop_last
@@ -43,7 +43,7 @@ echo "== under systemd: level prefixes for the journal, no time"
 # stderr is a file here; JOURNAL_STREAM names that file as systemd names the journal socket
 (
 	exec 2>"$dir/journal.log"
-	JOURNAL_STREAM=$(stat -L -c '%d:%i' /dev/stderr) exec "$mds_bin" --data "$dir/mds" \
+	JOURNAL_STREAM=$(stat -L -c '%d:%i' /dev/stderr) exec "$mds_bin" --key "$key" --data "$dir/mds" \
 		--listen tcp://127.0.0.1:0 --port-file "$dir/mds2.port"
 ) &
 pids+=($!)
@@ -51,7 +51,7 @@ wait_file "$dir/mds2.port"
 # a second MDS on the same directory: refused with an error line, also for the journal
 (
 	exec 2>"$dir/journal-err.log"
-	JOURNAL_STREAM=$(stat -L -c '%d:%i' /dev/stderr) exec "$mds_bin" --data "$dir/mds" \
+	JOURNAL_STREAM=$(stat -L -c '%d:%i' /dev/stderr) exec "$mds_bin" --key "$key" --data "$dir/mds" \
 		--listen tcp://127.0.0.1:0
 ) && fail "a second lode-mds started on a directory in use"
 stop_last
@@ -67,7 +67,7 @@ grep -q '^<3>.*in use by another lode-mds' "$dir/journal-err.log" || fail "no er
 
 echo "== JOURNAL_STREAM inherited, stderr elsewhere: dated lines"
 JOURNAL_STREAM=$(stat -L -c '%d:%i' "$dir/journal.log") start_daemon stale "$mds_bin" \
-	--data "$dir/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds3.port"
+	--key "$key" --data "$dir/mds" --listen tcp://127.0.0.1:0 --port-file "$dir/mds3.port"
 wait_file "$dir/mds3.port"
 stop_last
 grep -Eq "$dated" "$dir/stale.log" || fail "not dated: $(head -1 "$dir/stale.log")"

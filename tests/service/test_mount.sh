@@ -19,6 +19,7 @@ umount_all() {
 extra_cleanup=umount_all
 mkdir -p "$mnt"
 mds=$("$lodectl" local up "$dir/c" --oss 1)
+export LODE_KEY_FILE=$dir/c/cluster.key
 dated='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{2}:[0-9]{2} INFO  lode-fuse: '
 
 # wait_unmounted LOG: the mount is gone and lode-fuse said it was unmounting (its last line)

@@ -14,6 +14,8 @@ mount_lode=${LODE_MOUNT_HELPER:?}
 down() { "$lodectl" local down "$dir/c" >/dev/null 2>&1; }
 extra_cleanup=down
 mds=$("$lodectl" local up "$dir/c" --oss 1)
+# the key as fstab gives it (-o key=FILE): mount(8) need not pass the environment on
+export LODE_KEY_FILE=$dir/c/cluster.key
 mkdir -p "$dir/sbin" "$dir/mnt"
 ln -s "$mount_lode" "$dir/sbin/mount.lode"
 unshare -m --propagation private true 2>/dev/null ||
@@ -23,7 +25,7 @@ head -c 1000000 /dev/urandom >"$dir/src"
 export dir mds
 unshare -m --propagation private bash -euc '
 	mount --bind "$dir/sbin" "$(readlink -f /sbin)"
-	mount -t lode "${mds#tcp://}" "$dir/mnt" -o "timeout=10,log=$dir/fuse.log"
+	mount -t lode "${mds#tcp://}" "$dir/mnt" -o "timeout=10,log=$dir/fuse.log,key=$LODE_KEY_FILE"
 	grep " $dir/mnt fuse.lode " /proc/self/mounts
 	cp "$dir/src" "$dir/mnt/f"
 	cmp "$dir/src" "$dir/mnt/f"

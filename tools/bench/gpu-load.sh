@@ -80,6 +80,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mds=$("$b/tools/lodectl" local up "$work/cluster" --oss 3 | tail -1)
+export LODE_KEY_FILE=$work/cluster/cluster.key
 lodectl() { "$b/tools/lodectl" --mds "$mds" "$@"; }
 mkdir -p "$mnt"
 "$b/client/fuse/lode-fuse" -f --mds "$mds" "$mnt" 2>"$work/fuse.log" &

@@ -200,6 +200,7 @@ rm -f "$work/big"
 # ---------------------------------------------------------------- 4. Lode
 echo "== Lode: MDS + 3 OSS on loopback, lode-fuse"
 mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+export LODE_KEY_FILE=$work/cluster/cluster.key
 export LODE_MDS=$mds
 mkdir -p "$mnt"
 "$build/client/fuse/lode-fuse" -f --mds "$mds" "$mnt" 2>"$work/lode-fuse.log" &

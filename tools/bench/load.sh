@@ -111,6 +111,7 @@ report() { # NAME BYTES
 
 log "cluster: MDS + 3 OSS under $work"
 mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 | tail -1)
+export LODE_KEY_FILE=$work/cluster/cluster.key
 export LODE_MDS=$mds
 mkdir -p "$mnt" "$mnt2"
 for m in "$mnt" "$mnt2"; do

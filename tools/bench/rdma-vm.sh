@@ -24,6 +24,7 @@ b=$LODE_BUILD_DIR
 for t in tcp rdma; do
 	d=$(mktemp -d /tmp/bench-$t.XXXXXX)
 	mds=$(LODE_LOCAL_LISTEN=$t://$LODE_RDMA_IP "$b/tools/lodectl" local up "$d" --oss 2)
+	export LODE_KEY_FILE=$d/cluster.key
 	w=$("$b/tools/bench/lode_io" --mds "$mds" write --mirrors 1 --req 4194304 \
 		--size $((SIZE_MIB << 20)) /f)
 	r=$("$b/tools/bench/lode_io" --mds "$mds" read --req 4194304 /f)

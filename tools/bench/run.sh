@@ -276,6 +276,7 @@ else
 fi
 if ((repl_only)); then
 	mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+	export LODE_KEY_FILE=$work/cluster/cluster.key
 	export LODE_MDS=$mds
 	"$build/tools/lodectl" mkdir /m2 >/dev/null
 	for ((run = 1; run <= runs; run++)); do
@@ -289,6 +290,7 @@ fi
 if ((growth_mib)); then
 	if [[ -z $dir ]]; then
 		mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+		export LODE_KEY_FILE=$work/cluster/cluster.key
 		export LODE_MDS=$mds
 		"$build/tools/lodectl" mkdir /m1 >/dev/null
 	else
@@ -324,6 +326,7 @@ set_readahead "$nullmnt" 16384
 
 if [[ -z $dir ]]; then
 	mds=$("$build/tools/lodectl" local up "$work/cluster" --oss 3 --orphan-grace 1)
+	export LODE_KEY_FILE=$work/cluster/cluster.key
 	export LODE_MDS=$mds
 	"$build/client/fuse/lode-fuse" -f --mds "$mds" "$mnt" 2>"$work/lode-fuse.log" &
 	fuse_pid=$!

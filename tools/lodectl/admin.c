@@ -47,12 +47,15 @@ int cmd_status(struct lodectl *ctl, int argc, char **argv)
 	json_add_u64(ctl->out, "targets_total", sf.targets_total);
 	json_add_u64(ctl->out, "bytes_total", sf.bytes_total);
 	json_add_u64(ctl->out, "bytes_free", sf.bytes_free);
+	json_add_bool(ctl->out, "insecure", sf.flags & LODE_STATFS_INSECURE);
 	targets = json_object_new_array();
 	json_object_object_add(ctl->out, "targets", targets);
 	if (!ctl->json) {
 		printf("mds %s: up, %u of %u targets up, %.1f of %.1f GiB free\n", ctl->mds_addr,
 		       sf.targets_up, sf.targets_total, (double)sf.bytes_free / GIB,
 		       (double)sf.bytes_total / GIB);
+		if (sf.flags & LODE_STATFS_INSECURE)
+			printf("security: INSECURE (the MDS runs --insecure: it checks no key)\n");
 		printf("%-6s %-5s %-24s %12s %12s %9s %10s\n", "target", "state", "address",
 		       "total_GiB", "free_GiB", "objects", "seen");
 	}

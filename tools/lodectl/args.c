@@ -70,6 +70,8 @@ bool lodectl_cluster_path_ok(struct lodectl *ctl, const char *path)
 static bool common_opts;
 static uint64_t common_timeout;
 static const char *common_mds;
+static const char *common_key;
+static bool common_insecure;
 
 static int set_value(struct lodectl *ctl, const struct lodectl_opt *o, const char *name,
 		     const char *val)
@@ -126,6 +128,8 @@ int lodectl_parse(struct lodectl *ctl, int argc, char **argv, const struct lodec
 	    {"--quiet", "-q", LODECTL_OPT_FLAG, &ctl->quiet, 0, 0},
 	    {"--mds", NULL, LODECTL_OPT_STRING, &common_mds, 0, 0},
 	    {"--timeout", NULL, LODECTL_OPT_UINT, &common_timeout, 1, 3600000},
+	    {"--key", NULL, LODECTL_OPT_STRING, &common_key, 0, 0},
+	    {"--insecure", NULL, LODECTL_OPT_FLAG, &common_insecure, 0, 0},
 	    {"--help", "-h", LODECTL_OPT_FLAG, &common_opts, 0, 0},
 	    {NULL, NULL, 0, NULL, 0, 0},
 	};
@@ -136,6 +140,8 @@ int lodectl_parse(struct lodectl *ctl, int argc, char **argv, const struct lodec
 	common_opts = false;
 	common_timeout = 0;
 	common_mds = NULL;
+	common_key = NULL;
+	common_insecure = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq, *val = NULL;
 		const struct lodectl_opt *o;
@@ -186,7 +192,8 @@ int lodectl_parse(struct lodectl *ctl, int argc, char **argv, const struct lodec
 	if (common_opts) {
 		printf("usage: lodectl %s\n", ctl->cmd->usage);
 		printf("\nEvery command also takes --json (one JSON document on stdout), --quiet, "
-		       "--mds ADDR\nand --timeout MS; see lodectl --help.\n");
+		       "--mds ADDR,\n--timeout MS and --key FILE or --insecure; see lodectl "
+		       "--help.\n");
 		ctl->exit = 0;
 		return -1;
 	}
@@ -194,6 +201,10 @@ int lodectl_parse(struct lodectl *ctl, int argc, char **argv, const struct lodec
 		ctl->mds_addr = common_mds;
 	if (common_timeout)
 		ctl->timeout_ms = (unsigned)common_timeout;
+	if (common_key)
+		ctl->key_file = common_key;
+	if (common_insecure)
+		ctl->key_file = "";
 	if (npos < min_pos) {
 		lodectl_usage_error(ctl, "missing argument%s (usage: lodectl %.*s)",
 				    min_pos - npos > 1 ? "s" : "",

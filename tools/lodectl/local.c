@@ -2,7 +2,9 @@
 /* lodectl local up, down, kill: the command line of tools/local_cluster.c, a whole cluster
  * on loopback with its data in one directory (what the quick start and the tests use). */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +20,7 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 	    {"--orphan-grace", NULL, LODECTL_OPT_STRING, &grace, 0, 0},
 	    {NULL, NULL, 0, NULL, 0, 0},
 	};
-	char *pos[1], mds[160], err[512] = "";
+	char *pos[1], mds[160], key[PATH_MAX], err[512] = "";
 	uint64_t g;
 	int rc;
 
@@ -27,13 +29,28 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 	if (grace && lodectl_parse_number(grace, false, 0, UINT32_MAX, &g))
 		return lodectl_usage_error(ctl, "--orphan-grace: '%s' is not a number of seconds",
 					   grace);
-	rc = local_up(pos[0], (int)noss, grace, mds, sizeof(mds), err, sizeof(err));
+	/* the common --insecure: a cluster that checks no key (remembered in DIR) */
+	rc = local_up(pos[0], (int)noss, grace, ctl->key_file && !ctl->key_file[0], mds,
+		      sizeof(mds), key, sizeof(key), err, sizeof(err));
 	if (rc)
 		return lodectl_fail_as(ctl, rc, "%s", err);
 	json_add_str(ctl->out, "dir", pos[0]);
 	json_add_str(ctl->out, "mds", mds);
-	if (!ctl->json)
+	if (key[0])
+		json_add_str(ctl->out, "key_file", key);
+	else
+		json_add_null(ctl->out, "key_file");
+	if (!ctl->json) {
+		/* stdout is the address alone (scripts take it); how clients get in: stderr */
+		if (key[0])
+			fprintf(stderr,
+				"lodectl: clients prove the cluster key: export "
+				"LODE_KEY_FILE=%s\n",
+				key);
+		else
+			fprintf(stderr, "lodectl: the cluster runs --insecure: it checks no key\n");
 		printf("%s\n", mds);
+	}
 	return 0;
 }
 

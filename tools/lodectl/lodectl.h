@@ -39,6 +39,7 @@ struct lodectl {
 	const struct lodectl_cmd *cmd;
 	const char *mds_addr;	    /* --mds or $LODE_MDS */
 	unsigned timeout_ms;	    /* --timeout; 0: liblode's default */
+	const char *key_file;	    /* --key FILE; "" for --insecure; NULL: $LODE_KEY_FILE */
 	bool json;		    /* --json: one JSON document on stdout */
 	bool quiet;		    /* --quiet: no progress, no summary lines */
 	struct lode_client *client; /* connected when cmd->cluster */
@@ -144,21 +145,23 @@ void lodectl_progress_end(struct lodectl_progress *p);
 
 /* ---- commands ---- */
 
-int cmd_put(struct lodectl *ctl, int argc, char **argv);	/* files.c */
-int cmd_get(struct lodectl *ctl, int argc, char **argv);	/* files.c */
-int cmd_ls(struct lodectl *ctl, int argc, char **argv);		/* files.c */
-int cmd_stat(struct lodectl *ctl, int argc, char **argv);	/* files.c */
-int cmd_rm(struct lodectl *ctl, int argc, char **argv);		/* files.c */
-int cmd_mkdir(struct lodectl *ctl, int argc, char **argv);	/* namespace.c */
-int cmd_rmdir(struct lodectl *ctl, int argc, char **argv);	/* namespace.c */
-int cmd_mv(struct lodectl *ctl, int argc, char **argv);		/* namespace.c */
-int cmd_ln(struct lodectl *ctl, int argc, char **argv);		/* namespace.c */
-int cmd_status(struct lodectl *ctl, int argc, char **argv);	/* admin.c */
-int cmd_df(struct lodectl *ctl, int argc, char **argv);		/* admin.c */
-int cmd_repair(struct lodectl *ctl, int argc, char **argv);	/* admin.c */
-int cmd_load(struct lodectl *ctl, int argc, char **argv);	/* load.c */
-int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	/* local.c */
-int cmd_local_down(struct lodectl *ctl, int argc, char **argv); /* local.c */
-int cmd_local_kill(struct lodectl *ctl, int argc, char **argv); /* local.c */
+int cmd_put(struct lodectl *ctl, int argc, char **argv);	  /* files.c */
+int cmd_get(struct lodectl *ctl, int argc, char **argv);	  /* files.c */
+int cmd_ls(struct lodectl *ctl, int argc, char **argv);		  /* files.c */
+int cmd_stat(struct lodectl *ctl, int argc, char **argv);	  /* files.c */
+int cmd_rm(struct lodectl *ctl, int argc, char **argv);		  /* files.c */
+int cmd_mkdir(struct lodectl *ctl, int argc, char **argv);	  /* namespace.c */
+int cmd_rmdir(struct lodectl *ctl, int argc, char **argv);	  /* namespace.c */
+int cmd_mv(struct lodectl *ctl, int argc, char **argv);		  /* namespace.c */
+int cmd_ln(struct lodectl *ctl, int argc, char **argv);		  /* namespace.c */
+int cmd_status(struct lodectl *ctl, int argc, char **argv);	  /* admin.c */
+int cmd_df(struct lodectl *ctl, int argc, char **argv);		  /* admin.c */
+int cmd_repair(struct lodectl *ctl, int argc, char **argv);	  /* admin.c */
+int cmd_load(struct lodectl *ctl, int argc, char **argv);	  /* load.c */
+int cmd_key_generate(struct lodectl *ctl, int argc, char **argv); /* key.c */
+int cmd_key_derive(struct lodectl *ctl, int argc, char **argv);	  /* key.c */
+int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
+int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
+int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 
 #endif

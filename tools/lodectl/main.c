@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "config.h"
 #include "lodectl.h"
 
@@ -91,10 +92,13 @@ static const struct lodectl_cmd commands[] = {
      "  stays degraded.",
      true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
-     "local up DIR [--oss N] [--orphan-grace S]\n"
+     "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
+     "  The first start makes DIR/cluster.key, which every daemon is given and clients\n"
+     "  prove (export LODE_KEY_FILE=DIR/cluster.key, printed on stderr); with --insecure\n"
+     "  the cluster checks no key.\n"
      "  --oss N               object servers (1..64; default 3, or DIR's count)\n"
      "  --orphan-grace S      the MDS's --orphan-grace",
      false},
@@ -105,6 +109,18 @@ static const struct lodectl_cmd commands[] = {
      "local kill DIR NAME [-9]\n  Stops one daemon (mds, oss0, oss1, ...) of the local cluster "
      "in DIR.\n  -9                    with SIGKILL, at once (else SIGTERM)",
      false},
+    {"key generate", cmd_key_generate, "make a new cluster key file",
+     "key generate FILE\n  Writes a new random cluster key to FILE (mode 0600; an existing file "
+     "is\n"
+     "  never overwritten). Every daemon and client of the cluster proves it\n"
+     "  (docs/security.md).",
+     false},
+    {"key derive", cmd_key_derive, "make one role's key file from the cluster key",
+     "key derive --role ROLE CLUSTER_KEY OUT\n"
+     "  Writes ROLE's key (client, target or admin), derived from the cluster key file\n"
+     "  CLUSTER_KEY, to OUT (mode 0600): a node holding it connects in that role only.\n"
+     "  --role ROLE           client, target or admin",
+     false},
     {"help", cmd_help, "help on a command", "help [COMMAND]\n  lodectl --help, or COMMAND's help.",
      false},
 };
@@ -113,8 +129,9 @@ static const struct lodectl_cmd commands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] [--json] [--quiet] "
-		     "COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(out,
+		"usage: lodectl [--mds tcp://HOST:PORT] [--timeout MS] [--key FILE | --insecure]\n"
+		"               [--json] [--quiet] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out,
@@ -123,6 +140,9 @@ static void usage(FILE *out)
 		"$LODE_MDS\n"
 		"  --timeout MS  how long a request waits for an unreachable server (1..3600000;\n"
 		"                default 30000)\n"
+		"  --key FILE    the key proved to the cluster (a cluster or role key file);\n"
+		"                default $LODE_KEY_FILE (docs/security.md)\n"
+		"  --insecure    prove no key (a cluster started --insecure)\n"
 		"  --json        one JSON document on stdout, errors included (docs/lodectl.md)\n"
 		"  -q, --quiet   no progress and no summary lines\n"
 		"  --version     lodectl's version\n"
@@ -233,6 +253,7 @@ int lodectl_connect(struct lodectl *ctl)
 		return lodectl_fail_as(ctl, -EINVAL, "cannot parse address '%s': %s", ctl->mds_addr,
 				       why);
 	copts.timeout_ms = ctl->timeout_ms;
+	copts.key_file = ctl->key_file;
 	/* liblode's threads start here: with SIGINT and co blocked, so that they never take a
 	 * signal meant to interrupt a copy (files.c) away from the thread copying */
 	sigemptyset(&block);
@@ -245,7 +266,7 @@ int lodectl_connect(struct lodectl *ctl)
 	if (!rc)
 		return 0;
 	if (rc == -EPROTO) {
-		int prc = lode_probe(ctl->mds_addr, ctl->timeout_ms, &role);
+		int prc = lode_probe(ctl->mds_addr, ctl->key_file, ctl->timeout_ms, &role);
 
 		if (!prc && role == LODE_SERVER_OSS)
 			return lodectl_fail_as(ctl, rc,
@@ -262,7 +283,8 @@ int lodectl_connect(struct lodectl *ctl)
 				       "Lode's protocol)",
 				       ctl->mds_addr);
 	}
-	return lodectl_fail(ctl, rc, "cannot reach the MDS at %s", ctl->mds_addr);
+	return lodectl_fail_as(ctl, rc, "cannot reach the MDS at %s: %s", ctl->mds_addr,
+			       lode_auth_explain(rc, ctl->key_file, why, sizeof(why)));
 }
 
 /* Whether argv (up to a "--") asks for JSON: known before any error must be reported. */
@@ -305,6 +327,14 @@ int main(int argc, char **argv)
 			ctl.json = true;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			ctl.quiet = true;
+		} else if (!strcmp(a, "--insecure")) {
+			ctl.key_file = "";
+		} else if (len == 5 && !strncmp(a, "--key", 5)) {
+			if (!val && i + 1 >= argc) {
+				rc = lodectl_usage_error(&ctl, "--key needs a file");
+				goto out;
+			}
+			ctl.key_file = val ? val : argv[++i];
 		} else if ((len == 5 && !strncmp(a, "--mds", 5)) ||
 			   (len == 9 && !strncmp(a, "--timeout", 9))) {
 			if (!val && i + 1 >= argc) {
@@ -335,25 +365,32 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	snprintf(name, sizeof(name), "%s", argv[i]);
-	if (!strcmp(argv[i], "local")) {
-		/* a group: "local up" and co; "local" alone or "local --help" lists them */
+	if (!strcmp(argv[i], "local") || !strcmp(argv[i], "key")) {
+		/* a group: "local up", "key generate" and co; the group alone, or with --help,
+		 * lists them */
+		const char *group = argv[i];
+		size_t glen = strlen(group);
+
 		if (i + 1 >= argc || argv[i + 1][0] == '-') {
 			bool help = i + 1 < argc &&
 				    (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h"));
 
 			if (help && !ctl.json) {
 				for (size_t k = 0; k < NCOMMANDS; k++)
-					if (!strncmp(commands[k].name, "local ", 6))
+					if (!strncmp(commands[k].name, group, glen) &&
+					    commands[k].name[glen] == ' ')
 						printf("usage: lodectl %s\n\n", commands[k].usage);
 				rc = 0;
 			} else if (help) {
 				rc = 0;
 			} else {
-				rc = lodectl_usage_error(&ctl, "local wants up, down or kill");
+				rc = lodectl_usage_error(&ctl, "%s wants %s", group,
+							 glen == 5 ? "up, down or kill"
+								   : "generate or derive");
 			}
 			goto out;
 		}
-		snprintf(name, sizeof(name), "local %s", argv[i + 1]);
+		snprintf(name, sizeof(name), "%s %s", group, argv[i + 1]);
 		i++;
 	}
 	ctl.cmd = find_cmd(name);
