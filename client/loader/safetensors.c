@@ -27,6 +27,9 @@ static const struct {
 };
 
 static int bad(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t err_len, const char *fmt, ...)
 {
 	va_list ap;
 
