@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "codec.h"
 #include "records.h"
 
 /* ---- keys ---- */
@@ -170,7 +171,8 @@ int lode_rec_cookie_decode(const void *k, size_t klen, const void *v, size_t vle
 			   struct lode_disk_dirent *d, const char **name, size_t *name_len)
 {
 	(void)k;
-	if (klen != 16 || vlen < sizeof(*d) || vlen > sizeof(*d) + LODE_NAME_MAX)
+	if (klen != 16 || vlen < sizeof(*d) || vlen > sizeof(*d) + LODE_NAME_MAX ||
+	    lode_name_check((const char *)v + sizeof(*d), vlen - sizeof(*d)))
 		return -EIO;
 	memcpy(d, v, sizeof(*d));
 	*name = (const char *)v + sizeof(*d);
