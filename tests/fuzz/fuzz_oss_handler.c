@@ -38,7 +38,14 @@ static void cleanup(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct lode_loop *probe;
+
 	(void)argc, (void)argv;
+	if (lode_loop_create(&probe, 4)) {
+		fprintf(stderr, "fuzz_oss_handler: skip: no io_uring here\n");
+		exit(77);
+	}
+	lode_loop_destroy(probe);
 	f = oss_fixture_new();
 	if (!f) {
 		fprintf(stderr, "fuzz_oss_handler: cannot start an OSS in this process\n");

@@ -100,9 +100,12 @@ static void cleanup(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
+	if (lode_loop_create(&loop, 64)) {
+		fprintf(stderr, "fuzz_oss_sum: skip: no io_uring here\n");
+		exit(77);
+	}
 	if (fixture_tmpdir_make(dir, sizeof(dir), "lode-fuzz-sum") ||
-	    lode_objstore_open(&st, dir) || lode_loop_create(&loop, 64) ||
-	    lode_objstore_io_create(st, loop, 0, &io)) {
+	    lode_objstore_open(&st, dir) || lode_objstore_io_create(st, loop, 0, &io)) {
 		fprintf(stderr, "fuzz_oss_sum: cannot set up an object store in /tmp\n");
 		exit(1);
 	}
