@@ -5,6 +5,7 @@
  * length matches it exactly; variable ones are bounded before they are copied.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -47,12 +48,27 @@ static int get_fixed(struct lode_txn *t, enum lode_db db, const void *key, size_
 
 /* ---- inodes ---- */
 
+/* A regular file's copies are found at targets[stripe * mirror_count + mirror]: a damaged
+ * record's counts must not take those indexes past the array. */
+static bool file_layout_ok(const struct lode_disk_inode *in)
+{
+	const struct lode_disk_layout *l = &in->layout;
+
+	return !S_ISREG(in->mode) ||
+	       (l->stripe_count && l->mirror_count &&
+		(unsigned)l->stripe_count * l->mirror_count <= LODE_LAYOUT_TARGETS_MAX);
+}
+
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out)
 {
 	unsigned char key[8];
+	int rc;
 
 	ino_key(key, ino);
-	return get_fixed(t, LODE_DB_INODES, key, sizeof(key), out, sizeof(*out));
+	rc = get_fixed(t, LODE_DB_INODES, key, sizeof(key), out, sizeof(*out));
+	if (!rc && !file_layout_ok(out))
+		rc = -EIO;
+	return rc;
 }
 
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)

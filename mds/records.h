@@ -25,6 +25,8 @@
 
 /* ---- inodes ---- */
 
+/* -ENOENT if absent; -EIO if damaged: another length, or a regular file whose stripe and
+ * mirror counts are 0 or address more than LODE_LAYOUT_TARGETS_MAX copies. */
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in);
 /* Deletes the inode record and its xattrs (not a symlink's target: lode_rec_symlink_del). */
