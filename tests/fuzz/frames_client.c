@@ -20,6 +20,11 @@
 #define FRAMES_MAX 256
 #define WAIT_MS	   20000
 
+/* The connection, kept from one input to the next while the server keeps it open (fewer
+ * connections: see dial()); -1 when there is none. */
+static int conn_fd = -1;
+static uint64_t next_id = 1; /* request ids go on across inputs on one connection */
+
 static uint8_t known[LODE_OP_MAX_];
 static unsigned nknown;
 
@@ -42,9 +47,21 @@ static int dial(const char *addr)
 	FUZZ_ASSERT(colon);
 	sa.sin_port = htons((uint16_t)atoi(colon + 1));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	FUZZ_ASSERT(fd >= 0);
-	FUZZ_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	/* Connections the server closed sit in TIME_WAIT for a minute: at a thousand inputs a
+	 * second the ephemeral ports can run out (EADDRNOTAVAIL). That is this harness's limit,
+	 * not the server's: wait for ports to come free, up to 30 s. */
+	for (int tries = 0;; tries++) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		FUZZ_ASSERT(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		if (errno != EADDRNOTAVAIL || tries == 300) {
+			fprintf(stderr, "connect %s: %s\n", addr, strerror(errno));
+			abort();
+		}
+		close(fd);
+		usleep(100 * 1000);
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* close with a reset: no TIME_WAIT, so thousands of inputs a second never run out of
 	 * ephemeral ports */
@@ -53,7 +70,7 @@ static int dial(const char *addr)
 }
 
 /* Builds the stream of request frames; returns its length and the frame count in *n. */
-static size_t build(const uint8_t *data, size_t size, uint8_t **out, unsigned *n,
+static size_t build(const uint8_t *data, size_t size, uint64_t base, uint8_t **out, unsigned *n,
 		    fuzz_frame_patch_fn patch)
 {
 	struct fuzz_in in = {data, size};
@@ -77,7 +94,7 @@ static size_t build(const uint8_t *data, size_t size, uint8_t **out, unsigned *n
 		memcpy(body, b, blen);
 		if (patch)
 			patch(op, body, (uint32_t)blen, dlen);
-		lode_hdr_init(&h, op, *n + 1, (uint32_t)blen, dlen);
+		lode_hdr_init(&h, op, base + *n, (uint32_t)blen, dlen);
 		memcpy(s + len, &h, sizeof(h));
 		len += sizeof(h);
 		memcpy(s + len, body, blen);
@@ -97,13 +114,19 @@ unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 	static uint8_t rbuf[1 << 16];
 	uint8_t *out;
 	unsigned nframes, replies = 0;
-	size_t total = build(data, size, &out, &nframes, patch), sent = 0;
+	uint64_t base = next_id;
+	size_t total = build(data, size, base, &out, &nframes, patch), sent = 0;
 	size_t have = 0;   /* bytes in rbuf */
 	uint64_t skip = 0; /* body and data of the current reply still to come */
-	int fd = dial(addr), eof = 0;
+	int fd, eof = 0;
 
 	memset(answered, 0, sizeof(answered));
-	while (!eof && (sent < total || replies < nframes)) {
+	next_id += nframes;
+	if (nframes && conn_fd < 0)
+		conn_fd = dial(addr);
+	fd = conn_fd;
+	/* until every reply is in, to its last byte, so the next input starts clean */
+	while (nframes && !eof && (sent < total || replies < nframes || skip)) {
 		struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
 		int rc = poll(&p, 1, WAIT_MS);
 
@@ -155,10 +178,10 @@ unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 						(unsigned long long)h.data_len);
 					abort();
 				}
-				FUZZ_ASSERT(h.req_id >= 1 && h.req_id <= nframes);
-				FUZZ_ASSERT(!answered[h.req_id]);
+				FUZZ_ASSERT(h.req_id >= base && h.req_id < base + nframes);
+				FUZZ_ASSERT(!answered[h.req_id - base]);
 				FUZZ_ASSERT(h.status >= 0);
-				answered[h.req_id] = 1;
+				answered[h.req_id - base] = 1;
 				replies++;
 				memmove(rbuf, rbuf + sizeof(h), have - sizeof(h));
 				have -= sizeof(h);
@@ -169,7 +192,12 @@ unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 	if (getenv("LODE_FUZZ_VERBOSE"))
 		fprintf(stderr, "%u frames, %u replies%s\n", nframes, replies,
 			eof ? ", then the server closed" : "");
-	close(fd);
+	if (eof) {
+		close(conn_fd);
+		conn_fd = -1;
+	} else if (nframes) {
+		FUZZ_ASSERT(have == 0); /* nothing but the replies asked for */
+	}
 	free(out);
 	return replies;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The client side of the handler harnesses (fuzz_mds_handler.c, fuzz_oss_handler.c): turns
- * a fuzz input into request frames, sends them on a fresh loopback connection to a server
- * in this process, and reads every reply.
+ * a fuzz input into request frames, sends them on a loopback connection to a server in this
+ * process, and reads every reply. The connection is kept for the next input while the
+ * server keeps it open (as a real client's is); after the server closed it, the next input
+ * opens another.
  *
  * Input: frames [opcode u8][body_len u16 LE][data_len u16 LE][body][data]... (lengths cut
  * to what the input holds). An opcode the wire does not know is mapped onto one it does,
