@@ -39,32 +39,52 @@ static uint8_t map_opcode(uint8_t op)
 
 static int dial(const char *addr)
 {
+	static unsigned src;
 	const char *colon = strrchr(addr, ':');
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in sa = {.sin_family = AF_INET}, from = {.sin_family = AF_INET};
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
-	int one = 1, fd;
+	int one = 1, fd, err;
+	socklen_t len = sizeof(err);
 
 	FUZZ_ASSERT(colon);
 	sa.sin_port = htons((uint16_t)atoi(colon + 1));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	/* Connections the server closed sit in TIME_WAIT for a minute: at a thousand inputs a
-	 * second the ephemeral ports can run out (EADDRNOTAVAIL). That is this harness's limit,
-	 * not the server's: wait for ports to come free, up to 30 s. */
+	/*
+	 * Connections the server closed sit in TIME_WAIT on its side for a minute; at a
+	 * thousand inputs a second a new connection from the same address soon meets one with
+	 * its own port pair, and connect() stalls or fails (EADDRNOTAVAIL). That is this
+	 * harness's limit, not the server's: connect from 127.0.0.1 .. 127.0.0.254 in turn,
+	 * wait for the connection with poll() (a signal may interrupt connect()), and retry for
+	 * up to 30 s before calling it a failure.
+	 */
 	for (int tries = 0;; tries++) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct pollfd p = {.events = POLLOUT};
+
+		from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + (src++ % 254));
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		FUZZ_ASSERT(fd >= 0);
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		err = 0;
+		if (bind(fd, (struct sockaddr *)&from, sizeof(from)) ||
+		    (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS))
+			err = errno;
+		p.fd = fd;
+		while (!err && poll(&p, 1, 1000) < 0)
+			FUZZ_ASSERT(errno == EINTR);
+		if (!err && !(p.revents & POLLOUT))
+			err = ETIMEDOUT;
+		if (!err && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			err = errno;
+		if (!err)
 			break;
-		if (errno != EADDRNOTAVAIL || tries == 300) {
-			fprintf(stderr, "connect %s: %s\n", addr, strerror(errno));
+		close(fd);
+		if ((err != EADDRNOTAVAIL && err != ETIMEDOUT && err != EADDRINUSE) ||
+		    tries == 30) {
+			fprintf(stderr, "connect %s: %s\n", addr, strerror(err));
 			abort();
 		}
-		close(fd);
-		usleep(100 * 1000);
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* close with a reset: no TIME_WAIT, so thousands of inputs a second never run out of
-	 * ephemeral ports */
+	/* close with a reset: no TIME_WAIT on this side */
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	return fd;
 }
