@@ -52,12 +52,13 @@ static int orphan_one(void *arg, const void *k, size_t klen, const void *v, size
 	if (rec.unlinked_ns > o->before_ns)
 		return 0;
 	mc = rec.layout.mirror_count ? rec.layout.mirror_count : 1;
-	for (unsigned s = 0; s < rec.layout.stripe_count; s++) {
-		for (unsigned m = 0; m < mc; m++) {
+	/* only the slots that exist: a damaged record's counts (up to 65535 each) must not make
+	 * this loop run for billions of slots */
+	for (unsigned s = 0; s < rec.layout.stripe_count && s * mc < LODE_LAYOUT_TARGETS_MAX; s++) {
+		for (unsigned m = 0; m < mc && s * mc + m < LODE_LAYOUT_TARGETS_MAX; m++) {
 			unsigned i = s * mc + m;
 
-			if (i >= LODE_LAYOUT_TARGETS_MAX || rec.layout.targets[i] != o->target ||
-			    !(rec.pending & (1ull << i)))
+			if (rec.layout.targets[i] != o->target || !(rec.pending & (1ull << i)))
 				continue;
 			if (o->n == o->max)
 				return 1;

@@ -5,9 +5,11 @@
  * length matches it exactly; variable ones are bounded before they are copied.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "codec.h"
 #include "records.h"
 
 /* ---- keys ---- */
@@ -46,12 +48,27 @@ static int get_fixed(struct lode_txn *t, enum lode_db db, const void *key, size_
 
 /* ---- inodes ---- */
 
+/* A regular file's copies are found at targets[stripe * mirror_count + mirror]: a damaged
+ * record's counts must not take those indexes past the array. */
+static bool file_layout_ok(const struct lode_disk_inode *in)
+{
+	const struct lode_disk_layout *l = &in->layout;
+
+	return !S_ISREG(in->mode) ||
+	       (l->stripe_count && l->mirror_count &&
+		(unsigned)l->stripe_count * l->mirror_count <= LODE_LAYOUT_TARGETS_MAX);
+}
+
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out)
 {
 	unsigned char key[8];
+	int rc;
 
 	ino_key(key, ino);
-	return get_fixed(t, LODE_DB_INODES, key, sizeof(key), out, sizeof(*out));
+	rc = get_fixed(t, LODE_DB_INODES, key, sizeof(key), out, sizeof(*out));
+	if (!rc && !file_layout_ok(out))
+		rc = -EIO;
+	return rc;
 }
 
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
@@ -170,7 +187,8 @@ int lode_rec_cookie_decode(const void *k, size_t klen, const void *v, size_t vle
 			   struct lode_disk_dirent *d, const char **name, size_t *name_len)
 {
 	(void)k;
-	if (klen != 16 || vlen < sizeof(*d) || vlen > sizeof(*d) + LODE_NAME_MAX)
+	if (klen != 16 || vlen < sizeof(*d) || vlen > sizeof(*d) + LODE_NAME_MAX ||
+	    lode_name_check((const char *)v + sizeof(*d), vlen - sizeof(*d)))
 		return -EIO;
 	memcpy(d, v, sizeof(*d));
 	*name = (const char *)v + sizeof(*d);

@@ -25,6 +25,8 @@
 
 /* ---- inodes ---- */
 
+/* -ENOENT if absent; -EIO if damaged: another length, or a regular file whose stripe and
+ * mirror counts are 0 or address more than LODE_LAYOUT_TARGETS_MAX copies. */
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in);
 /* Deletes the inode record and its xattrs (not a symlink's target: lode_rec_symlink_del). */
@@ -49,7 +51,9 @@ int lode_rec_dir_empty(struct lode_txn *t, uint64_t ino);
 
 /* The cookies key of (parent, cookie): where a listing from that cookie starts. */
 void lode_rec_cookie_key(unsigned char key[16], uint64_t parent, uint64_t cookie);
-/* A cookies record met in a scan: its entry and name (pointing into v). -EIO if damaged. */
+/* A cookies record met in a scan: its entry and name (pointing into v). -EIO if damaged,
+ * a name that is not a valid path component included (it would go out in a readdir page
+ * that every client refuses). */
 int lode_rec_cookie_decode(const void *k, size_t klen, const void *v, size_t vlen,
 			   struct lode_disk_dirent *d, const char **name, size_t *name_len);
 

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzzes the OSS's request handlers in process (oss/handlers.c and the object store under
+ * them), as a peer reaches them: request frames over a loopback connection to the OSS of
+ * tests/oss/oss_fixture.c (lode_oss_server_ops on a lode_server, the store in a temporary
+ * directory, removed at exit). Objects an input writes stay for the next ones.
+ *
+ * Chained writes make the OSS connect to the addresses a chain names; the harness caps a
+ * chain's timeout at 2 s so that an address that never answers costs one slow input, not
+ * a hang. Input and checks: frames_client.h.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "codec.h"
+#include "frames_client.h"
+#include "fuzz.h"
+#include "oss_fixture.h"
+
+#define CHAIN_TIMEOUT_MS 2000
+
+static struct oss_fixture *f;
+static char addr[128];
+
+static void cap_chain(uint8_t opcode, void *body, uint32_t len, uint64_t data_len)
+{
+	struct lode_msg m;
+
+	if (lode_msg_decode(opcode, body, len, data_len, &m) == 0 && m.chain &&
+	    m.chain->timeout_ms > CHAIN_TIMEOUT_MS)
+		((struct lode_wire_chain *)(uintptr_t)m.chain)->timeout_ms = CHAIN_TIMEOUT_MS;
+}
+
+static void cleanup(void)
+{
+	oss_fixture_free(f);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct lode_loop *probe;
+
+	(void)argc, (void)argv;
+	if (lode_loop_create(&probe, 4)) {
+		fprintf(stderr, "fuzz_oss_handler: skip: no io_uring here\n");
+		exit(77);
+	}
+	lode_loop_destroy(probe);
+	f = oss_fixture_new();
+	if (!f) {
+		fprintf(stderr, "fuzz_oss_handler: cannot start an OSS in this process\n");
+		exit(1);
+	}
+	atexit(cleanup);
+	snprintf(addr, sizeof(addr), "%s", lode_server_address(f->srv, 0));
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fuzz_frames_run(addr, data, size, cap_chain);
+	return 0;
+}
