@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 3, 9, 39, 49, 58, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 3, 9, 41, 49, 58, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
