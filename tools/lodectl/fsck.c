@@ -496,8 +496,10 @@ static int check_namespace(struct fsck *f)
 			rc = n;
 			break;
 		}
-		if (!cursor)
+		if (!cursor) {
 			f->start_ino = rep.next_ino;
+			lodectl_progress_total(f->prog, rep.next_ino);
+		}
 		f->inodes += rep.checked;
 		lodectl_progress_add(f->prog, rep.checked);
 		for (uint32_t i = 0; i < rep.count; i++) {
