@@ -419,7 +419,7 @@ static void put_file(struct page *p, uint64_t ino, uint64_t gen, uint64_t size, 
 	memset(p->buf + p->len, 0, rec);
 	memcpy(p->buf + p->len, &f, sizeof(f));
 	memcpy(p->buf + p->len + sizeof(f), l->targets,
-	       rec - sizeof(f) < 256 ? rec - sizeof(f) : 256);
+	       4u * (unsigned)l->stripe_count * l->mirror_count);
 	p->len += rec;
 	p->count++;
 }

@@ -142,18 +142,19 @@ static int window_scan(struct lode_objstore *st, const struct lode_wire_objid *f
 	free(st->list_ids);
 	st->list_ids = cand;
 	st->list_n = n;
-	st->list_from = *from;
+	st->list_cont = false;
 	st->list_more = more;
 	st->list_ns = mono_ns();
 	return 0;
 }
 
-/* Whether the window answers a page after `after`: it was scanned from at or before it,
- * recently, and holds what follows it (or nothing follows). */
+/* Whether the window answers a page after `after`: that page continues the listing the
+ * window last served (so a new listing, from the start or elsewhere, scans afresh and sees
+ * what was created since), and the window was scanned recently. */
 static bool window_covers(const struct lode_objstore *st, const struct lode_wire_objid *after)
 {
-	if (!st->list_ids || mono_ns() - st->list_ns > LIST_WINDOW_NS ||
-	    lode_objid_cmp(after, &st->list_from) < 0)
+	if (!st->list_ids || !st->list_cont || mono_ns() - st->list_ns > LIST_WINDOW_NS ||
+	    lode_objid_cmp(after, &st->list_last) != 0)
 		return false;
 	if (!st->list_more)
 		return true;
@@ -193,6 +194,9 @@ int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *a
 		for (size_t i = 0; i < n; i++)
 			out[i].obj = st->list_ids[lo + i];
 		more = lo + n < st->list_n || st->list_more;
+		st->list_cont = n && more;
+		if (n)
+			st->list_last = st->list_ids[lo + n - 1];
 		pthread_mutex_unlock(&st->list_lock);
 
 		for (size_t i = 0; i < n; i++) {
