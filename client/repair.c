@@ -10,6 +10,7 @@
  * the way), makes it durable, and only then tells the MDS that the copy is complete.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,20 @@ static int copy_object(struct lode_client *c, const struct lode_wire_objid *id, 
 			0, NULL, NULL);
 }
 
+/* Whether the target list (refreshed at the repair's start) has id: a layout can name a
+ * target since removed from the cluster (lodectl fsck marks such copies degraded). */
+static bool target_listed(struct lode_client *c, uint32_t id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++)
+		if (c->targets[i].id == id)
+			found = true;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 /* The destination for copy idx: its own target if up, else the up target with the most
  * free space holding no other copy of the stripe; 0 if none. */
 static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_layout *l,
@@ -145,7 +160,7 @@ static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_l
 	uint64_t best_free = 0;
 	uint32_t best = 0;
 
-	if (lode_client_target_is_up(c, l->targets[idx]))
+	if (target_listed(c, l->targets[idx]) && lode_client_target_is_up(c, l->targets[idx]))
 		return l->targets[idx];
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->ntargets; i++) {

@@ -111,6 +111,7 @@ struct wreq {
 		struct lode_wire_open_rep open;
 		struct lode_wire_hello_rep hello;
 		struct lode_wire_layout_rep layout;
+		struct lode_wire_fsck_fix_rep fix;
 	} rep;
 	size_t rep_len;
 };
@@ -130,6 +131,7 @@ struct rreply {
 		struct lode_wire_xattr_rep xattr;
 		struct lode_wire_target_list_rep targets;
 		struct lode_wire_orphan_list_rep orphans;
+		struct lode_wire_fsck_rep fsck;
 	} body;
 	size_t body_len;
 	void *data; /* malloc'ed, freed with free() once sent; or link below */
@@ -806,6 +808,22 @@ static int read_orphan_list(struct lode_mds *m, struct lode_txn *t, const struct
 	return rc;
 }
 
+/* FSCK (admin only): one page in this read's snapshot (mds/ns_fsck.c). */
+static int read_fsck(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		     struct rreply *r)
+{
+	(void)m;
+	r->body_len = sizeof(r->body.fsck);
+	return lode_ns_fsck(t, msg->fixed, &r->body.fsck, &r->data, &r->data_len);
+}
+
+/* FSCK_FIX (admin only): the finding is checked again in the batch's transaction. */
+static int run_fsck_fix(struct wreq *w, struct lode_txn *t)
+{
+	w->rep_len = sizeof(w->rep.fix);
+	return lode_ns_fsck_fix(t, w->msg.fixed, &w->rep.fix);
+}
+
 /* ---- the table ---- */
 
 #define READ(fn)                                                                                   \
@@ -857,6 +875,9 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_REPORT_COPY] = MUTATE(run_report),
     [LODE_OP_LAYOUT_GET] = READ(read_layout),
     [LODE_OP_LAYOUT_SET_COPY] = MUTATE(run_set_copy),
+    /* admin only (the role column comes with cluster keys) */
+    [LODE_OP_FSCK] = READ(read_fsck),
+    [LODE_OP_FSCK_FIX] = MUTATE(run_fsck_fix),
 };
 
 /* ---- dispatch ---- */

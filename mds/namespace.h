@@ -19,7 +19,7 @@
  * not "." or ".." (-EINVAL; -ENAMETOOLONG past LODE_NAME_MAX).
  *
  * The operations live in ns_*.c, one concern a file (ns_inode, ns_create, ns_remove,
- * ns_rename, ns_readdir, ns_xattr, ns_layout_xattr, ns_orphan, ns_copies), on top of
+ * ns_rename, ns_readdir, ns_xattr, ns_layout_xattr, ns_orphan, ns_copies, ns_fsck), on top of
  * namespace.c (what they share, ns_internal.h), records.c (the LMDB records) and perm.c.
  */
 #ifndef LODE_MDS_NAMESPACE_H
@@ -185,5 +185,15 @@ int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, u
  * copy is no longer degraded. The caller checked the write lease. */
 int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino, uint32_t index,
 		     uint32_t old_target, uint32_t new_target, struct lode_wire_layout_rep *out);
+
+/* ---- fsck (ns_fsck.c; admin only) ---- */
+
+/* One page of FSCK (wire_spec.h says what each `what` answers) in t, a read transaction.
+ * *data (malloc'ed, the caller frees it) holds *data_len bytes of records. */
+int lode_ns_fsck(struct lode_txn *t, const struct lode_wire_fsck_req *q,
+		 struct lode_wire_fsck_rep *rep, void **data, size_t *data_len);
+/* FSCK_FIX: checks the finding again in t and repairs it; rep->fixed says whether it did. */
+int lode_ns_fsck_fix(struct lode_txn *t, const struct lode_wire_fsck_fix_req *q,
+		     struct lode_wire_fsck_fix_rep *rep);
 
 #endif

@@ -34,6 +34,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_init(&st->locks[i], NULL);
 	pthread_mutex_init(&st->ios_lock, NULL);
+	pthread_mutex_init(&st->list_lock, NULL);
 	st->zero_sum = lode_chunk_sum("", 0);
 
 	root = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -98,6 +99,8 @@ void lode_objstore_close(struct lode_objstore *st)
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_destroy(&st->locks[i]);
 	pthread_mutex_destroy(&st->ios_lock);
+	pthread_mutex_destroy(&st->list_lock);
+	free(st->list_ids);
 	free(st);
 }
 

@@ -140,9 +140,11 @@ int lode_objstore_stat(struct lode_objstore *st, const struct lode_wire_objid *i
 /*
  * Synchronous. Up to max (1..LODE_OBJLIST_MAX) objects with id greater than *after in
  * (ino, generation, stripe) order, into out[]. *eof is set to 1 when no object after the
- * last one returned existed during the scan. Each call scans every object directory, so a
- * page costs O(objects): meant for admin tools, not the data path. Returns the number of
- * entries (>= 0) or -errno.
+ * last one returned existed during the scan. A scan of every object directory keeps the
+ * next ids (a window as large as the store, from 65536 up to 1M ids; objlist.c) that the
+ * pages continuing that listing are served from for up to 10 s: one scan per window, and
+ * a listing may miss objects created during it (as any listing of a changing store may). Meant for
+ * admin tools, not the data path. Returns the number of entries (>= 0) or -errno.
  */
 int lode_objstore_list(struct lode_objstore *st, const struct lode_wire_objid *after, uint32_t max,
 		       struct lode_wire_objinfo *out, int *eof);

@@ -38,6 +38,17 @@ struct lode_objstore {
 	 */
 	pthread_mutex_t ios_lock;
 	struct lode_objstore_io *ios[MAX_IOS]; /* protected by ios_lock */
+
+	/* lode_objstore_list's window (objlist.c): the smallest ids after where a listing
+	 * stood, as one scan found them, so that the pages of a listing cost one scan per
+	 * window, not one per page. All protected by list_lock. */
+	pthread_mutex_t list_lock;
+	struct lode_wire_objid *list_ids; /* sorted; list_n of them */
+	size_t list_n;
+	struct lode_wire_objid list_last; /* the last id a page served from it */
+	bool list_cont;			  /* that page was not the listing's last */
+	bool list_more;			  /* objects after the window existed at the scan */
+	uint64_t list_ns;		  /* when it was scanned (CLOCK_MONOTONIC) */
 };
 
 /* An object's open data and checksum files. Owned by one lode_objstore_io. */

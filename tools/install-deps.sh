@@ -7,7 +7,7 @@ pkgs=(build-essential meson ninja-build pkg-config
       prometheus
       libibverbs-dev librdmacm-dev python3 nftables iproute2 util-linux rsync attr
       # liblode-loader: safetensors headers and lodectl load --json; the Python package's tests
-      libjson-c-dev python3-numpy python3-torch
+      libjson-c-dev python3-numpy python3-torch python3-lmdb
       # tests/service: systemd-analyze verify of the units; the Kubernetes manifests' schema
       systemd python3-yaml python3-kubernetes
       # tests/rdma/vm.sh: a soft-RoCE VM (it downloads the kernel package itself)

@@ -235,6 +235,28 @@ static int check_orphan_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return max == 0 || max > LODE_OBJLIST_MAX ? -EINVAL : 0;
 }
 
+static int check_fsck(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_fsck_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->what < LODE_FSCK_NAMESPACE || r->what > LODE_FSCK_PATH)
+		return -EINVAL;
+	return r->max == 0 || r->max > LODE_FSCK_MAX ? -EINVAL : 0;
+}
+
+static int check_fsck_fix(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_fsck_fix_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->action < LODE_FSCK_FIX_NLINK || r->action > LODE_FSCK_FIX_DEGRADE)
+		return -EINVAL;
+	if (r->index >= LODE_LAYOUT_TARGETS_MAX)
+		return -EINVAL;
+	return 0;
+}
+
 static int check_report(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_report_req *r = m->fixed;
@@ -486,6 +508,16 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 				 .zero = {ZERO(struct lode_wire_set_copy_req, reserved)},
 				 .check = check_set_copy,
 				 .roles = R_ADMIN},
+    /* FSCK and FSCK_FIX: admins only */
+    [LODE_OP_FSCK] = {.name = "FSCK",
+		      .fixed = sizeof(struct lode_wire_fsck_req),
+		      .zero = {ZERO(struct lode_wire_fsck_req, reserved)},
+		      .check = check_fsck,
+		      .roles = R_ADMIN},
+    [LODE_OP_FSCK_FIX] = {.name = "FSCK_FIX",
+			  .fixed = sizeof(struct lode_wire_fsck_fix_req),
+			  .check = check_fsck_fix,
+			  .roles = R_ADMIN},
     [LODE_OP_MKNOD] = {.name = "MKNOD",
 		       .fixed = sizeof(struct lode_wire_mknod_req),
 		       CRED(struct lode_wire_mknod_req),

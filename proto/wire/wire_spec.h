@@ -82,6 +82,8 @@ enum lode_opcode {
 	LODE_OP_LAYOUT_GET = 36,      /* layout and degraded copies of a file */
 	LODE_OP_LAYOUT_SET_COPY = 37, /* repair: a copy now lives on another target */
 	LODE_OP_MKNOD = 38,	      /* a FIFO, socket or device node */
+	LODE_OP_FSCK = 39,	      /* admin only: one page of the namespace check */
+	LODE_OP_FSCK_FIX = 40,	      /* admin only: repair one finding of FSCK */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -571,6 +573,104 @@ struct lode_wire_set_copy_req {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_set_copy_req) == 32, "set copy req");
+
+/* ---- fsck (admin only; lodectl fsck) ---- */
+
+/* FSCK: one page of one of the MDS's answers, in inode order from `cursor` (0: the start).
+ * Each page is read in one read-only transaction; the reply's `next` is the cursor of the
+ * next page and eof says none follows. */
+enum lode_fsck_what {
+	LODE_FSCK_NAMESPACE = 1, /* data: lode_wire_fsck_finding records + name, 8-aligned */
+	LODE_FSCK_FILES = 2,	 /* data: lode_wire_fsck_file records (regular files) */
+	LODE_FSCK_ORPHANS = 3,	 /* data: lode_wire_fsck_file records (deleted files' objects) */
+	LODE_FSCK_PATH = 4,	 /* data: a path of inode `cursor`, no NUL ("" if none) */
+};
+
+struct lode_wire_fsck_req {
+	uint32_t what; /* enum lode_fsck_what */
+	uint32_t max;  /* records wanted, 1..LODE_FSCK_MAX (NAMESPACE: findings) */
+	uint64_t cursor;
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct lode_wire_fsck_req) == 32, "fsck req");
+
+#define LODE_FSCK_MAX 8192
+
+struct lode_wire_fsck_rep {
+	uint32_t count; /* records in data */
+	uint32_t eof;
+	uint64_t next;	   /* cursor of the next page */
+	uint64_t next_ino; /* the next inode number the MDS hands out, at this page */
+	uint64_t checked;  /* inodes (or orphan records) this page looked at */
+};
+_Static_assert(sizeof(struct lode_wire_fsck_rep) == 32, "fsck rep");
+
+/* What the namespace check finds (lode_wire_fsck_finding.kind). */
+enum lode_fsck_kind {
+	LODE_FSCK_DANGLING = 1,	   /* entry (parent, name, cookie) leads to no inode `ino` */
+	LODE_FSCK_NLINK = 2,	   /* inode's nlink `found`, entries say `expected` */
+	LODE_FSCK_UNLINKED = 3,	   /* inode with links but no entry (an orphaned inode) */
+	LODE_FSCK_BAD_PARENT = 4,  /* directory whose parent is missing, not a dir, or a cycle */
+	LODE_FSCK_COOKIE = 5,	   /* readdir cookie index disagrees with the entries */
+	LODE_FSCK_BAD_TARGET = 6,  /* layout copy `index` names unknown target `found` */
+	LODE_FSCK_SAME_TARGET = 7, /* two copies of one stripe on target `found` */
+	LODE_FSCK_BAD_MASK = 8,	   /* degraded mask `found` has bits past the layout */
+	LODE_FSCK_BAD_LAYOUT = 9,  /* stripe/mirror counts or stripe size impossible */
+	LODE_FSCK_BAD_ORPHAN = 10, /* orphan record inconsistent (`found`: its pending mask) */
+};
+
+struct lode_wire_fsck_finding {
+	uint32_t kind;
+	uint16_t name_len; /* DANGLING, COOKIE: the entry's name follows */
+	uint16_t reserved;
+	uint64_t ino;
+	uint64_t parent; /* DANGLING, COOKIE: the directory */
+	uint64_t cookie; /* DANGLING: the entry's cookie */
+	uint64_t expected;
+	uint64_t found;
+	uint32_t index; /* BAD_TARGET, SAME_TARGET: the copy */
+	uint32_t reserved1;
+};
+_Static_assert(sizeof(struct lode_wire_fsck_finding) == 56, "fsck finding");
+
+/* A regular file's (or an orphan record's) objects, for the cross-check with the OSSes:
+ * followed by n = stripe_count * mirror_count u32 target ids, padded to 8 bytes. */
+struct lode_wire_fsck_file {
+	uint64_t ino;
+	uint64_t size;
+	uint64_t generation;
+	uint64_t degraded;
+	uint32_t stripe_size;
+	uint16_t stripe_count;
+	uint16_t mirror_count;
+	uint32_t nlink;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_fsck_file) == 48, "fsck file");
+
+/* FSCK_FIX: repairs one finding in a write transaction, after checking it again there (a
+ * finding that is gone is answered 0). Reply body: lode_wire_fsck_fix_rep. */
+enum lode_fsck_fix_action {
+	LODE_FSCK_FIX_NLINK = 1,    /* ino: set nlink to the entries counted */
+	LODE_FSCK_FIX_DANGLING = 2, /* parent, cookie: remove the entry if its inode is gone */
+	LODE_FSCK_FIX_RELINK = 3,   /* ino: link it as /lost+found.INO (no entry leads to it) */
+	LODE_FSCK_FIX_DEGRADE = 4,  /* ino, index: mark the copy degraded (an unknown target) */
+};
+
+struct lode_wire_fsck_fix_req {
+	uint32_t action; /* enum lode_fsck_fix_action */
+	uint32_t index;
+	uint64_t ino;
+	uint64_t parent;
+	uint64_t cookie;
+};
+_Static_assert(sizeof(struct lode_wire_fsck_fix_req) == 32, "fsck fix req");
+
+struct lode_wire_fsck_fix_rep {
+	uint32_t fixed; /* 1: changed; 0: nothing (no longer) to fix */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_fsck_fix_rep) == 8, "fsck fix rep");
 
 /* ---- objects ---- */
 

@@ -34,6 +34,8 @@ FIELDS = {
     "mv": {"from", "to"},
     "ln": {"target", "path", "symbolic"},
     "repair": {"path", "copies_degraded", "copies_repaired", "bytes_copied", "seconds"},
+    "fsck": {"findings", "repair", "inodes", "files", "objects", "targets", "errors_found",
+             "errors_fixed", "errors_left", "seconds", "files_per_s", "objects_per_s", "exit"},
     "load": {"to", "files", "tensors", "bytes", "seconds", "gb_per_s", "verified", "per_file"},
     "key generate": {"file", "role"},
     "key derive": {"file", "role"},
@@ -193,6 +195,12 @@ def main():
         if run(["key", "generate", os.path.join(tmp, "k1")], want_rc=1)["error"]["code"] != "EIO":
             fail("key generate overwrote a file")
 
+        for args in (["fsck"], ["fsck", "--repair"]):
+            fk = run(args)
+            if fk["errors_found"] != 0 or fk["exit"] != 0 or fk["findings"] != [] or \
+                    fk["files"] < 1 or fk["objects"] < 1 or fk["repair"] != (len(args) == 2):
+                fail(f"{' '.join(args)} of a healthy cluster: {fk}")
+
         ld = run(["load", "/j/f", "--verify"])
         if ld["files"] != 1 or ld["bytes"] != 2_500_000 or ld["verified"] is not True or \
                 ld["to"] != "host" or [f["path"] for f in ld["per_file"]] != ["/j/f"]:
@@ -226,6 +234,10 @@ def main():
             fail("a relative path is not a usage error")
         if run(["ls", "--bogus"], want_rc=2)["error"]["code"] != "EUSAGE":
             fail("an unknown flag is not a usage error")
+        # fsck's exit status is e2fsck's: 8 for an operational error
+        if run(["--mds", "tcp://127.0.0.1:1", "--timeout", "500", "fsck"],
+               want_rc=8)["error"]["code"] not in ("ECONNREFUSED", "EIO", "ETIMEDOUT"):
+            fail("fsck without an MDS is not an operational error")
         if run(["--mds", "x", "df"], want_rc=1)["error"]["code"] != "EINVAL":
             fail("a bad address is not EINVAL")
         if run(["get", "/j/f", "-"], want_rc=2)["error"]["code"] != "EUSAGE":

@@ -588,6 +588,37 @@ static void test_listing_returns_pages_in_id_order_and_ignores_foreign_files(voi
 	free(data);
 }
 
+/* Pages after the first come from the window of one scan: objects removed since are
+ * skipped, and a page whose every object went is not answered empty before the end. */
+static void test_listing_skips_objects_removed_since_its_scan(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objinfo page[2];
+	struct lode_wire_objid after = {0};
+	char *data = fixture_pattern(10, 7);
+	int eof = 0;
+
+	for (unsigned i = 1; i <= 6; i++) {
+		struct lode_wire_objid id = fixture_oid(i, 1, 0);
+
+		assert_int_equal(write_ok(f, &id, 0, data, 10), 0);
+	}
+	assert_int_equal(lode_objstore_list(f->st, &after, 2, page, &eof), 2);
+	assert_false(eof);
+	for (unsigned i = 3; i <= 4; i++) {
+		struct lode_wire_objid id = fixture_oid(i, 1, 0);
+
+		assert_int_equal(lode_objstore_remove(f->st, NULL, &id, NULL), 0);
+	}
+	after = page[1].obj;
+	assert_int_equal(lode_objstore_list(f->st, &after, 2, page, &eof), 2);
+	assert_int_equal(page[0].obj.ino, 5);
+	assert_int_equal(page[1].obj.ino, 6);
+	assert_int_equal(page[1].size, 10);
+	assert_true(eof);
+	free(data);
+}
+
 static void test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum(void **state)
 {
 	struct fixture *f = *state;
@@ -653,6 +684,7 @@ int main(void)
 	    T(test_a_removed_object_is_not_served_from_another_threads_cache),
 	    T(test_many_objects_through_a_small_cache_stay_intact),
 	    T(test_listing_returns_pages_in_id_order_and_ignores_foreign_files),
+	    T(test_listing_skips_objects_removed_since_its_scan),
 	    T(test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum),
 	    T(test_objects_survive_a_reopen_of_the_store),
 #undef T

@@ -198,7 +198,7 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 4, 9, 39, 49, 58, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 4, 9, 41, 49, 58, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -456,6 +456,10 @@ static const struct req_case reqs[] = {
      .reserved = {FIELD(struct lode_wire_obj_list_req, after.reserved),
 		  FIELD(struct lode_wire_obj_list_req, reserved)}},
     OBJID(LODE_OP_OBJ_FSYNC),
+    {LODE_OP_FSCK, FIXED(struct lode_wire_fsck_req, .what = LODE_FSCK_FILES, .max = 1),
+     .reserved = {FIELD(struct lode_wire_fsck_req, reserved)}},
+    {LODE_OP_FSCK_FIX,
+     FIXED(struct lode_wire_fsck_fix_req, .action = LODE_FSCK_FIX_NLINK, .ino = 2)},
 };
 
 static const struct req_case *req_case(uint8_t op)
@@ -1002,6 +1006,28 @@ static void test_listings_ask_for_one_to_the_most_entries_and_readdir_for_attrs(
 	EXPECT_FIELD(LODE_OP_READDIR, &most, struct lode_wire_readdir_req, flags, flags);
 	EXPECT_FIELD(LODE_OP_ORPHAN_LIST, NULL, struct lode_wire_orphan_req, max, objects);
 	EXPECT_FIELD(LODE_OP_OBJ_LIST, NULL, struct lode_wire_obj_list_req, max, objects);
+}
+
+static void test_fsck_pages_and_fixes_are_bounded(void **state)
+{
+	static const struct value_case whats[] = {{0, -EINVAL},
+						  {LODE_FSCK_NAMESPACE, 0},
+						  {LODE_FSCK_PATH, 0},
+						  {LODE_FSCK_PATH + 1, -EINVAL}};
+	static const struct value_case maxes[] = {
+	    {0, -EINVAL}, {1, 0}, {LODE_FSCK_MAX, 0}, {LODE_FSCK_MAX + 1, -EINVAL}};
+	static const struct value_case actions[] = {{0, -EINVAL},
+						    {LODE_FSCK_FIX_NLINK, 0},
+						    {LODE_FSCK_FIX_DEGRADE, 0},
+						    {LODE_FSCK_FIX_DEGRADE + 1, -EINVAL}};
+	static const struct value_case indexes[] = {
+	    {0, 0}, {LODE_LAYOUT_TARGETS_MAX - 1, 0}, {LODE_LAYOUT_TARGETS_MAX, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_FSCK, NULL, struct lode_wire_fsck_req, what, whats);
+	EXPECT_FIELD(LODE_OP_FSCK, NULL, struct lode_wire_fsck_req, max, maxes);
+	EXPECT_FIELD(LODE_OP_FSCK_FIX, NULL, struct lode_wire_fsck_fix_req, action, actions);
+	EXPECT_FIELD(LODE_OP_FSCK_FIX, NULL, struct lode_wire_fsck_fix_req, index, indexes);
 }
 
 static void test_orphan_done_carries_whole_object_ids_up_to_a_page(void **state)
@@ -2262,6 +2288,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_rename_refuses_unknown_and_contradictory_flags),
 	    cmocka_unit_test(test_listings_ask_for_one_to_the_most_entries_and_readdir_for_attrs),
 	    cmocka_unit_test(test_orphan_done_carries_whole_object_ids_up_to_a_page),
+	    cmocka_unit_test(test_fsck_pages_and_fixes_are_bounded),
 	    cmocka_unit_test(test_xattr_value_comes_with_setxattr_only_and_up_to_its_limit),
 	    cmocka_unit_test(test_xattr_flags_belong_to_setxattr_and_listxattr_takes_no_name),
 	    cmocka_unit_test(test_report_copy_needs_an_inode_a_target_and_a_known_kind),

@@ -137,6 +137,9 @@ double lodectl_now(void);
 struct lodectl_progress;
 struct lodectl_progress *lodectl_progress_start(struct lodectl *ctl, const char *verb,
 						uint64_t total);
+/* The same for a count of things, shown as "N unit" and N/s instead of bytes. */
+struct lodectl_progress *lodectl_progress_start_count(struct lodectl *ctl, const char *verb,
+						      const char *unit, uint64_t total);
 void lodectl_progress_add(struct lodectl_progress *p, uint64_t bytes);
 /* Raises the total (a file found larger than announced, or more work found). */
 void lodectl_progress_total(struct lodectl_progress *p, uint64_t total);
@@ -163,5 +166,6 @@ int cmd_key_derive(struct lodectl *ctl, int argc, char **argv);	  /* key.c */
 int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
+int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	  /* fsck.c */
 
 #endif

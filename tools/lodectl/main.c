@@ -91,6 +91,19 @@ static const struct lodectl_cmd commands[] = {
      "  own target when it is up again, else onto another). Exit status 1 when some copy\n"
      "  stays degraded.",
      true},
+    {"fsck", cmd_fsck, "check the whole cluster online (and --repair it)",
+     "fsck [--repair]\n"
+     "  Checks the namespace inside the MDS (entries lead to inodes, link counts, one parent\n"
+     "  and no cycle per directory, the readdir cookie index, orphan records, layouts name\n"
+     "  known targets, distinct per stripe, degraded masks within the layout), then every\n"
+     "  OSS's objects against the layouts: strays (no file names them), missing and short\n"
+     "  objects, stripes with fewer good copies than the layout asks. Online: clients go on.\n"
+     "  --repair              fix what can be: link counts, dangling entries (removed),\n"
+     "                        inodes no entry leads to (linked as /lost+found.INO), copies\n"
+     "                        re-replicated from a good one, strays removed\n"
+     "  Exit status: 0 clean, 1 errors found and all fixed, 4 errors left, 8 operational\n"
+     "  error (the MDS or an OSS unreachable, a target down), 2 bad usage.",
+     true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
      "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"

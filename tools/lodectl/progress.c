@@ -17,6 +17,7 @@
 struct lodectl_progress {
 	pthread_mutex_t lock;
 	const char *verb;
+	const char *unit; /* NULL: bytes; else counted items ("inodes") */
 	bool tty;
 	double interval; /* between plain lines */
 	double t0;
@@ -56,9 +57,15 @@ static void show(struct lodectl_progress *p, double now)
 
 	if (pct > 100)
 		pct = 100;
-	lodectl_bytes_string(p->done, done, sizeof(done));
-	lodectl_bytes_string(p->total, total, sizeof(total));
-	lodectl_bytes_string((uint64_t)bps, rate, sizeof(rate));
+	if (p->unit) {
+		snprintf(done, sizeof(done), "%llu %s", (unsigned long long)p->done, p->unit);
+		snprintf(total, sizeof(total), "%llu", (unsigned long long)p->total);
+		snprintf(rate, sizeof(rate), "%.0f", bps);
+	} else {
+		lodectl_bytes_string(p->done, done, sizeof(done));
+		lodectl_bytes_string(p->total, total, sizeof(total));
+		lodectl_bytes_string((uint64_t)bps, rate, sizeof(rate));
+	}
 	eta_string(bps > 0 && p->total >= p->done ? (double)(p->total - p->done) / bps : -1, eta,
 		   sizeof(eta));
 	if (!p->tty) {
@@ -107,6 +114,16 @@ struct lodectl_progress *lodectl_progress_start(struct lodectl *ctl, const char 
 		p->interval = 5.0;
 	p->total = total;
 	p->t0 = p->last_shown = lodectl_now();
+	return p;
+}
+
+struct lodectl_progress *lodectl_progress_start_count(struct lodectl *ctl, const char *verb,
+						      const char *unit, uint64_t total)
+{
+	struct lodectl_progress *p = lodectl_progress_start(ctl, verb, total);
+
+	if (p)
+		p->unit = unit;
 	return p;
 }
 
