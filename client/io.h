@@ -86,6 +86,11 @@ int lode_client_window_wait(struct window *w, unsigned max, struct window_piece 
 
 /* ---- object reads (read.c) ---- */
 
+/* What a read of len bytes at off may cover, as this handle knows the size: the bytes to
+ * read (0 at or past the end; at most SSIZE_MAX), or -EBADF for a write-only handle. Also
+ * refreshes the target table when it is due. lode_pread and lode_read_stream begin here. */
+ssize_t lode_client_read_span(struct lode_file *f, size_t len, uint64_t off);
+
 /* Starts reading [off, off + len) of the objects into buf (zeros where no data was
  * written); every piece started is counted in w. Returns 0, or the error that stopped it
  * from starting the rest (lode_client_window_drain(w) waits for what did start). */

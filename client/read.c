@@ -43,6 +43,25 @@ struct read_piece {
 
 static void read_piece_submit(struct read_piece *p);
 
+ssize_t lode_client_read_span(struct lode_file *f, size_t len, uint64_t off)
+{
+	uint64_t size;
+
+	if ((f->flags & 3) == 1 /* O_WRONLY */)
+		return -EBADF;
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	if (off >= size || len == 0)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	if (len > (size_t)SSIZE_MAX)
+		len = SSIZE_MAX;
+	lode_client_targets_maybe_refresh(f->c);
+	return (ssize_t)len;
+}
+
 /* Checks every chunk of the reply against its checksum. */
 static int verify(const char *data, uint64_t len, const uint64_t *sums)
 {

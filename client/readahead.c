@@ -186,23 +186,18 @@ static void ra_plan(struct lode_file *f, struct readahead *ra, uint64_t off, uin
 
 ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 {
+	ssize_t span = lode_client_read_span(f, len, off);
 	struct readahead *ra = NULL;
 	bool served = false;
 	uint64_t size;
 	int rc = 0;
 
-	if ((f->flags & 3) == 1 /* O_WRONLY */)
-		return -EBADF;
+	if (span <= 0)
+		return span;
+	len = (size_t)span;
 	pthread_mutex_lock(&f->lock);
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);
-	if (off >= size || len == 0)
-		return 0;
-	if (len > size - off)
-		len = (size_t)(size - off);
-	lode_client_targets_maybe_refresh(f->c);
-	if (len > (size_t)SSIZE_MAX)
-		len = SSIZE_MAX;
 	if (atomic_fetch_add(&f->readers, 1))
 		atomic_store(&f->ra_off, true);
 	if ((f->flags & 3) == 0 /* O_RDONLY */ && len <= RA_READ_MAX && !atomic_load(&f->ra_off))

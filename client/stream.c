@@ -37,24 +37,17 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 			 void *arg)
 {
 	struct window_piece *done;
-	uint64_t size, pos = 0;
+	uint64_t pos = 0;
 	struct window w;
+	ssize_t span;
 	int rc = 0;
 
-	if ((f->flags & 3) == 1 /* O_WRONLY */)
-		return -EBADF;
-	if (!buf || !fn)
+	if ((f->flags & 3) != 1 /* O_WRONLY: -EBADF below */ && (!buf || !fn))
 		return -EINVAL;
-	pthread_mutex_lock(&f->lock);
-	size = f->size;
-	pthread_mutex_unlock(&f->lock);
-	if (off >= size || len == 0)
-		return 0;
-	if (len > size - off)
-		len = (size_t)(size - off);
-	if (len > (size_t)SSIZE_MAX)
-		len = SSIZE_MAX;
-	lode_client_targets_maybe_refresh(f->c);
+	span = lode_client_read_span(f, len, off);
+	if (span <= 0)
+		return span;
+	len = (size_t)span;
 
 	lode_client_window_init(&w);
 	w.stream = true;

@@ -175,7 +175,27 @@ def host_buffer(nbytes):
     return arr
 
 
-class Client:
+class _Closing:
+    """What owns a liblode handle: usable in `with`, closed when collected."""
+    _h = None
+
+    def close(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Client(_Closing):
     """A connection to a Lode cluster: mds is "tcp://HOST:PORT" (default: $LODE_MDS);
     key_file the key it proves (default: $LODE_KEY_FILE; "" for none)."""
 
@@ -196,18 +216,6 @@ class Client:
         if self._h:
             _disconnect(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def open(self, path, mode="r"):
         """Opens a file: mode "r" (read), "w" (create or truncate, write), "r+" (read and
@@ -308,7 +316,7 @@ class File:
         _check(_fsync(self._h), f"fsync {self.path}")
 
 
-class Loader:
+class Loader(_Closing):
     """Loads file ranges into host memory in place ("host"), or into a GPU's memory
     through pinned buffers and asynchronous copies ("cuda:N"); "staged" is the GPU's
     pipeline with host memory behind it."""
@@ -332,18 +340,6 @@ class Loader:
         if self._h:
             _loader_free(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def read(self, f, dst_ptr, length, offset):
         """Reads [offset, offset + length) of the open File f to address dst_ptr (memory of
