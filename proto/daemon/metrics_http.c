@@ -24,6 +24,7 @@
 
 #include <microhttpd.h>
 
+#include "daemon.h"
 #include "metrics.h"
 
 #define HTTP_MAX_CONNS	  32
@@ -78,28 +79,6 @@ static int split(const char *hp, char *host, size_t host_len, char *port, size_t
 	host[hl] = '\0';
 	strcpy(port, colon + 1);
 	return 0;
-}
-
-static int write_port_file(const char *path, const char *bound)
-{
-	char tmp[4096];
-	FILE *f;
-	int rc = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	if (fprintf(f, "%s\n", bound) < 0 || fflush(f))
-		rc = errno ? -errno : -EIO;
-	if (fclose(f) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	return rc;
 }
 
 int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
@@ -157,7 +136,7 @@ int lode_metrics_http_open(struct lode_metrics_http **out, const char *hostport,
 		snprintf(bound, bound_len, "%s:%u", num, ntohs(s4->sin_port));
 	}
 	if (port_file) {
-		rc = write_port_file(port_file, bound);
+		rc = lode_write_port_file(port_file, bound);
 		if (rc) {
 			say(why, why_len, "cannot write %s: %s", port_file, strerror(-rc));
 			lode_metrics_http_close(h);
