@@ -460,6 +460,19 @@ static int check_size(struct lode_store *st, const char *path, char *why, size_t
 	return 0;
 }
 
+/* Every page in use, before LMDB reads one (store_pages.c). */
+static int check_pages(struct lode_store *st, const char *path, char *why, size_t why_len)
+{
+	MDB_stat ms;
+	int rc = lode_store_errno(mdb_env_stat(st->env, &ms));
+
+	if (rc) {
+		snprintf(why, why_len, "cannot read LMDB's view of the store: %s", strerror(-rc));
+		return rc;
+	}
+	return lode_store_check_pages(path, ms.ms_psize, why, why_len);
+}
+
 int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
 		    size_t why_len)
 {
@@ -505,6 +518,8 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 		goto close_env;
 	}
 	rc = check_size(st, path, why, why_len);
+	if (!rc && !was_empty)
+		rc = check_pages(st, path, why, why_len);
 	if (!rc)
 		rc = open_dbs(st, was_empty, opts->format, why, why_len);
 	if (rc)

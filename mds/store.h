@@ -57,6 +57,17 @@ struct lode_store_opts {
  */
 int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
 		    size_t why_len);
+/*
+ * Walks every page the newest meta page of the LMDB data file at path reaches, reading it
+ * with pread() (never through a map), and checks what LMDB would otherwise trust: each page
+ * says its own number, has the type its parent expects, holds its nodes inside itself, sits
+ * at its tree's depth, lies inside the pages in use and is reached once; free-list records
+ * name pages in use range. psize: LMDB's page size. Returns 0, -EUCLEAN with the first
+ * damage found in why, or another -errno. lode_store_open() runs it before any page is
+ * mapped, so a damaged page header is an error, not a crash inside LMDB.
+ */
+int lode_store_check_pages(const char *path, unsigned psize, char *why, size_t why_len);
+
 /* Closes the environment. No transaction may be open. NULL is accepted. */
 void lode_store_close(struct lode_store *st);
 uint64_t lode_store_cluster_id(const struct lode_store *st);

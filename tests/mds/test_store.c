@@ -3,9 +3,12 @@
  * The MDS store fails closed on a damaged data directory: a truncated data.mdb, a store
  * whose format version is gone, or a cluster id that fails its checksum is refused with a
  * reason, never mapped blindly (SIGBUS) nor formatted over (a new cluster on old data).
- * Damage is done with LMDB itself or by cutting the file, in a temporary directory.
+ * Damage is done with LMDB itself, by cutting the file, or by rewriting a page header in
+ * place, in a temporary directory. A damaged page must be refused before LMDB maps it: LMDB
+ * trusts its pages, and a bad header there is a heap overflow, not an error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +189,160 @@ static void test_a_truncated_data_file_is_refused_before_any_page_is_read(void *
 	assert_non_null(strstr(f->why, "truncated"));
 }
 
+/* Fills "inodes" through LMDB with enough records for a tree of several levels, values too
+ * big for a page (overflow runs) and, by deleting some, a free list with entries. */
+static void fill(struct fx *f)
+{
+	static uint8_t big[3 * 4096 + 100];
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	assert_int_equal(open_store(f, 0, NULL), 0);
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+	assert_int_equal(mdb_env_set_mapsize(env, 64ull << 20), 0);
+	assert_int_equal(mdb_env_open(env, f->dir, 0, 0600), 0);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+		assert_int_equal(mdb_dbi_open(txn, "inodes", 0, &dbi), 0);
+		for (uint64_t i = 0; i < 4000; i++) {
+			uint64_t key = __builtin_bswap64(i + 2);
+			MDB_val k = {.mv_size = sizeof(key), .mv_data = &key};
+			MDB_val v = {.mv_size = i % 500 == 0 ? sizeof(big) : 80, .mv_data = big};
+
+			if (round == 2 && i % 3)
+				assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
+			else if (round < 2)
+				assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+		}
+		assert_int_equal(mdb_txn_commit(txn), 0);
+	}
+	mdb_env_close(env);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* The page number of the root of named database `name`, found the way LMDB does: the newer
+ * meta page, the main database's root (a leaf: the store has a handful of names), the node
+ * whose key is the name, the database record in it. Page size 4096. */
+static uint64_t db_root(int fd, const char *name)
+{
+	uint8_t m0[4096], m1[4096], page[4096];
+	const uint8_t *meta;
+	uint16_t lower;
+
+	assert_int_equal(pread(fd, m0, 4096, 0), 4096);
+	assert_int_equal(pread(fd, m1, 4096, 4096), 4096);
+	meta = rd64(m1 + 144) > rd64(m0 + 144) ? m1 : m0;
+	assert_int_equal(pread(fd, page, 4096, (off_t)rd64(meta + 40 + 48 + 40) * 4096), 4096);
+	assert_true(page[10] & 0x02); /* a leaf */
+	memcpy(&lower, page + 12, 2);
+	for (unsigned i = 0; i < (lower - 16u) / 2; i++) {
+		uint16_t off, ksize;
+
+		memcpy(&off, page + 16 + 2 * i, 2);
+		memcpy(&ksize, page + off + 6, 2);
+		if (ksize == strlen(name) && !memcmp(page + off + 8, name, ksize))
+			return rd64(page + off + 8 + ksize + 40);
+	}
+	fail_msg("no database %s", name);
+	return 0;
+}
+
+enum damage { BOUNDS, NUMBER, TYPE, NODE_OFFSET, CHILD };
+
+static void
+test_a_store_with_deep_trees_overflow_values_and_a_free_list_passes_the_check(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+
+	fill(f);
+	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
+	f->why[0] = '\0';
+	assert_int_equal(lode_store_check_pages(path, 4096, f->why, sizeof(f->why)), 0);
+	assert_int_equal(open_store(f, 0, NULL), 0);
+}
+
+static void damage_and_open(struct fx *f, enum damage d, const char *reason)
+{
+	char path[128];
+	uint8_t page[4096], before[4096];
+	uint64_t root, bad = 1ull << 40;
+	uint16_t v16, off;
+	int fd;
+
+	fill(f);
+	snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	root = db_root(fd, "inodes");
+	assert_int_equal(pread(fd, page, 4096, (off_t)root * 4096), 4096);
+	assert_true(page[10] & 0x01); /* 4000 records: the root is a branch page */
+	memcpy(&off, page + 16, 2);
+	switch (d) {
+	case BOUNDS: /* lower past upper: LMDB would count 32,000 nodes */
+		v16 = 0xfff0;
+		memcpy(page + 12, &v16, 2);
+		break;
+	case NUMBER:
+		memcpy(page, &bad, 8);
+		break;
+	case TYPE: /* a branch that says it is a leaf */
+		page[10] = 0x02;
+		break;
+	case NODE_OFFSET:
+		v16 = 4094;
+		memcpy(page + 16, &v16, 2);
+		break;
+	case CHILD: /* the first child: lo, hi and flags make the page number */
+		memset(page + off, 0x7f, 6);
+		break;
+	}
+	assert_int_equal(pwrite(fd, page, 4096, (off_t)root * 4096), 4096);
+	memcpy(before, page, sizeof(page));
+	assert_int_equal(open_store(f, 0, NULL), -EUCLEAN);
+	assert_non_null(strstr(f->why, "data.mdb is damaged"));
+	if (!strstr(f->why, reason))
+		fail_msg("reason \"%s\" lacks \"%s\"", f->why, reason);
+	/* refused without writing: the damaged page is as it was */
+	assert_int_equal(pread(fd, page, 4096, (off_t)root * 4096), 4096);
+	assert_memory_equal(page, before, sizeof(page));
+	close(fd);
+}
+
+static void test_a_page_with_bounds_past_its_end_is_refused(void **state)
+{
+	damage_and_open(*state, BOUNDS, "has bounds");
+}
+
+static void test_a_page_with_another_number_is_refused(void **state)
+{
+	damage_and_open(*state, NUMBER, "says it is page");
+}
+
+static void test_a_branch_page_marked_leaf_is_refused(void **state)
+{
+	damage_and_open(*state, TYPE, "has flags");
+}
+
+static void test_a_node_offset_outside_its_page_is_refused(void **state)
+{
+	damage_and_open(*state, NODE_OFFSET, "outside");
+}
+
+static void test_a_child_past_the_last_page_is_refused(void **state)
+{
+	damage_and_open(*state, CHILD, "outside the pages in use");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +360,19 @@ int main(void)
 		test_a_bare_cluster_id_from_an_older_store_gets_its_checksum, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_truncated_data_file_is_refused_before_any_page_is_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_store_with_deep_trees_overflow_values_and_a_free_list_passes_the_check,
+		setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_page_with_bounds_past_its_end_is_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_page_with_another_number_is_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_branch_page_marked_leaf_is_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_node_offset_outside_its_page_is_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_child_past_the_last_page_is_refused, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
