@@ -21,7 +21,7 @@
 #define WAIT_MS	   20000
 
 /* The connection, kept from one input to the next while the server keeps it open (fewer
- * connections: see dial()); -1 when there is none. */
+ * connections: see fuzz_dial()); -1 when there is none. */
 static int conn_fd = -1;
 static uint64_t next_id = 1; /* request ids go on across inputs on one connection */
 
@@ -37,7 +37,7 @@ static uint8_t map_opcode(uint8_t op)
 	return lode_op_known(op) ? op : known[op % nknown];
 }
 
-static int dial(const char *addr)
+int fuzz_dial(const char *addr)
 {
 	static unsigned src;
 	const char *colon = strrchr(addr, ':');
@@ -143,7 +143,7 @@ unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 	memset(answered, 0, sizeof(answered));
 	next_id += nframes;
 	if (nframes && conn_fd < 0)
-		conn_fd = dial(addr);
+		conn_fd = fuzz_dial(addr);
 	fd = conn_fd;
 	/* until every reply is in, to its last byte, so the next input starts clean */
 	while (nframes && !eof && (sent < total || replies < nframes || skip)) {

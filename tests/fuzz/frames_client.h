@@ -26,6 +26,11 @@
 typedef void (*fuzz_frame_patch_fn)(uint8_t opcode, void *body, uint32_t body_len,
 				    uint64_t data_len);
 
+/* A new non-blocking TCP connection to addr ("tcp://127.0.0.1:PORT"), from a source address
+ * taken in turn from 127.0.0.1 .. 127.0.0.254 (so that TIME_WAIT never runs out of ports),
+ * closed with a reset. Aborts when it cannot connect within 30 s. */
+int fuzz_dial(const char *addr);
+
 /* addr: "tcp://127.0.0.1:PORT". Returns the number of replies read. */
 unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 			 fuzz_frame_patch_fn patch);

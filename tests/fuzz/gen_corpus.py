@@ -322,9 +322,30 @@ def mds_records():
           rec(6, b'U' * 16, tgt) + rec(5, be(2) + b'user.a', b'v'))
 
 
+def handshake():
+    # steps: see fuzz_handshake.c. Roles: 1 client, 2 target, 3 admin.
+    def step1(role, flags=0, step=1):
+        return bytes([0, step, role, flags]) + bytes(range(32))
+    good, bad = bytes([1]), bytes([2, 1]) + b'\x55' * 32
+    def req(op, body=b''):
+        return bytes([3, op, len(body)]) + body
+    lookup = req(10, struct.pack('<Q', 1) + b'\0' * 8 + b'a'.ljust(8, b'\0'))
+    write('handshake', 'client_then_lookup', step1(1) + good + lookup + req(2))
+    write('handshake', 'admin_then_fsck', step1(3) + good + req(39, b'\0' * 32))
+    write('handshake', 'target_then_register', step1(2) + good + req(30, b'\0' * 64))
+    write('handshake', 'client_asks_admin_ops', step1(1) + good + req(39) + req(30))
+    write('handshake', 'request_first', lookup + step1(1) + good)
+    write('handshake', 'wrong_proof', step1(1) + bad + bytes([4]) + step1(1) + good + req(2))
+    write('handshake', 'nokey_then_more', step1(1, flags=1) + step1(1) + good)
+    write('handshake', 'auth_again', step1(3) + good + step1(3) + req(2))
+    write('handshake', 'bad_roles_and_steps', step1(0) + bytes([4]) + step1(4) + bytes([4]) +
+          step1(1, step=2) + bytes([4]) + good + req(2))
+    write('handshake', 'role_switch', step1(1) + bytes([2, 3]) + b'\0' * 32 + req(2))
+
+
 def main():
     for f in (wire_request, wire_reply, tcp_frames, rdma_msg, mds_handler, oss_handler, oss_sum,
-              safetensors, mds_records):
+              safetensors, mds_records, handshake):
         f()
     return 0
 
