@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dropfs: a FUSE file system over a backing directory that loses, like a disk after a power
+ * cut, everything that was never synced. For the power-cut tests (test_powercut.sh).
+ *
+ *   dropfs BACKING MOUNTPOINT [FUSE options]      (runs in the foreground, one thread)
+ *
+ * File contents and sizes are durable only once synced: the first write, truncate or
+ * fallocate of a file copies it into this process's memory, where every later change and
+ * read of it happens, and fsync() (or fdatasync) of the file writes it back to BACKING and
+ * syncs it there. Killing dropfs with SIGKILL is the power cut: what was in memory is gone,
+ * BACKING holds what was synced. Names are strict the other way: create, mkdir, unlink,
+ * rename and the like happen in BACKING at once (as a journaled file system's metadata
+ * would after its journal commits), carrying a file's unsynced content with its name.
+ * This is a test tool: a file's unsynced copy lives whole in memory.
+ */
+#define FUSE_USE_VERSION 35
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <linux/falloc.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static int backing = -1; /* the backing directory */
+
+/* A file whose content changed since its last sync. */
+struct dirty {
+	char *path; /* relative to the backing directory */
+	uint8_t *buf;
+	size_t len, cap;
+	struct dirty *next;
+};
+static struct dirty *dirties;
+
+static const char *rel(const char *path)
+{
+	return path[1] ? path + 1 : ".";
+}
+
+static struct dirty *find(const char *path)
+{
+	for (struct dirty *d = dirties; d; d = d->next)
+		if (!strcmp(d->path, rel(path)))
+			return d;
+	return NULL;
+}
+
+static int reserve(struct dirty *d, size_t len)
+{
+	size_t cap = d->cap ? d->cap : 4096;
+	uint8_t *b;
+
+	if (len <= d->cap)
+		return 0;
+	while (cap < len)
+		cap *= 2;
+	b = realloc(d->buf, cap);
+	if (!b)
+		return -ENOMEM;
+	memset(b + d->cap, 0, cap - d->cap);
+	d->buf = b;
+	d->cap = cap;
+	return 0;
+}
+
+/* The file's unsynced copy, made from BACKING at its first change. */
+static int load(const char *path, struct dirty **out)
+{
+	struct dirty *d = find(path);
+	struct stat st;
+	int fd, rc = 0;
+
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	fd = openat(backing, rel(path), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->path = strdup(rel(path))) || fstat(fd, &st)) {
+		rc = d ? -errno : -ENOMEM;
+		goto fail;
+	}
+	rc = reserve(d, (size_t)st.st_size);
+	for (size_t done = 0; !rc && done < (size_t)st.st_size;) {
+		ssize_t n = pread(fd, d->buf + done, (size_t)st.st_size - done, (off_t)done);
+
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EIO;
+		else
+			done += (size_t)n;
+	}
+	if (rc)
+		goto fail;
+	d->len = (size_t)st.st_size;
+	close(fd);
+	d->next = dirties;
+	dirties = d;
+	*out = d;
+	return 0;
+fail:
+	close(fd);
+	if (d)
+		free(d->path), free(d->buf), free(d);
+	return rc ? rc : -ENOMEM;
+}
+
+static void forget(const char *path)
+{
+	for (struct dirty **p = &dirties; *p; p = &(*p)->next)
+		if (!strcmp((*p)->path, rel(path))) {
+			struct dirty *d = *p;
+
+			*p = d->next;
+			free(d->path), free(d->buf), free(d);
+			return;
+		}
+}
+
+static int resize(struct dirty *d, size_t len)
+{
+	int rc = reserve(d, len);
+
+	if (rc)
+		return rc;
+	if (len < d->len)
+		memset(d->buf + len, 0, d->len - len);
+	d->len = len;
+	return 0;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	struct dirty *d = find(path);
+
+	(void)fi;
+	if (fstatat(backing, rel(path), st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (d) {
+		st->st_size = (off_t)d->len;
+		st->st_blocks = (blkcnt_t)((d->len + 511) / 512);
+	}
+	return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	int fd = openat(backing, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir;
+	struct dirent *e;
+
+	(void)off, (void)fi, (void)flags;
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -errno;
+	}
+	while ((e = readdir(dir)))
+		fill(buf, e->d_name, NULL, 0, 0);
+	closedir(dir);
+	return 0;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	return mkdirat(backing, rel(path), mode) ? -errno : 0;
+}
+
+static int fs_rmdir(const char *path)
+{
+	return unlinkat(backing, rel(path), AT_REMOVEDIR) ? -errno : 0;
+}
+
+static int fs_unlink(const char *path)
+{
+	if (unlinkat(backing, rel(path), 0))
+		return -errno;
+	forget(path);
+	return 0;
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	size_t flen = strlen(rel(from));
+
+	if (flags)
+		return -EINVAL;
+	if (renameat(backing, rel(from), backing, rel(to)))
+		return -errno;
+	forget(to);
+	/* the file, or everything under the directory, keeps its unsynced content */
+	for (struct dirty *d = dirties; d; d = d->next)
+		if (!strncmp(d->path, rel(from), flen) &&
+		    (!d->path[flen] || d->path[flen] == '/')) {
+			char *p = malloc(strlen(rel(to)) + strlen(d->path + flen) + 1);
+
+			if (!p)
+				return -ENOMEM;
+			sprintf(p, "%s%s", rel(to), d->path + flen);
+			free(d->path);
+			d->path = p;
+		}
+	return 0;
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)fi;
+	return fchmodat(backing, rel(path), mode, 0) ? -errno : 0;
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	(void)fi;
+	return fchownat(backing, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	(void)fi;
+	return utimensat(backing, rel(path), tv, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct dirty *d;
+	int rc = load(path, &d);
+
+	(void)fi;
+	return rc ? rc : resize(d, (size_t)size);
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int fd =
+	    openat(backing, rel(path), O_WRONLY | O_CREAT | O_CLOEXEC | (fi->flags & O_EXCL), mode);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return (fi->flags & O_TRUNC) ? fs_truncate(path, 0, fi) : 0;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(backing, rel(path), O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return (fi->flags & O_TRUNC) ? fs_truncate(path, 0, fi) : 0;
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dirty *d = find(path);
+	ssize_t n;
+	int fd;
+
+	(void)fi;
+	if (d) {
+		if ((size_t)off >= d->len)
+			return 0;
+		if (size > d->len - (size_t)off)
+			size = d->len - (size_t)off;
+		memcpy(buf, d->buf + off, size);
+		return (int)size;
+	}
+	fd = openat(backing, rel(path), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, size, off);
+	n = n < 0 ? -errno : n;
+	close(fd);
+	return (int)n;
+}
+
+static int fs_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct dirty *d;
+	int rc = load(path, &d);
+
+	(void)fi;
+	if (!rc)
+		rc = reserve(d, (size_t)off + size);
+	if (rc)
+		return rc;
+	memcpy(d->buf + off, buf, size);
+	if ((size_t)off + size > d->len)
+		d->len = (size_t)off + size;
+	return (int)size;
+}
+
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	struct dirty *d;
+	int rc = load(path, &d);
+
+	(void)fi;
+	if (rc)
+		return rc;
+	if (mode == 0 && (size_t)(off + len) > d->len)
+		return resize(d, (size_t)(off + len));
+	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE)
+		return 0;
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+		if ((size_t)off < d->len)
+			memset(d->buf + off, 0,
+			       (size_t)(off + len) > d->len ? d->len - (size_t)off : (size_t)len);
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+/* The file's unsynced copy goes to BACKING, synced there; then it is durable. */
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	struct dirty *d = find(path);
+	int fd, rc = 0;
+
+	(void)datasync, (void)fi;
+	if (!d)
+		return 0;
+	fd = openat(backing, rel(path), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; !rc && done < d->len;) {
+		ssize_t n = pwrite(fd, d->buf + done, d->len - done, (off_t)done);
+
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EIO;
+		else
+			done += (size_t)n;
+	}
+	if (!rc && (ftruncate(fd, (off_t)d->len) || fsync(fd)))
+		rc = -errno;
+	close(fd);
+	if (!rc)
+		forget(path);
+	return rc;
+}
+
+static int fs_statfs(const char *path, struct statvfs *st)
+{
+	(void)path;
+	return fstatvfs(backing, st) ? -errno : 0;
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	(void)conn;
+	cfg->use_ino = 0;
+	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = 0;
+	return NULL;
+}
+
+static const struct fuse_operations ops = {
+    .init = fs_init,
+    .getattr = fs_getattr,
+    .readdir = fs_readdir,
+    .mkdir = fs_mkdir,
+    .rmdir = fs_rmdir,
+    .unlink = fs_unlink,
+    .rename = fs_rename,
+    .chmod = fs_chmod,
+    .chown = fs_chown,
+    .utimens = fs_utimens,
+    .truncate = fs_truncate,
+    .create = fs_create,
+    .open = fs_open,
+    .read = fs_read,
+    .write = fs_write,
+    .fallocate = fs_fallocate,
+    .fsync = fs_fsync,
+    .statfs = fs_statfs,
+};
+
+int main(int argc, char **argv)
+{
+	char *args[argc + 2];
+	int n = 0;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: dropfs BACKING MOUNTPOINT [FUSE options]\n");
+		return 2;
+	}
+	backing = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (backing < 0) {
+		fprintf(stderr, "dropfs: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	args[n++] = argv[0];
+	for (int i = 2; i < argc; i++)
+		args[n++] = argv[i];
+	args[n++] = "-s"; /* one thread: the dirty list has no lock */
+	args[n] = NULL;
+	return fuse_main(n, args, &ops, NULL);
+}
