@@ -19,6 +19,7 @@
 
 #include "codec.h"
 #include "handlers.h"
+#include "identity.h"
 #include "lease.h"
 #include "liveness.h"
 #include "log.h"
@@ -41,6 +42,7 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	memset(m, 0, sizeof(*m));
 	m->orphan_grace_ns =
 	    opts->orphan_grace_ns < 0 ? LODE_NS_ORPHAN_GRACE_NS : opts->orphan_grace_ns;
+	m->identity = opts->identity;
 	rc = lode_store_open(&so, &m->st, why, why_len);
 	if (rc)
 		return rc;
@@ -914,6 +916,33 @@ static void answer_read(struct lode_mds *m, struct lode_req *req, const struct m
 	}
 }
 
+/*
+ * A connection that proved a client group's key: its request's credentials are held to the
+ * group's rule (identity.h), rewritten in the body, where every handler reads them, before
+ * any permission check. The body is the server's copy of the frame, this request's alone.
+ */
+static int hold_to_group(struct lode_mds *m, struct lode_req *req)
+{
+	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
+	size_t at = lode_msg_cred_offset(hdr->opcode);
+	const char *group = lode_req_group(req);
+	struct lode_wire_cred c;
+	char *body = (char *)lode_req_body(req);
+	char why[160];
+	int rc;
+
+	if (!group[0] || !at)
+		return 0;
+	memcpy(&c, body + at - 1, sizeof(c));
+	rc = lode_identity_apply(m->identity, group, &c, why, sizeof(why));
+	if (rc) {
+		LODE_DEBUG("%s refused: %s", lode_op_name(hdr->opcode), why);
+		return rc;
+	}
+	memcpy(body + at - 1, &c, sizeof(c));
+	return 0;
+}
+
 void lode_mds_on_request(void *ctx, struct lode_req *req)
 {
 	struct lode_mds *m = ctx;
@@ -925,6 +954,8 @@ void lode_mds_on_request(void *ctx, struct lode_req *req)
 	rc = lode_msg_decode(hdr->opcode, lode_req_body(req), hdr->body_len, hdr->data_len, &msg);
 	if (!rc && !row->read && !row->run)
 		rc = -EOPNOTSUPP; /* object operations belong to the OSS */
+	if (!rc)
+		rc = hold_to_group(m, req);
 	if (rc) {
 		LODE_DEBUG("%s: %s", lode_op_name(hdr->opcode), strerror(-rc));
 		lode_req_reply_err(req, rc);

@@ -33,6 +33,7 @@ struct lode_mds_opts {
 	unsigned lease_ms;	 /* 0: LODE_LEASE_MS */
 	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
 	int format;		 /* 1: format a store with data but no version (lode_store_opts) */
+	const struct lode_identity *identity; /* client groups' rules (identity.h), or NULL */
 };
 
 struct lode_mds {
@@ -43,6 +44,7 @@ struct lode_mds {
 	struct lode_liveness *live;
 	uint64_t cluster_id;
 	int64_t orphan_grace_ns;
+	const struct lode_identity *identity; /* client groups' rules, or NULL: none */
 	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */
 	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
 	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */

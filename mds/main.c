@@ -32,6 +32,7 @@
 #include "daemon_auth.h"
 #include "daemon_metrics.h"
 #include "handlers.h"
+#include "identity.h"
 #include "log.h"
 #include "server.h"
 
@@ -51,6 +52,11 @@ static void usage(FILE *out)
 		"                      admin) bounds what it may ask\n"
 		"  --insecure          serve without authentication: anyone may ask anything\n"
 		"                      (one of --key and --insecure is required)\n"
+		"  --client-group NAME:RULE\n"
+		"                      what a node holding client group NAME's key (`lodectl key\n"
+		"                      derive --group NAME`) may claim: squash=root, squash=all,\n"
+		"                      or uids=LO-HI[,gids=LO-HI][,squash=root]; repeat per group\n"
+		"                      (docs/security.md)\n"
 		"  --threads N         worker threads (default 4)\n"
 		"  --log-level LEVEL   err, warn, info (default) or debug\n"
 		"  --port-file FILE    write the bound address into FILE once listening\n"
@@ -123,6 +129,7 @@ int main(int argc, char **argv)
 	    {"metrics-port-file", required_argument, NULL, 'P'},
 	    {"key", required_argument, NULL, 'K'},
 	    {"insecure", no_argument, NULL, 'I'},
+	    {"client-group", required_argument, NULL, 'g'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -131,6 +138,7 @@ int main(int argc, char **argv)
 	const char *metrics = NULL, *metrics_port_file = NULL, *key_file = NULL;
 	struct lode_daemon_metrics *dm = NULL;
 	static struct lode_keyring keys;
+	static struct lode_identity identity;
 	bool insecure = false, secure = false;
 	unsigned nlisten = 0;
 	enum lode_log_level level = LODE_LOG_INFO;
@@ -205,6 +213,11 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			insecure = true;
+			break;
+		case 'g':
+			if (lode_identity_add(&identity, optarg, why, sizeof(why)))
+				return bad_args("%s", why);
+			mopts.identity = &identity;
 			break;
 		case 'V':
 			printf("lode-mds %s\n", LODE_VERSION);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "codec.h"
 #include "wire_spec.h"
 
 _Static_assert(LODE_AUTH_CLIENT == LODE_ROLE_CLIENT && LODE_AUTH_TARGET == LODE_ROLE_OSS &&
@@ -66,6 +67,16 @@ static void derive(const uint8_t cluster[LODE_KEY_BYTES], unsigned role,
 			   LODE_KEY_BYTES);
 }
 
+static void derive_group(const uint8_t cluster[LODE_KEY_BYTES], const char *group,
+			 uint8_t out[LODE_KEY_BYTES])
+{
+	char label[64];
+	int n = snprintf(label, sizeof(label), "lode client group %s", group);
+
+	crypto_generichash(out, LODE_KEY_BYTES, (const unsigned char *)label, (size_t)n, cluster,
+			   LODE_KEY_BYTES);
+}
+
 static unsigned role_by_name(const char *s)
 {
 	for (unsigned r = 1; r < LODE_AUTH_ROLES_; r++)
@@ -76,7 +87,7 @@ static unsigned role_by_name(const char *s)
 
 int lode_keyring_load(const char *path, struct lode_keyring *out, char *err, size_t errlen)
 {
-	char line[LINE_MAX_ + 1], kind[16], hex[LINE_MAX_];
+	char line[LINE_MAX_ + 1], kind[48], hex[LINE_MAX_];
 	uint8_t key[LODE_KEY_BYTES];
 	struct lode_keyring kr = {0};
 	struct stat st;
@@ -106,13 +117,13 @@ int lode_keyring_load(const char *path, struct lode_keyring *out, char *err, siz
 		return fail(err, errlen, -errno, "key file %s: %s", path, strerror(errno));
 	line[n] = 0;
 	if (n == LINE_MAX_ || strlen(line) != (size_t)n ||
-	    sscanf(line, KEY_MAGIC " %15s %159s", kind, hex) != 2 || strlen(hex) != 64 ||
+	    sscanf(line, KEY_MAGIC " %47s %159s", kind, hex) != 2 || strlen(hex) != 64 ||
 	    sodium_hex2bin(key, sizeof(key), hex, 64, NULL, &bin_len, NULL) || bin_len != 32) {
 		sodium_memzero(line, sizeof(line));
 		sodium_memzero(hex, sizeof(hex));
 		return fail(err, errlen, -EINVAL,
 			    "key file %s: not a Lode key (want one line '" KEY_MAGIC
-			    " cluster|client|target|admin <64 hex digits>')",
+			    " cluster|client|client:GROUP|target|admin <64 hex digits>')",
 			    path);
 	}
 	{
@@ -132,18 +143,30 @@ int lode_keyring_load(const char *path, struct lode_keyring *out, char *err, siz
 	sodium_memzero(hex, sizeof(hex));
 	if (!strcmp(kind, "cluster")) {
 		kr.cluster = true;
+		memcpy(kr.cluster_key, key, LODE_KEY_BYTES);
 		for (unsigned r = 1; r < LODE_AUTH_ROLES_; r++) {
 			derive(key, r, kr.key[r]);
 			kr.held |= LODE_ROLE_BIT(r);
 		}
+	} else if (!strncmp(kind, "client:", 7)) {
+		if (!lode_group_name_ok(kind + 7)) {
+			sodium_memzero(key, sizeof(key));
+			return fail(err, errlen, -EINVAL,
+				    "key file %s: '%s' is not a client group (1 to 31 of a-z, 0-9, "
+				    "'_' and '-')",
+				    path, kind + 7);
+		}
+		memcpy(kr.key[LODE_AUTH_CLIENT], key, LODE_KEY_BYTES);
+		kr.held = LODE_ROLE_BIT(LODE_AUTH_CLIENT);
+		memcpy(kr.group, kind + 7, strlen(kind + 7) + 1); /* checked: at most 31 */
 	} else {
 		unsigned r = role_by_name(kind);
 
 		if (!r) {
 			sodium_memzero(key, sizeof(key));
 			return fail(err, errlen, -EINVAL,
-				    "key file %s: unknown key kind '%s' (cluster, client, target "
-				    "or admin)",
+				    "key file %s: unknown key kind '%s' (cluster, client, "
+				    "client:GROUP, target or admin)",
 				    path, kind);
 		}
 		memcpy(kr.key[r], key, LODE_KEY_BYTES);
@@ -203,6 +226,44 @@ int lode_key_write_role(const struct lode_keyring *kr, unsigned role, const char
 		return fail(err, errlen, -ENOKEY, "the key given does not hold the %s key",
 			    lode_auth_role_name(role));
 	return write_key(path, role_names[role], k, err, errlen);
+}
+
+int lode_keyring_group_key(const struct lode_keyring *kr, const char *group,
+			   uint8_t out[LODE_KEY_BYTES])
+{
+	uint8_t cluster[LODE_KEY_BYTES];
+
+	if (!lode_group_name_ok(group))
+		return -EINVAL;
+	if (kr && kr->group[0] && !strcmp(kr->group, group)) {
+		memcpy(out, kr->key[LODE_AUTH_CLIENT], LODE_KEY_BYTES);
+		return 0;
+	}
+	if (!kr || !kr->cluster)
+		return -ENOKEY;
+	memcpy(cluster, kr->cluster_key, LODE_KEY_BYTES);
+	derive_group(cluster, group, out);
+	sodium_memzero(cluster, sizeof(cluster));
+	return 0;
+}
+
+int lode_key_write_group(const struct lode_keyring *kr, const char *group, const char *path,
+			 char *err, size_t errlen)
+{
+	uint8_t k[LODE_KEY_BYTES];
+	char kind[8 + LODE_GROUP_NAME_MAX];
+	int rc = lode_keyring_group_key(kr, group, k);
+
+	if (rc == -EINVAL)
+		return fail(err, errlen, rc,
+			    "'%s' is not a client group name (1 to 31 of a-z, 0-9, '_' and '-')",
+			    group);
+	if (rc)
+		return fail(err, errlen, rc, "a group's key derives from the cluster key only");
+	snprintf(kind, sizeof(kind), "client:%s", group);
+	rc = write_key(path, kind, k, err, errlen);
+	sodium_memzero(k, sizeof(k));
+	return rc;
 }
 
 const uint8_t *lode_keyring_key(const struct lode_keyring *kr, unsigned role)

@@ -9,6 +9,13 @@
  * a client node need not hold the cluster key. A key file that group or others may access,
  * or that is not exactly that line, is refused.
  *
+ * Client groups: ROLE "client:NAME" is the key of client group NAME, K_NAME =
+ * BLAKE2b-256(key = cluster key, "lode client group " + NAME). A node holding it proves it
+ * is a client of group NAME, and the MDS applies what its configuration binds to NAME (a
+ * uid/gid range, or squashing; mds/identity.h). A group key derives nothing else, so a
+ * node given one cannot pass for a plain client or another group. Servers holding the
+ * cluster key derive any group's key when a client names its group in AUTH step 1.
+ *
  * The handshake (server.c accepts, rpc.c connects) proves that both ends hold K_role:
  *   client -> server  AUTH step 1: role, client nonce Nc (32 random bytes)
  *   server -> client  reply: server nonce Ns, proof_s = MAC(K_role, "lode server" role Nc Ns)
@@ -39,9 +46,24 @@
 /* The keys a program holds: one per role it can prove. */
 struct lode_keyring {
 	bool cluster;				       /* loaded from a cluster key: every role */
+	uint8_t cluster_key[LODE_KEY_BYTES];	       /* then: the cluster key (client groups) */
 	unsigned held;				       /* role bits */
 	uint8_t key[LODE_AUTH_ROLES_][LODE_KEY_BYTES]; /* by role */
+	char group[32]; /* a client group's key file: its name (key[client] is the
+			 * group's key); else "" */
 };
+
+/*
+ * The key of client group `group` into out: derived when kr holds the cluster key, copied
+ * when kr is that group's key file. Returns 0, -EINVAL for a bad name, -ENOKEY otherwise.
+ */
+int lode_keyring_group_key(const struct lode_keyring *kr, const char *group,
+			   uint8_t out[LODE_KEY_BYTES]);
+
+/* Writes client group `group`'s key of kr (see lode_keyring_group_key) to path as a key file
+ * "client:GROUP" (mode 0600, -EEXIST if it exists). Returns 0 or -errno with a reason. */
+int lode_key_write_group(const struct lode_keyring *kr, const char *group, const char *path,
+			 char *err, size_t errlen);
 
 /* "client", "target", "admin", or "?" for anything else. */
 const char *lode_auth_role_name(unsigned role);

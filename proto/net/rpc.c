@@ -50,6 +50,7 @@ struct lode_rpc {
 	unsigned role; /* claimed in every handshake */
 	bool has_key;  /* key below is role's */
 	uint8_t key[LODE_KEY_BYTES];
+	char group[32]; /* a client group's key: its name, sent in AUTH step 1; else "" */
 };
 
 enum { A_NONE, A_HELLO, A_READY }; /* a connection's handshake: not begun, step 1 sent, done */
@@ -334,6 +335,7 @@ static int auth_send(struct lode_rpc_conn *conn, uint32_t step, const uint8_t *p
 			memcpy(req.nonce, conn->cnonce, LODE_NONCE_BYTES);
 		else
 			req.flags = LODE_AUTH_F_NOKEY;
+		memcpy(req.group, rpc->group, sizeof(req.group));
 	} else {
 		memcpy(req.proof, proof, LODE_PROOF_BYTES);
 	}
@@ -515,6 +517,9 @@ int lode_rpc_set_auth(struct lode_rpc *rpc, const struct lode_keyring *keys, uns
 	rpc->has_key = k != NULL;
 	if (k)
 		memcpy(rpc->key, k, LODE_KEY_BYTES);
+	memset(rpc->group, 0, sizeof(rpc->group));
+	if (k && role == LODE_ROLE_CLIENT)
+		memcpy(rpc->group, keys->group, sizeof(rpc->group));
 	return 0;
 }
 

@@ -81,6 +81,8 @@ struct sconn {
 	uint64_t auth_req_id; /* of the AUTH arriving */
 	struct lode_wire_auth_req auth_in;
 	uint8_t cnonce[LODE_NONCE_BYTES], snonce[LODE_NONCE_BYTES];
+	uint8_t key[LODE_KEY_BYTES]; /* the key being proved, between the two steps */
+	char group[32];		     /* the client group proved, or "" */
 };
 
 enum { AUTH_NEW, AUTH_PROVING, AUTH_REFUSED, AUTH_DONE };
@@ -346,19 +348,34 @@ static void auth_on_frame(struct sconn *sc)
 		auth_reply(sc, 0, &rep);
 		return;
 	}
-	key = lode_keyring_key(&srv->keys, r->role);
 	if (sc->auth == AUTH_NEW) {
+		/* a client group's key is derived from the cluster key; any other is the role's */
+		key = lode_keyring_key(&srv->keys, r->role);
+		if (key)
+			memcpy(sc->key, key, LODE_KEY_BYTES);
+		if (r->group[0] && lode_keyring_group_key(&srv->keys, r->group, sc->key))
+			key = NULL;
 		if ((r->flags & LODE_AUTH_F_NOKEY) || !key) {
-			snprintf(why, sizeof(why), "%s as %s",
-				 r->flags & LODE_AUTH_F_NOKEY ? "holds no key"
-							      : "asked for a role this server "
-								"has no key for",
-				 lode_auth_role_name(r->role));
+			if (r->flags & LODE_AUTH_F_NOKEY)
+				snprintf(why, sizeof(why), "holds no key as %s",
+					 lode_auth_role_name(r->role));
+			else if (r->group[0])
+				snprintf(why, sizeof(why),
+					 "asked for client group %.31s, which this server has no "
+					 "key for",
+					 r->group);
+			else
+				snprintf(why, sizeof(why),
+					 "asked for a role this server has no key for as %s",
+					 lode_auth_role_name(r->role));
 			auth_report(sc, why);
+			explicit_bzero(sc->key, sizeof(sc->key));
 			sc->auth = AUTH_REFUSED; /* the client closes it; nothing more is served */
 			auth_reply(sc, -EACCES, NULL);
 			return;
 		}
+		key = sc->key;
+		memcpy(sc->group, r->group, sizeof(sc->group));
 		sc->role = (uint8_t)r->role;
 		memcpy(sc->cnonce, r->nonce, LODE_NONCE_BYTES);
 		lode_auth_nonce(sc->snonce, LODE_NONCE_BYTES);
@@ -368,13 +385,19 @@ static void auth_on_frame(struct sconn *sc)
 		auth_reply(sc, 0, &rep);
 		return;
 	}
+	key = sc->key;
 	if (!lode_auth_verify(key, false, sc->role, sc->cnonce, sc->snonce, r->proof)) {
-		snprintf(why, sizeof(why), "gave a wrong proof for the %s key",
-			 lode_auth_role_name(sc->role));
+		if (sc->group[0])
+			snprintf(why, sizeof(why),
+				 "gave a wrong proof for client group %.31s's key", sc->group);
+		else
+			snprintf(why, sizeof(why), "gave a wrong proof for the %s key",
+				 lode_auth_role_name(sc->role));
 		auth_report(sc, why);
 		sc->ops->close(sc->t, -EACCES);
 		return;
 	}
+	explicit_bzero(sc->key, sizeof(sc->key));
 	sc->auth = AUTH_DONE;
 	sc->roles = LODE_ROLE_BIT(sc->role);
 	auth_reply(sc, 0, NULL);
@@ -813,6 +836,11 @@ struct lode_loop *lode_req_loop(const struct lode_req *req)
 unsigned lode_req_role(const struct lode_req *req)
 {
 	return req->conn->role;
+}
+
+const char *lode_req_group(const struct lode_req *req)
+{
+	return req->conn->group;
 }
 
 uint64_t lode_req_conn_id(const struct lode_req *req)

@@ -114,6 +114,8 @@ const void *lode_req_data(const struct lode_req *req);
 struct lode_loop *lode_req_loop(const struct lode_req *req);
 /* The role the request's connection proved (LODE_ROLE_*), or 0 on a server without keys. */
 unsigned lode_req_role(const struct lode_req *req);
+/* The client group whose key the request's connection proved (auth.h), or "". */
+const char *lode_req_group(const struct lode_req *req);
 /* An identifier of the connection, unique for the server's lifetime. */
 uint64_t lode_req_conn_id(const struct lode_req *req);
 

@@ -17,6 +17,7 @@
 #ifndef LODE_PROTO_CODEC_H
 #define LODE_PROTO_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,13 @@ void lode_hdr_init(struct lode_wire_hdr *hdr, uint8_t opcode, uint64_t req_id, u
 /* The name of an opcode for logs ("LOOKUP"), or "?" */
 const char *lode_op_name(unsigned opcode);
 int lode_op_known(unsigned opcode);
+
+/* 1 + the offset of the lode_wire_cred in opcode's request body, or 0 when it has none. */
+size_t lode_msg_cred_offset(unsigned opcode);
+
+/* True when name (read up to LODE_GROUP_NAME_MAX bytes) is a client group's name: 1 to 31
+ * of a-z, 0-9, '_' and '-', NUL terminated (proto/net/auth.h). */
+bool lode_group_name_ok(const char *name);
 /* The roles whose connections may send opcode: bit (1 << LODE_ROLE_*) each; 0 if unknown. */
 unsigned lode_op_roles(unsigned opcode);
 

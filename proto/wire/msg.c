@@ -99,6 +99,19 @@ static int check_hello(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return r->role == LODE_ROLE_CLIENT || r->role == LODE_ROLE_OSS ? 0 : -EINVAL;
 }
 
+bool lode_group_name_ok(const char *name)
+{
+	size_t n = strnlen(name, LODE_GROUP_NAME_MAX);
+
+	if (n == 0 || n >= LODE_GROUP_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_' || name[i] == '-'))
+			return false;
+	return true;
+}
+
 static int check_auth(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_auth_req *r = m->fixed;
@@ -106,7 +119,23 @@ static int check_auth(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	(void)blen, (void)dlen;
 	if ((r->step != 1 && r->step != 2) || r->flags & ~LODE_AUTH_F_NOKEY)
 		return -EINVAL;
-	return r->role >= LODE_ROLE_CLIENT && r->role <= LODE_ROLE_ADMIN ? 0 : -EINVAL;
+	if (r->role < LODE_ROLE_CLIENT || r->role > LODE_ROLE_ADMIN)
+		return -EINVAL;
+	if (r->step == 1 && r->group[0]) {
+		/* a client group: a name, NUL padded to the end, and only for a client */
+		size_t n = strnlen(r->group, sizeof(r->group));
+
+		if (!lode_group_name_ok(r->group) || r->role != LODE_ROLE_CLIENT)
+			return -EINVAL;
+		for (size_t i = n; i < sizeof(r->group); i++)
+			if (r->group[i])
+				return -EPROTO;
+	} else if (r->step == 1) {
+		for (size_t i = 0; i < sizeof(r->group); i++)
+			if (r->group[i])
+				return -EPROTO;
+	}
+	return 0;
 }
 
 static int check_setattr(struct lode_msg *m, uint32_t blen, uint64_t dlen)
@@ -770,4 +799,9 @@ int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t dat
 		m.fixed = NULL;
 	*out = m;
 	return 0;
+}
+
+size_t lode_msg_cred_offset(unsigned opcode)
+{
+	return lode_op_known(opcode) ? msgs[opcode].cred : 0;
 }

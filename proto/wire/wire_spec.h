@@ -170,8 +170,9 @@ _Static_assert(sizeof(struct lode_wire_cred) == 16 + 4 * LODE_CRED_GROUPS_MAX, "
 
 /*
  * AUTH: the handshake every connection starts with (proto/net/auth.h has the proofs).
- * Step 1: the client's role and fresh nonce (flags LODE_AUTH_F_NOKEY when it holds no key;
- * proof zero). The reply (request id 0 is the handshake's) carries the server's nonce and
+ * Step 1: the client's role and fresh nonce (flags LODE_AUTH_F_NOKEY when it holds no key),
+ * and in place of the proof the client group whose key it holds (auth.h; NUL padded, role
+ * client only) or zeros. The reply (request id 0 is the handshake's) carries the server's nonce and
  * proof, or LODE_AUTH_F_INSECURE from a server run without a key; a server that needs a key
  * answers a keyless client with EACCES and serves that connection nothing more. Step 2:
  * the client's proof (nonce zero); the client sends its calls right behind it, without
@@ -179,6 +180,7 @@ _Static_assert(sizeof(struct lode_wire_cred) == 16 + 4 * LODE_CRED_GROUPS_MAX, "
  * of them is read.
  */
 #define LODE_AUTH_F_NOKEY    0x1u /* step 1: the client holds no key */
+#define LODE_GROUP_NAME_MAX  32u  /* a client group's name, its NUL included */
 #define LODE_AUTH_F_INSECURE 0x1u /* reply: the server runs without a key (--insecure) */
 
 struct lode_wire_auth_req {
@@ -187,7 +189,10 @@ struct lode_wire_auth_req {
 	uint32_t flags;
 	uint32_t reserved;
 	uint8_t nonce[32];
-	uint8_t proof[32];
+	union {
+		uint8_t proof[32]; /* step 2 */
+		char group[32];	   /* step 1: a client group's name, NUL padded, or zeros */
+	};
 };
 _Static_assert(sizeof(struct lode_wire_auth_req) == 80, "auth req");
 

@@ -130,9 +130,13 @@ static const struct lodectl_cmd commands[] = {
      false},
     {"key derive", cmd_key_derive, "make one role's key file from the cluster key",
      "key derive --role ROLE CLUSTER_KEY OUT\n"
+     "       key derive --group NAME CLUSTER_KEY OUT\n"
      "  Writes ROLE's key (client, target or admin), derived from the cluster key file\n"
      "  CLUSTER_KEY, to OUT (mode 0600): a node holding it connects in that role only.\n"
-     "  --role ROLE           client, target or admin",
+     "  With --group, client group NAME's key: a client whose callers' identity the MDS\n"
+     "  binds by its --client-group NAME rule (docs/security.md).\n"
+     "  --role ROLE           client, target or admin\n"
+     "  --group NAME          a client group (1 to 31 of a-z, 0-9, '_' and '-')",
      false},
     {"help", cmd_help, "help on a command", "help [COMMAND]\n  lodectl --help, or COMMAND's help.",
      false},
