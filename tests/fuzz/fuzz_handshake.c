@@ -5,7 +5,9 @@
  * process on loopback, and each input is a script of steps played on one connection:
  *
  *   [kind u8] then, by kind % 5:
- *   0  AUTH step 1:  [step u8 (% 4)][role u8 (% 5)][flags u8][nonce, 32 bytes]
+ *   0  AUTH step 1:  [step u8 (% 4)][role u8 (% 5)][flags u8][group u8][nonce, 32 bytes]
+ *      group % 4: 0 none, 1 "team", 2 "a-b_9" (client groups: any valid name has a key
+ *      derived from the cluster key), 3 the next 8 input bytes as a name
  *   1  AUTH step 2 with the right proof for the last step-1 reply (the harness holds the
  *      keys, so inputs reach a finished handshake)
  *   2  AUTH step 2:  [role u8 (% 5)][proof, 32 bytes]
@@ -95,7 +97,8 @@ struct conn {
 	int fd;		  /* -1: none */
 	enum state state; /* what the harness knows the server granted */
 	uint64_t next_id;
-	unsigned role; /* of the last step 1 the server accepted */
+	unsigned role;		     /* of the last step 1 the server accepted */
+	uint8_t key[LODE_KEY_BYTES]; /* the key it proves: the role's or its group's */
 	uint8_t cnonce[LODE_NONCE_BYTES], snonce[LODE_NONCE_BYTES];
 };
 
@@ -213,6 +216,18 @@ static void step1(struct conn *c, struct fuzz_in *in)
 	r.step = (uint32_t)fuzz_take(in, 1) % 4;
 	r.role = (uint32_t)fuzz_take(in, 1) % 5;
 	r.flags = (uint32_t)fuzz_take(in, 1);
+	switch (fuzz_take(in, 1) % 4) {
+	case 1:
+		strcpy(r.group, "team");
+		break;
+	case 2:
+		strcpy(r.group, "a-b_9");
+		break;
+	case 3:
+		nonce = fuzz_bytes(in, 8, &got);
+		memcpy(r.group, nonce, got);
+		break;
+	}
 	nonce = fuzz_bytes(in, LODE_NONCE_BYTES, &got);
 	memcpy(r.nonce, nonce, got);
 	if (!exchange(c, LODE_OP_AUTH, &r, sizeof(r), &rh, &rep, sizeof(rep)))
@@ -224,8 +239,12 @@ static void step1(struct conn *c, struct fuzz_in *in)
 	FUZZ_ASSERT(c->state == NEW && r.step == 1 && !(r.flags & LODE_AUTH_F_NOKEY));
 	key = lode_keyring_key(&keys, r.role);
 	FUZZ_ASSERT(key);
+	memcpy(c->key, key, LODE_KEY_BYTES);
+	if (r.group[0]) /* only a client's, with a valid name: then the group's own key */
+		FUZZ_ASSERT(r.role == LODE_ROLE_CLIENT &&
+			    !lode_keyring_group_key(&keys, r.group, c->key));
 	FUZZ_ASSERT(rh.body_len == sizeof(rep));
-	FUZZ_ASSERT(lode_auth_verify(key, true, r.role, r.nonce, rep.nonce, rep.proof));
+	FUZZ_ASSERT(lode_auth_verify(c->key, true, r.role, r.nonce, rep.nonce, rep.proof));
 	c->state = PROVING;
 	c->role = r.role;
 	memcpy(c->cnonce, r.nonce, LODE_NONCE_BYTES);
@@ -237,7 +256,6 @@ static void step2(struct conn *c, unsigned role, const uint8_t proof[LODE_PROOF_
 	struct lode_wire_auth_req r = {.step = 2, .role = role};
 	struct lode_wire_hdr rh;
 	uint8_t right[LODE_PROOF_BYTES];
-	const uint8_t *key = lode_keyring_key(&keys, role);
 	bool was_proving = c->state == PROVING && role == c->role;
 
 	memcpy(r.proof, proof, LODE_PROOF_BYTES);
@@ -246,8 +264,8 @@ static void step2(struct conn *c, unsigned role, const uint8_t proof[LODE_PROOF_
 	if (rh.status)
 		return;
 	/* accepted: only the right proof, on a connection whose step 1 was accepted */
-	FUZZ_ASSERT(was_proving && key);
-	lode_auth_proof(key, false, role, c->cnonce, c->snonce, right);
+	FUZZ_ASSERT(was_proving);
+	lode_auth_proof(c->key, false, role, c->cnonce, c->snonce, right);
 	FUZZ_ASSERT(!memcmp(right, proof, LODE_PROOF_BYTES));
 	c->state = DONE;
 }
@@ -294,13 +312,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			step1(&c, &in);
 			break;
 		case 1: {
-			uint8_t proof[LODE_PROOF_BYTES];
-			const uint8_t *key = lode_keyring_key(&keys, c.role);
+			uint8_t proof[LODE_PROOF_BYTES] = {0};
 
-			if (key)
-				lode_auth_proof(key, false, c.role, c.cnonce, c.snonce, proof);
-			else
-				memset(proof, 0, sizeof(proof));
+			if (c.state == PROVING)
+				lode_auth_proof(c.key, false, c.role, c.cnonce, c.snonce, proof);
 			step2(&c, c.role, proof);
 			break;
 		}

@@ -324,8 +324,8 @@ def mds_records():
 
 def handshake():
     # steps: see fuzz_handshake.c. Roles: 1 client, 2 target, 3 admin.
-    def step1(role, flags=0, step=1):
-        return bytes([0, step, role, flags]) + bytes(range(32))
+    def step1(role, flags=0, step=1, group=0):
+        return bytes([0, step, role, flags, group]) + bytes(range(32))
     good, bad = bytes([1]), bytes([2, 1]) + b'\x55' * 32
     def req(op, body=b''):
         return bytes([3, op, len(body)]) + body
@@ -341,6 +341,9 @@ def handshake():
     write('handshake', 'bad_roles_and_steps', step1(0) + bytes([4]) + step1(4) + bytes([4]) +
           step1(1, step=2) + bytes([4]) + good + req(2))
     write('handshake', 'role_switch', step1(1) + bytes([2, 3]) + b'\0' * 32 + req(2))
+    write('handshake', 'client_group', step1(1, group=1) + good + lookup + req(39))
+    write('handshake', 'group_as_admin', step1(3, group=2) + good + req(2))
+    write('handshake', 'group_bad_name', step1(1, group=3) + b'Bad!name' + good + req(2))
 
 
 def main():
