@@ -109,6 +109,28 @@ same_bytes
 scrub_expect 0
 [ "$(jq_out 'd["bad_copies"]')" = 0 ] || fail "a scrub after --repair found bad copies: $(cat "$dir/out")"
 
+echo "no false positive while a writer and a reader are busy"
+touch "$dir/errors"
+load() {
+	local n=0
+	while [ ! -e "$dir/stop" ]; do
+		n=$((n + 1))
+		"$lodectl" put --quiet --mirrors 2 "$dir/d_a" "/w$n" || { echo "put /w$n failed" >>"$dir/errors"; return 1; }
+		[ $n = 1 ] || "$lodectl" rm "/w$((n - 1))" >/dev/null || { echo "rm failed" >>"$dir/errors"; return 1; }
+		"$lodectl" get --quiet /c "$dir/back_load" && cmp -s "$dir/d_c" "$dir/back_load" ||
+			{ echo "read of /c failed or differed" >>"$dir/errors"; return 1; }
+	done
+}
+load & load_pid=$!
+for run in 1 2 3; do
+	rc=0
+	"$lodectl" scrub --json --rate $((run * 8 - 8)) >"$dir/out" 2>"$dir/err" || rc=$?
+	[ "$rc" = 0 ] || { touch "$dir/stop"; wait $load_pid || true; cat "$dir/out" "$dir/err"; fail "scrub run $run under load exited $rc"; }
+done
+touch "$dir/stop"
+wait $load_pid || true
+[ ! -s "$dir/errors" ] || fail "the load failed: $(cat "$dir/errors")"
+
 echo "human output"
 "$lodectl" scrub >"$dir/out" 2>&1 || fail "scrub exited $?: $(cat "$dir/out")"
 grep -q "^scrub: 2 targets: 0 bad copies" "$dir/out" || fail "human output: $(cat "$dir/out")"
