@@ -131,6 +131,22 @@ touch "$dir/stop"
 wait $load_pid || true
 [ ! -s "$dir/errors" ] || fail "the load failed: $(cat "$dir/errors")"
 
+echo "an interrupted scrub cancels the scrubs it started"
+"$lodectl" scrub --rate 1 >"$dir/out" 2>&1 & scrub_pid=$!
+sleep 1
+kill -INT $scrub_pid
+rc=0; wait $scrub_pid || rc=$?
+[ "$rc" = 8 ] || fail "an interrupted scrub exited $rc, expected 8: $(cat "$dir/out")"
+cancelled=no
+for _ in $(seq 100); do
+	"$lodectl" status --json | $py -c 'import json,sys
+d = json.load(sys.stdin)
+sys.exit(0 if all(t["scrub"]["state"] == "cancelled" for t in d["targets"]) else 1)' &&
+		{ cancelled=yes; break; }
+	sleep 0.05
+done
+[ $cancelled = yes ] || fail "the OSS scrubs were not cancelled: $("$lodectl" status)"
+
 echo "human output"
 "$lodectl" scrub >"$dir/out" 2>&1 || fail "scrub exited $?: $(cat "$dir/out")"
 grep -q "^scrub: 2 targets: 0 bad copies" "$dir/out" || fail "human output: $(cat "$dir/out")"

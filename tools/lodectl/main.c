@@ -115,6 +115,7 @@ static const struct lodectl_cmd commands[] = {
      "  --rate MIB_S          read at most this many MiB/s per target (default 64; 0: no\n"
      "                        limit; at most 1048576)\n"
      "  --target ID           scrub only that target\n"
+     "  Interrupted, it cancels the scrubs it started.\n"
      "  Exit status: 0 clean, 1 bad copies found and all repaired, 4 bad copies left, 8\n"
      "  operational error (the MDS or an OSS unreachable, a target down, a scrub failed),\n"
      "  2 bad usage.",

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,21 @@
 #define RATE_MAX     (1u << 20) /* MiB/s: 1 TiB/s, more than any disk */
 #define POLL_NS	     200000000L
 
+/* Set by SIGINT, SIGTERM or SIGHUP while the scrubs run: lodectl cancels the ones it
+ * started instead of leaving them to read on with nobody waiting. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
 struct stgt {
 	uint32_t id;
 	char addr[128];
 	struct lode_rpc_conn *conn;
 	bool running;
+	bool ours;	/* started by this lodectl (not one it follows) */
 	uint64_t run;	/* the scrub's number on that OSS */
 	uint64_t shown; /* bytes_checked added to the progress */
 	struct lode_wire_scrub_status st;
@@ -325,6 +336,7 @@ static int start_all(struct scrub *s, uint64_t rate)
 		int rc = lode_rpc_simple(t->conn, LODE_OP_OBJ_SCRUB, &q, sizeof(q), &t->st,
 					 sizeof(t->st));
 
+		t->ours = rc == 0;
 		if (rc == -EBUSY) {
 			/* one runs already (another lodectl's): follow it */
 			rc = status_call(t->conn, 0, &t->st, NULL);
@@ -352,6 +364,18 @@ static void sleep_ns(long ns)
 		;
 }
 
+/* Cancels the scrubs this lodectl started that still run. */
+static void cancel_ours(struct scrub *s)
+{
+	for (unsigned i = 0; i < s->nt; i++) {
+		struct stgt *t = &s->t[i];
+		struct lode_wire_scrub_req q = {.action = LODE_SCRUB_CANCEL};
+
+		if (t->running && t->ours)
+			lode_rpc_simple(t->conn, LODE_OP_OBJ_SCRUB, &q, sizeof(q), NULL, 0);
+	}
+}
+
 /* Polls until every scrub has ended, feeding the progress bar. */
 static int follow(struct scrub *s, struct lodectl_progress *prog)
 {
@@ -361,6 +385,12 @@ static int follow(struct scrub *s, struct lodectl_progress *prog)
 		uint64_t total = 0;
 
 		sleep_ns(POLL_NS);
+		if (interrupted) {
+			cancel_ours(s);
+			return lodectl_fail_as(s->ctl, -EINTR,
+					       "interrupted: the scrubs it started are cancelled"),
+			       -EINTR;
+		}
 		for (unsigned i = 0; i < s->nt; i++) {
 			struct stgt *t = &s->t[i];
 			int rc;
@@ -602,9 +632,16 @@ int cmd_scrub(struct lodectl *ctl, int argc, char **argv)
 	if (!rc)
 		rc = start_all(&s, rate << 20);
 	if (!rc) {
+		struct sigaction sa = {.sa_handler = on_signal}, old[3];
+		static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+		for (int k = 0; k < 3; k++)
+			sigaction(sigs[k], &sa, &old[k]);
 		prog = lodectl_progress_start(ctl, "scrub", 0);
 		rc = follow(&s, prog);
 		lodectl_progress_end(prog);
+		for (int k = 0; k < 3; k++)
+			sigaction(sigs[k], &old[k], NULL);
 	}
 	if (!rc)
 		rc = collect(&s);
