@@ -213,7 +213,7 @@ static bool throttle(struct run *r, uint64_t bytes)
 static int scrub_object(struct run *r, const struct lode_wire_objinfo *o)
 {
 	struct lode_oss_scrub *s = r->s;
-	uint64_t first = 0, nbad = 0, checked = 0;
+	uint64_t first = 0, nbad = 0;
 
 	for (uint64_t off = 0;; off += READ_STEP) {
 		uint32_t f = 0, n;
@@ -248,7 +248,6 @@ static int scrub_object(struct run *r, const struct lode_wire_objinfo *o)
 		}
 		got = r->res.data_len;
 		piece_free(r);
-		checked += got;
 		pthread_mutex_lock(&s->lock);
 		s->s.bytes_checked += got;
 		if (s->s.bytes_checked > s->s.bytes_total)
@@ -259,7 +258,6 @@ static int scrub_object(struct run *r, const struct lode_wire_objinfo *o)
 		if (got < READ_STEP)
 			break;
 	}
-	(void)checked;
 	if (nbad)
 		found_bad(r, &o->obj, first, nbad > UINT32_MAX ? UINT32_MAX : (uint32_t)nbad);
 	pthread_mutex_lock(&s->lock);
