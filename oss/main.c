@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 	}
 	lode_oss_init(&oss, st);
 	oss.keys = secure ? &keys : NULL;
-	err = lode_oss_scrub_create(&scrub, st, &oss, a.mds);
+	err = lode_oss_scrub_create(&scrub, st, &oss, a.mds, a.data);
 	if (err) {
 		LODE_ERR("preparing the scrub: %s", strerror(-err));
 		goto out_store;

@@ -16,11 +16,15 @@
 #include "scrub.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "handlers.h"
@@ -33,10 +37,23 @@
 #define RECHECK_MS     100
 #define RPC_TIMEOUT_MS 3000
 
+/* DATA/scrub.last: the last scrub's result, so that a restarted OSS still tells it. */
+#define LAST_NAME    "scrub.last"
+#define LAST_TMP     "scrub.last.tmp"
+#define LAST_MAGIC   "LODESCRB"
+#define LAST_VERSION 1
+
+struct last_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t count; /* lode_wire_scrub_bad records after the status */
+};
+
 struct lode_oss_scrub {
 	struct lode_objstore *st;
 	struct lode_oss *oss;
 	char *mds_addr;
+	char *data_dir; /* NULL: results are not kept on disk */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* signalled on cancel */
 	/* protected by lock */
@@ -350,6 +367,95 @@ static void run_teardown(struct run *r)
 	free(r->page);
 }
 
+/* Writes the result to DATA/scrub.last (tmp, fsync, rename): an OSS that restarts tells the
+ * last scrub it finished, not "never". Only the scrub's own thread writes it, and the next
+ * start joins that thread first, so writes never overlap. */
+static void save_last(struct lode_oss_scrub *s)
+{
+	struct last_hdr h = {.magic = LAST_MAGIC, .version = LAST_VERSION};
+	struct lode_wire_scrub_status st;
+	struct lode_wire_scrub_bad *bad = NULL;
+	struct iovec iov[3];
+	ssize_t want, n;
+	int dirfd, fd, err = 0;
+
+	if (!s->data_dir)
+		return;
+	bad = malloc(LODE_SCRUB_BAD_MAX * sizeof(*bad));
+	if (!bad)
+		return;
+	lode_oss_scrub_status(s, &st, bad, LODE_SCRUB_BAD_MAX);
+	h.count = st.count;
+	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
+	iov[1] = (struct iovec){.iov_base = &st, .iov_len = sizeof(st)};
+	iov[2] = (struct iovec){.iov_base = bad, .iov_len = (size_t)st.count * sizeof(*bad)};
+	want = (ssize_t)(iov[0].iov_len + iov[1].iov_len + iov[2].iov_len);
+	dirfd = open(s->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		err = -errno;
+		goto out;
+	}
+	fd = openat(dirfd, LAST_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out_dir;
+	}
+	n = writev(fd, iov, 3);
+	if (n != want)
+		err = n < 0 ? -errno : -EIO;
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	if (!err && renameat(dirfd, LAST_TMP, dirfd, LAST_NAME) < 0)
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, LAST_TMP, 0);
+out_dir:
+	close(dirfd);
+out:
+	if (err)
+		LODE_WARN("scrub: keeping the result in %s/%s: %s", s->data_dir, LAST_NAME,
+			  strerror(-err));
+	free(bad);
+}
+
+/* Reads DATA/scrub.last, if any, into s (before any scrub runs). A file that is not one
+ * this version wrote is ignored, with a warning. */
+static void load_last(struct lode_oss_scrub *s)
+{
+	struct last_hdr h;
+	struct lode_wire_scrub_status st;
+	char path[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", s->data_dir, LAST_NAME);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, &h, sizeof(h));
+	if (n != sizeof(h) || memcmp(h.magic, LAST_MAGIC, 8) || h.version != LAST_VERSION ||
+	    h.count > LODE_SCRUB_BAD_MAX)
+		goto bad;
+	n = read(fd, &st, sizeof(st));
+	if (n != sizeof(st) || st.count != h.count ||
+	    (st.state != LODE_SCRUB_DONE && st.state != LODE_SCRUB_CANCELLED &&
+	     st.state != LODE_SCRUB_FAILED) ||
+	    st.count != (st.bad_objects < LODE_SCRUB_BAD_MAX ? st.bad_objects : LODE_SCRUB_BAD_MAX))
+		goto bad;
+	n = read(fd, s->bad, (size_t)h.count * sizeof(s->bad[0]));
+	if (n != (ssize_t)(h.count * sizeof(s->bad[0])) || read(fd, &h, 1) != 0)
+		goto bad;
+	close(fd);
+	st.count = 0;
+	s->s = st;
+	return;
+bad:
+	close(fd);
+	memset(s->bad, 0, sizeof(s->bad));
+	LODE_WARN("scrub: ignoring %s: not a scrub result this OSS wrote", path);
+}
+
 static void *scrub_main(void *arg)
 {
 	struct run *r = arg;
@@ -380,12 +486,13 @@ static void *scrub_main(void *arg)
 		  (unsigned long long)s->s.bad_objects, (unsigned long long)s->s.bad_chunks,
 		  rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
 	pthread_mutex_unlock(&s->lock);
+	save_last(s);
 	free(r);
 	return NULL;
 }
 
 int lode_oss_scrub_create(struct lode_oss_scrub **out, struct lode_objstore *st,
-			  struct lode_oss *oss, const char *mds_addr)
+			  struct lode_oss *oss, const char *mds_addr, const char *data_dir)
 {
 	struct lode_oss_scrub *s = calloc(1, sizeof(*s));
 	pthread_condattr_t ca;
@@ -393,10 +500,15 @@ int lode_oss_scrub_create(struct lode_oss_scrub **out, struct lode_objstore *st,
 	if (!s)
 		return -ENOMEM;
 	s->mds_addr = strdup(mds_addr);
-	if (!s->mds_addr) {
+	s->data_dir = data_dir ? strdup(data_dir) : NULL;
+	if (!s->mds_addr || (data_dir && !s->data_dir)) {
+		free(s->mds_addr);
+		free(s->data_dir);
 		free(s);
 		return -ENOMEM;
 	}
+	if (s->data_dir)
+		load_last(s);
 	s->st = st;
 	s->oss = oss;
 	pthread_mutex_init(&s->lock, NULL);
@@ -421,6 +533,7 @@ void lode_oss_scrub_destroy(struct lode_oss_scrub *s)
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->mds_addr);
+	free(s->data_dir);
 	free(s);
 }
 

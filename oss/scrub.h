@@ -6,8 +6,8 @@
  * reported to the MDS (SCRUB_REPORT), which marks it degraded as a reader's report would;
  * repairing it is the client's work (lode_repair, `lodectl scrub --repair`).
  *
- * Progress and the last scrub's result (OBJ_SCRUB_STATUS) live in memory: an OSS that
- * restarts answers "never" until its next scrub.
+ * Progress lives in memory (OBJ_SCRUB_STATUS); the result of the last scrub that ended is
+ * also kept in DATA/scrub.last, so an OSS that restarts still tells it.
  */
 #ifndef LODE_OSS_SCRUB_H
 #define LODE_OSS_SCRUB_H
@@ -21,9 +21,10 @@ struct lode_oss;
 struct lode_oss_scrub;
 
 /* A scrubber for st, reporting to the MDS at mds_addr with oss's key and target id (both
- * read when a scrub runs). Starts no thread. Returns 0 or -errno. */
+ * read when a scrub runs), keeping each result in data_dir/scrub.last (NULL: nowhere) and
+ * starting from the one found there. Starts no thread. Returns 0 or -errno. */
 int lode_oss_scrub_create(struct lode_oss_scrub **out, struct lode_objstore *st,
-			  struct lode_oss *oss, const char *mds_addr);
+			  struct lode_oss *oss, const char *mds_addr, const char *data_dir);
 /* Cancels a running scrub, waits for its thread and frees s. NULL is accepted. */
 void lode_oss_scrub_destroy(struct lode_oss_scrub *s);
 

@@ -88,7 +88,7 @@ static int setup(void **state)
 	if (!f->oss)
 		goto err_mds;
 	if (lode_oss_scrub_create(&f->scrub, f->oss->st, &f->oss->oss,
-				  lode_server_address(f->mds_srv, 0)))
+				  lode_server_address(f->mds_srv, 0), f->oss->dir))
 		goto err_oss;
 	/* before the first OBJ_SCRUB: what a registered OSS has */
 	f->oss->oss.scrub = f->scrub;
@@ -264,6 +264,53 @@ static void test_a_lost_chunk_is_bad_and_the_mds_answer_is_kept(void **state)
 	assert_int_equal(bad[0].report, lode_status_from_errno(-EBUSY));
 }
 
+static void test_the_last_result_outlives_a_restart_and_a_bad_file_is_ignored(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_scrub_status st, before;
+	struct lode_wire_scrub_bad bad[4];
+	char path[256];
+	FILE *fp;
+
+	put(f, 40, 2 * CHUNK);
+	flip(f, 40, CHUNK + 1);
+	assert_int_equal(scrub_call(f, LODE_SCRUB_START, 0, &st), 0);
+	wait_end(f, &before);
+	assert_int_equal(before.bad_objects, 1);
+
+	/* the OSS restarts: a new scrubber over the same data directory */
+	lode_oss_scrub_destroy(f->scrub);
+	assert_int_equal(lode_oss_scrub_create(&f->scrub, f->oss->st, &f->oss->oss,
+					       lode_server_address(f->mds_srv, 0), f->oss->dir),
+			 0);
+	f->oss->oss.scrub = f->scrub;
+	assert_int_equal(status(f, 4, &st, bad), 1);
+	assert_int_equal(st.state, LODE_SCRUB_DONE);
+	assert_int_equal(st.run, before.run);
+	assert_int_equal(st.finished, before.finished);
+	assert_int_equal(st.bytes_checked, 2 * CHUNK);
+	assert_int_equal(bad[0].obj.ino, 40);
+	assert_int_equal(bad[0].first_bad, 1);
+	/* the next scrub counts on from there */
+	assert_int_equal(scrub_call(f, LODE_SCRUB_START, 0, &st), 0);
+	assert_int_equal(st.run, before.run + 1);
+	wait_end(f, &st);
+
+	/* a damaged result file: ignored, the OSS starts as if it had none */
+	snprintf(path, sizeof(path), "%s/scrub.last", f->oss->dir);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fputs("garbage", fp) >= 0, 1);
+	assert_int_equal(fclose(fp), 0);
+	lode_oss_scrub_destroy(f->scrub);
+	assert_int_equal(lode_oss_scrub_create(&f->scrub, f->oss->st, &f->oss->oss,
+					       lode_server_address(f->mds_srv, 0), f->oss->dir),
+			 0);
+	f->oss->oss.scrub = f->scrub;
+	assert_int_equal(status(f, 4, &st, bad), 0);
+	assert_int_equal(st.state, LODE_SCRUB_NEVER);
+}
+
 static void test_a_second_start_is_busy_and_a_cancel_ends_a_throttled_scrub(void **state)
 {
 	struct fixture *f = *state;
@@ -295,6 +342,7 @@ int main(void)
 	    T(test_a_flipped_bit_is_found_in_its_chunk_and_reported_to_the_mds),
 	    T(test_a_lost_chunk_is_bad_and_the_mds_answer_is_kept),
 	    T(test_a_second_start_is_busy_and_a_cancel_ends_a_throttled_scrub),
+	    T(test_the_last_result_outlives_a_restart_and_a_bad_file_is_ignored),
 #undef T
 	};
 
