@@ -497,6 +497,22 @@ static int run_report(struct wreq *w, struct lode_txn *t)
 	return rc;
 }
 
+/* SCRUB_REPORT: an OSS's scrub found a copy of its own with bad data at rest; the same as a
+ * reader's REPORT_COPY of bad data. */
+static int run_scrub_report(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_scrub_report_req *r = w->msg.fixed;
+	int rc;
+
+	rc = lode_ns_report_copy(t, r->obj.ino, r->obj.generation, r->obj.stripe, r->target_id);
+	if (!rc)
+		LODE_WARN("inode %llu stripe %u: copy on target %u is degraded (scrub: %u bad "
+			  "chunks from chunk %llu)",
+			  (unsigned long long)r->obj.ino, r->obj.stripe, r->target_id,
+			  r->bad_chunks, (unsigned long long)r->first_bad);
+	return rc;
+}
+
 static int run_set_copy(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_set_copy_req *r = w->msg.fixed;
@@ -534,7 +550,7 @@ static void wreq_done(struct lode_wop *op, int status)
 		/* committed: what metrics count of copies (cheap, no scan of the inodes) */
 		unsigned opcode = lode_req_hdr(w->req)->opcode;
 
-		if (opcode == LODE_OP_REPORT_COPY)
+		if (opcode == LODE_OP_REPORT_COPY || opcode == LODE_OP_SCRUB_REPORT)
 			__atomic_add_fetch(&w->m->copy_reports, 1, __ATOMIC_RELAXED);
 		else if (opcode == LODE_OP_LAYOUT_SET_COPY)
 			__atomic_add_fetch(&w->m->copies_moved, 1, __ATOMIC_RELAXED);
@@ -880,6 +896,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     /* admin only (the role column comes with cluster keys) */
     [LODE_OP_FSCK] = READ(read_fsck),
     [LODE_OP_FSCK_FIX] = MUTATE(run_fsck_fix),
+    [LODE_OP_SCRUB_REPORT] = MUTATE(run_scrub_report),
 };
 
 /* ---- dispatch ---- */

@@ -22,6 +22,7 @@
 #include "codec.h"
 #include "log.h"
 #include "metrics.h"
+#include "scrub.h"
 
 /* Connections of one worker to the OSS it forwards to, by address. */
 struct fwd_cache {
@@ -543,12 +544,60 @@ static int op_list(struct lode_oss *oss, struct lode_objstore_io *io, struct lod
 	return 0;
 }
 
+/* OBJ_SCRUB: starts or cancels this target's scrub (oss/scrub.c) and answers its status. */
+static int op_scrub(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg)
+{
+	const struct lode_wire_scrub_req *q = msg->fixed;
+	struct lode_wire_scrub_status st;
+	int rc = 0;
+
+	(void)io;
+	if (!oss->scrub)
+		return -EOPNOTSUPP;
+	if (q->action == LODE_SCRUB_START)
+		rc = lode_oss_scrub_start(oss->scrub, q->rate);
+	else
+		lode_oss_scrub_cancel(oss->scrub);
+	if (rc)
+		return rc;
+	lode_oss_scrub_status(oss->scrub, &st, NULL, 0);
+	lode_req_reply(req, 0, &st, sizeof(st), NULL, 0, NULL);
+	return 0;
+}
+
+static int op_scrub_status(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+			   const struct lode_msg *msg)
+{
+	const struct lode_wire_scrub_status_req *q = msg->fixed;
+	struct lode_wire_scrub_status st;
+	struct lode_wire_scrub_bad *bad = NULL;
+
+	(void)io;
+	if (!oss->scrub)
+		return -EOPNOTSUPP;
+	if (q->max) {
+		bad = malloc((size_t)q->max * sizeof(*bad));
+		if (!bad)
+			return -ENOMEM;
+	}
+	lode_oss_scrub_status(oss->scrub, &st, bad, q->max);
+	if (!st.count) {
+		free(bad);
+		lode_req_reply(req, 0, &st, sizeof(st), NULL, 0, NULL);
+		return 0;
+	}
+	lode_req_reply(req, 0, &st, sizeof(st), bad, (size_t)st.count * sizeof(*bad), free);
+	return 0;
+}
+
 static const oss_op oss_ops[LODE_OP_MAX_] = {
     [LODE_OP_HELLO] = op_hello,		  [LODE_OP_PING] = op_ping,
     [LODE_OP_OBJ_WRITE] = op_write,	  [LODE_OP_OBJ_READ] = op_read,
     [LODE_OP_OBJ_TRUNCATE] = op_truncate, [LODE_OP_OBJ_FSYNC] = op_fsync,
     [LODE_OP_OBJ_REMOVE] = op_remove,	  [LODE_OP_OBJ_STAT] = op_stat,
     [LODE_OP_OBJ_LIST] = op_list,	  [LODE_OP_OBJ_ALLOCATE] = op_allocate,
+    [LODE_OP_OBJ_SCRUB] = op_scrub,	  [LODE_OP_OBJ_SCRUB_STATUS] = op_scrub_status,
 };
 
 static void on_request(void *ctx, struct lode_req *req)

@@ -17,6 +17,7 @@
 #define LODE_OSS_WORKERS_MAX 64
 
 struct fwd_cache;
+struct lode_oss_scrub;
 
 /* Object data moved by one worker, for metrics: written by that worker only, read
  * atomically by the scrape. One cache line each, so workers never share one. */
@@ -43,6 +44,9 @@ struct lode_oss {
 	struct lode_rpc *_Atomic fwd_rpc;
 	struct fwd_cache *fwd[LODE_OSS_WORKERS_MAX];
 	struct lode_oss_worker_stats stats[LODE_OSS_WORKERS_MAX];
+	/* The scrub that OBJ_SCRUB starts (oss/scrub.c), set before serving; NULL: none
+	 * (OBJ_SCRUB answers EOPNOTSUPP). Thread-safe itself; not owned. */
+	struct lode_oss_scrub *scrub;
 };
 
 /* Serves requests with ctx = a struct lode_oss. */

@@ -26,6 +26,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "mds_link.h"
+#include "scrub.h"
 #include "objstore.h"
 #include "server.h"
 
@@ -207,6 +208,7 @@ int main(int argc, char **argv)
 	struct lode_mds_link_opts lopts = {0};
 	struct lode_server *srv = NULL;
 	struct lode_mds_link *link = NULL;
+	struct lode_oss_scrub *scrub = NULL;
 	struct lode_objstore *st = NULL;
 	struct lode_daemon_metrics *dm = NULL;
 	static struct lode_oss oss;
@@ -264,6 +266,12 @@ int main(int argc, char **argv)
 	}
 	lode_oss_init(&oss, st);
 	oss.keys = secure ? &keys : NULL;
+	err = lode_oss_scrub_create(&scrub, st, &oss, a.mds, a.data);
+	if (err) {
+		LODE_ERR("preparing the scrub: %s", strerror(-err));
+		goto out_store;
+	}
+	oss.scrub = scrub;
 	sopts.keys = oss.keys;
 	memcpy(sopts.listen, a.listen, sizeof(a.listen));
 	sopts.threads = a.threads;
@@ -319,6 +327,7 @@ out_server:
 	lode_daemon_metrics_stop(dm);
 	lode_server_stop(srv);
 out_oss:
+	lode_oss_scrub_destroy(scrub); /* after the server: no OBJ_SCRUB can start one now */
 	lode_oss_fini(&oss);
 out_store:
 	lode_objstore_close(st);

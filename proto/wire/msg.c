@@ -310,6 +310,32 @@ static int check_set_copy(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return 0;
 }
 
+static int check_scrub_report(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_scrub_report_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->obj.ino == 0 || r->obj.reserved || r->target_id == 0)
+		return -EPROTO;
+	return r->bad_chunks == 0 ? -EINVAL : 0;
+}
+
+static int check_scrub(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_scrub_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->action != LODE_SCRUB_START && r->action != LODE_SCRUB_CANCEL ? -EINVAL : 0;
+}
+
+static int check_scrub_status(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_scrub_status_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->max > LODE_SCRUB_BAD_MAX ? -EINVAL : 0;
+}
+
 /* Object ids: ino is never 0 and reserved is 0; the OBJ_* structs start with one. */
 static int objid_ok(const struct lode_wire_objid *o)
 {
@@ -547,6 +573,11 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			  .fixed = sizeof(struct lode_wire_fsck_fix_req),
 			  .check = check_fsck_fix,
 			  .roles = R_ADMIN},
+    /* SCRUB_REPORT: from an OSS's scrub only */
+    [LODE_OP_SCRUB_REPORT] = {.name = "SCRUB_REPORT",
+			      .fixed = sizeof(struct lode_wire_scrub_report_req),
+			      .check = check_scrub_report,
+			      .roles = R_TARGET},
     [LODE_OP_MKNOD] = {.name = "MKNOD",
 		       .fixed = sizeof(struct lode_wire_mknod_req),
 		       CRED(struct lode_wire_mknod_req),
@@ -586,6 +617,18 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			   .rest = 1,
 			   .check = check_obj_fsync,
 			   .roles = R_ANY},
+    /* OBJ_SCRUB and OBJ_SCRUB_STATUS: admins only */
+    [LODE_OP_OBJ_SCRUB] = {.name = "OBJ_SCRUB",
+			   .fixed = sizeof(struct lode_wire_scrub_req),
+			   .zero = {ZERO(struct lode_wire_scrub_req, reserved),
+				    ZERO(struct lode_wire_scrub_req, reserved1)},
+			   .check = check_scrub,
+			   .roles = R_ADMIN},
+    [LODE_OP_OBJ_SCRUB_STATUS] = {.name = "OBJ_SCRUB_STATUS",
+				  .fixed = sizeof(struct lode_wire_scrub_status_req),
+				  .zero = {ZERO(struct lode_wire_scrub_status_req, reserved)},
+				  .check = check_scrub_status,
+				  .roles = R_ADMIN},
 };
 
 /* ---- opcodes and headers ---- */

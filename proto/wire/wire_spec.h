@@ -84,6 +84,7 @@ enum lode_opcode {
 	LODE_OP_MKNOD = 38,	      /* a FIFO, socket or device node */
 	LODE_OP_FSCK = 39,	      /* admin only: one page of the namespace check */
 	LODE_OP_FSCK_FIX = 40,	      /* admin only: repair one finding of FSCK */
+	LODE_OP_SCRUB_REPORT = 41,    /* OSS only: its scrub found a copy with bad data */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -93,7 +94,9 @@ enum lode_opcode {
 	LODE_OP_OBJ_STAT = 54,
 	LODE_OP_OBJ_LIST = 55,
 	LODE_OP_OBJ_FSYNC = 56,
-	LODE_OP_OBJ_ALLOCATE = 57, /* reserve disk space for a range, size unchanged */
+	LODE_OP_OBJ_ALLOCATE = 57,     /* reserve disk space for a range, size unchanged */
+	LODE_OP_OBJ_SCRUB = 58,	       /* admin only: start or cancel the target's scrub */
+	LODE_OP_OBJ_SCRUB_STATUS = 59, /* admin only: the scrub's progress or last result */
 
 	LODE_OP_MAX_ = 64,
 };
@@ -834,5 +837,80 @@ struct lode_wire_objinfo {
 	uint64_t size;
 };
 _Static_assert(sizeof(struct lode_wire_objinfo) == 32, "objinfo");
+
+/* ---- scrub (lodectl scrub): each OSS verifies its objects' checksums at rest ---- */
+
+/* SCRUB_REPORT (OSS only): the scrub of target_id found chunks of obj whose data fails its
+ * checksums (or a chunk with a checksum and no data). The MDS marks that copy degraded as
+ * REPORT_COPY with LODE_REPORT_BAD_DATA does, with its statuses (ENOENT: the file or the
+ * copy is gone; ESTALE: another generation; EBUSY: the stripe's last good copy, left as
+ * it is). Reply: empty. */
+struct lode_wire_scrub_report_req {
+	struct lode_wire_objid obj;
+	uint32_t target_id;  /* != 0 */
+	uint32_t bad_chunks; /* >= 1 */
+	uint64_t first_bad;  /* chunk index of the first bad chunk */
+};
+_Static_assert(sizeof(struct lode_wire_scrub_report_req) == 40, "scrub report req");
+
+enum lode_scrub_action {
+	LODE_SCRUB_START = 1,  /* EBUSY if one is running */
+	LODE_SCRUB_CANCEL = 2, /* stops a running scrub (its result says cancelled) */
+};
+
+/* OBJ_SCRUB (admin only): body = req. Reply body: lode_wire_scrub_status (no data). */
+struct lode_wire_scrub_req {
+	uint32_t action; /* enum lode_scrub_action */
+	uint32_t reserved;
+	uint64_t rate; /* START: bytes read per second at most; 0: unthrottled */
+	uint64_t reserved1[2];
+};
+_Static_assert(sizeof(struct lode_wire_scrub_req) == 32, "scrub req");
+
+enum lode_scrub_state {
+	LODE_SCRUB_NEVER = 0, /* no scrub since the OSS started */
+	LODE_SCRUB_RUNNING = 1,
+	LODE_SCRUB_DONE = 2, /* every object was read */
+	LODE_SCRUB_CANCELLED = 3,
+	LODE_SCRUB_FAILED = 4, /* stopped by an error (`error`) */
+};
+
+/* OBJ_SCRUB_STATUS (admin only): body = req. Reply body: lode_wire_scrub_status; data:
+ * `count` lode_wire_scrub_bad records, the first at most `max` of the bad objects the
+ * current (or last) scrub found, in the order found. */
+struct lode_wire_scrub_status_req {
+	uint32_t max; /* 0..LODE_SCRUB_BAD_MAX */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_scrub_status_req) == 8, "scrub status req");
+
+#define LODE_SCRUB_BAD_MAX 1024 /* bad objects an OSS remembers per scrub */
+
+struct lode_wire_scrub_status {
+	uint32_t state;		/* enum lode_scrub_state */
+	int32_t error;		/* FAILED: the wire status that stopped it */
+	uint64_t run;		/* scrubs started since the OSS started (this one's number) */
+	uint64_t started;	/* wall-clock ns since the epoch; 0: never */
+	uint64_t finished;	/* ns since the epoch; 0 while running */
+	uint64_t rate;		/* as asked (0: unthrottled) */
+	uint64_t objects_total; /* objects and bytes listed when the scrub began */
+	uint64_t bytes_total;
+	uint64_t objects_checked;
+	uint64_t bytes_checked;
+	uint64_t bad_objects; /* objects with at least one bad chunk */
+	uint64_t bad_chunks;
+	uint64_t reported; /* bad copies the MDS marked degraded */
+	uint32_t count;	   /* records in the reply's data */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_scrub_status) == 104, "scrub status");
+
+struct lode_wire_scrub_bad {
+	struct lode_wire_objid obj;
+	uint64_t first_bad; /* chunk index */
+	uint32_t bad_chunks;
+	int32_t report; /* wire status of SCRUB_REPORT (0: marked degraded) */
+};
+_Static_assert(sizeof(struct lode_wire_scrub_bad) == 40, "scrub bad");
 
 #endif

@@ -107,6 +107,7 @@ def requests():
         (35, 'report_copy', struct.pack('<QQIIII', 2, 1, 0, 1, 1, 0), 0),
         (36, 'layout_get', struct.pack('<Q', 2), 0),
         (37, 'layout_set_copy', struct.pack('<QQIIII', 2, 1, 0, 1, 2, 0), 0),
+        (41, 'scrub_report', objid() + struct.pack('<IIQ', 1, 2, 3), 0),
         (50, 'obj_write', objid() + struct.pack('<QII', 0, 0, 1) + sums(wdata), len(wdata)),
         (50, 'obj_write_sync', objid() + struct.pack('<QII', 0, 1, 1) + sums(wdata),
          len(wdata)),
@@ -119,6 +120,9 @@ def requests():
         (55, 'obj_list', objid(0, 0, 0) + struct.pack('<II', 16, 0), 0),
         (56, 'obj_fsync', objid(), 0),
         (56, 'obj_fsync_chain', objid() + chain(1, [(2, 'tcp://127.0.0.1:7002')]), 0),
+        (58, 'obj_scrub', struct.pack('<IIQQQ', 1, 0, 64 << 20, 0, 0), 0),
+        (58, 'obj_scrub_cancel', struct.pack('<IIQQQ', 2, 0, 0, 0, 0), 0),
+        (59, 'obj_scrub_status', struct.pack('<II', 16, 0), 0),
     ]
 
 
@@ -253,6 +257,8 @@ def oss_handler():
     write('oss_handler', 'sync_and_chain_tail', frames([(50, ws, data), (50, wc, data),
                                                         (56, objid() + chain(1, []), b'')]))
     write('oss_handler', 'ping', frames([(2, b'', b'')]))
+    write('oss_handler', 'scrub', frames([(59, struct.pack('<II', 16, 0), b''),
+                                          (58, struct.pack('<IIQQQ', 2, 0, 0, 0, 0), b'')]))
 
 
 def oss_sum():

@@ -36,6 +36,7 @@ FIELDS = {
     "repair": {"path", "copies_degraded", "copies_repaired", "bytes_copied", "seconds"},
     "fsck": {"findings", "repair", "inodes", "files", "objects", "targets", "errors_found",
              "errors_fixed", "errors_left", "seconds", "files_per_s", "objects_per_s", "exit"},
+    "scrub": {"targets", "bad", "repair", "rate", "bad_copies", "repaired", "left", "exit"},
     "load": {"to", "files", "tensors", "bytes", "seconds", "gb_per_s", "verified", "per_file"},
     "key generate": {"file", "role"},
     "key derive": {"file", "role"},
@@ -45,7 +46,7 @@ FIELDS = {
     "help": {"commands"},
 }
 TARGET_FIELDS = {"id", "state", "address", "bytes_total", "bytes_free", "objects",
-                 "last_seen_ms"}
+                 "last_seen_ms", "scrub"}
 COPIED_FIELDS = {"from", "to", "bytes"}
 LAYOUT_FIELDS = {"stripe_size", "stripe_count", "mirror_count", "generation", "stripes"}
 ERROR_FIELDS = {"code", "message"}
@@ -200,6 +201,15 @@ def main():
             if fk["errors_found"] != 0 or fk["exit"] != 0 or fk["findings"] != [] or \
                     fk["files"] < 1 or fk["objects"] < 1 or fk["repair"] != (len(args) == 2):
                 fail(f"{' '.join(args)} of a healthy cluster: {fk}")
+
+        sc = run(["scrub", "--repair", "--rate", "0"])
+        if sc["bad_copies"] != 0 or sc["exit"] != 0 or sc["bad"] != [] or \
+                len(sc["targets"]) != 2 or sc["rate"] != 0 or sc["repair"] is not True or \
+                not all(t["state"] == "done" and t["objects_checked"] >= 1
+                        for t in sc["targets"]):
+            fail(f"scrub of a healthy cluster: {sc}")
+        if run(["scrub", "--rate", "x"], want_rc=2)["error"]["code"] != "EUSAGE":
+            fail("scrub --rate x is not a usage error")
 
         ld = run(["load", "/j/f", "--verify"])
         if ld["files"] != 1 or ld["bytes"] != 2_500_000 or ld["verified"] is not True or \

@@ -16,6 +16,7 @@
 int cmd_status(struct lodectl *ctl, int argc, char **argv)
 {
 	struct lode_target_info *t = NULL;
+	struct lodectl_scrub_peek *scrub;
 	json_object *targets;
 	struct lode_statfs sf;
 	int n, max = 256, rc;
@@ -59,6 +60,7 @@ int cmd_status(struct lodectl *ctl, int argc, char **argv)
 		printf("%-6s %-5s %-24s %12s %12s %9s %10s\n", "target", "state", "address",
 		       "total_GiB", "free_GiB", "objects", "seen");
 	}
+	scrub = lodectl_scrub_peek_open(ctl);
 	for (int i = 0; i < n; i++) {
 		json_object *o = json_object_new_object();
 		/* UINT64_MAX: not heard from since the MDS started */
@@ -86,7 +88,9 @@ int cmd_status(struct lodectl *ctl, int argc, char **argv)
 			printf("%-6u %-5s %-24s %12.1f %12.1f %9" PRIu64 " %10s\n", t[i].id,
 			       t[i].up ? "up" : "down", t[i].addr, (double)t[i].bytes_total / GIB,
 			       (double)t[i].bytes_free / GIB, t[i].objects, seen);
+		lodectl_scrub_peek_target(scrub, t[i].id, t[i].addr, t[i].up, o);
 	}
+	lodectl_scrub_peek_close(scrub); /* prints each target's scrub after the table */
 	free(t);
 	return 0;
 }

@@ -167,5 +167,16 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	  /* local.c */
 int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	  /* fsck.c */
+int cmd_scrub(struct lodectl *ctl, int argc, char **argv);	  /* scrub.c */
+
+/* For lodectl status (scrub.c): each target's current or last scrub, asked of the OSS.
+ * open() returns NULL when it cannot (then peek_target adds "scrub": null); peek_target
+ * adds member "scrub" to the target's JSON object and keeps a line for close(), which
+ * prints them (text mode) and frees p (NULL accepted). */
+struct lodectl_scrub_peek;
+struct lodectl_scrub_peek *lodectl_scrub_peek_open(struct lodectl *ctl);
+void lodectl_scrub_peek_target(struct lodectl_scrub_peek *p, uint32_t id, const char *addr, bool up,
+			       json_object *target);
+void lodectl_scrub_peek_close(struct lodectl_scrub_peek *p);
 
 #endif

@@ -104,6 +104,22 @@ static const struct lodectl_cmd commands[] = {
      "  Exit status: 0 clean, 1 errors found and all fixed, 4 errors left, 8 operational\n"
      "  error (the MDS or an OSS unreachable, a target down), 2 bad usage.",
      true},
+    {"scrub", cmd_scrub, "verify every chunk at rest on the OSSes (and --repair bad copies)",
+     "scrub [--repair] [--rate MIB_S] [--target ID]\n"
+     "  Each OSS (or only target ID) reads its objects from its own disk and verifies every\n"
+     "  chunk against its stored checksum, online: clients go on, at most MIB_S MiB/s per\n"
+     "  target. Each bad copy is reported to the MDS, which marks it degraded (readers then\n"
+     "  use the other copies), and listed here. Progress and the last result per target\n"
+     "  also show in `lodectl status`.\n"
+     "  --repair              then rewrite the bad copies from a good one (lodectl repair)\n"
+     "  --rate MIB_S          read at most this many MiB/s per target (default 64; 0: no\n"
+     "                        limit; at most 1048576)\n"
+     "  --target ID           scrub only that target\n"
+     "  Interrupted, it cancels the scrubs it started.\n"
+     "  Exit status: 0 clean, 1 bad copies found and all repaired, 4 bad copies left, 8\n"
+     "  operational error (the MDS or an OSS unreachable, a target down, a scrub failed),\n"
+     "  2 bad usage.",
+     true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
      "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
