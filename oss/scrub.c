@@ -367,10 +367,11 @@ static void run_teardown(struct run *r)
 	free(r->page);
 }
 
-/* Writes the result to DATA/scrub.last (tmp, fsync, rename): an OSS that restarts tells the
- * last scrub it finished, not "never". Only the scrub's own thread writes it, and the next
- * start joins that thread first, so writes never overlap. */
-static void save_last(struct lode_oss_scrub *s)
+/* Writes the result, ended in state `end`, to DATA/scrub.last (tmp, fsync, rename): an OSS
+ * that restarts tells the last scrub it finished, not "never". Only the scrub's own thread
+ * writes it, and the next start joins that thread first, so writes never overlap. It runs
+ * before the end is published, so whoever sees the scrub ended finds its result on disk. */
+static void save_last(struct lode_oss_scrub *s, uint32_t end)
 {
 	struct last_hdr h = {.magic = LAST_MAGIC, .version = LAST_VERSION};
 	struct lode_wire_scrub_status st;
@@ -385,6 +386,7 @@ static void save_last(struct lode_oss_scrub *s)
 	if (!bad)
 		return;
 	lode_oss_scrub_status(s, &st, bad, LODE_SCRUB_BAD_MAX);
+	st.state = end;
 	h.count = st.count;
 	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	iov[1] = (struct iovec){.iov_base = &st, .iov_len = sizeof(st)};
@@ -460,6 +462,7 @@ static void *scrub_main(void *arg)
 {
 	struct run *r = arg;
 	struct lode_oss_scrub *s = r->s;
+	uint32_t end;
 	int rc;
 
 	rc = run_setup(r);
@@ -469,13 +472,17 @@ static void *scrub_main(void *arg)
 	pthread_mutex_lock(&s->lock);
 	s->s.finished = (uint64_t)lode_now_ns();
 	if (rc == 1 || (rc == 0 && s->cancel))
-		s->s.state = LODE_SCRUB_CANCELLED;
+		end = LODE_SCRUB_CANCELLED;
 	else if (rc) {
-		s->s.state = LODE_SCRUB_FAILED;
+		end = LODE_SCRUB_FAILED;
 		s->s.error = lode_status_from_errno(rc);
 	} else {
-		s->s.state = LODE_SCRUB_DONE;
+		end = LODE_SCRUB_DONE;
 	}
+	pthread_mutex_unlock(&s->lock);
+	save_last(s, end);
+	pthread_mutex_lock(&s->lock);
+	s->s.state = end;
 	LODE_INFO("scrub %llu %s: %llu objects, %llu bytes checked, %llu bad objects "
 		  "(%llu chunks)%s%s",
 		  (unsigned long long)s->s.run,
@@ -486,7 +493,6 @@ static void *scrub_main(void *arg)
 		  (unsigned long long)s->s.bad_objects, (unsigned long long)s->s.bad_chunks,
 		  rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
 	pthread_mutex_unlock(&s->lock);
-	save_last(s);
 	free(r);
 	return NULL;
 }
