@@ -67,7 +67,8 @@ static void usage(FILE *out)
 		"                      version (a damaged store: its namespace is lost)\n"
 		"  --restore FILE      replace the store in --data with the backup FILE\n"
 		"                      (`lodectl mds backup`) and exit; the MDS must be stopped.\n"
-		"                      Then start it and run `lodectl fsck --repair`\n"
+		"                      Then start it and run `lodectl fsck --repair\n"
+		"                      --remove-lost`\n"
 		"  --version           print the version and exit\n"
 		"  --help              print this help and exit\n");
 }
@@ -134,11 +135,12 @@ static int do_restore(const char *data, const char *file)
 		LODE_ERR("restore: %s", why);
 		return 1;
 	}
-	LODE_INFO("restored %s into %s (cluster id %016llx); inode numbers go on from %llu (the "
-		  "backup's: %llu; %s); start lode-mds, then run `lodectl fsck --repair`",
-		  file, data, (unsigned long long)ri.cluster_id, (unsigned long long)ri.next_ino,
-		  (unsigned long long)ri.backup_next_ino,
-		  ri.had_store ? "the replaced store's count" : "no store to ask: a gap of 2^32");
+	LODE_INFO(
+	    "restored %s into %s (cluster id %016llx); inode numbers go on from %llu (the "
+	    "backup's: %llu; %s); start lode-mds, then run `lodectl fsck --repair --remove-lost`",
+	    file, data, (unsigned long long)ri.cluster_id, (unsigned long long)ri.next_ino,
+	    (unsigned long long)ri.backup_next_ino,
+	    ri.had_store ? "the replaced store's count" : "no store to ask: a gap of 2^32");
 	return 0;
 }
 

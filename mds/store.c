@@ -626,17 +626,20 @@ static int meta_access(const char *path, bool nosubdir, struct meta_info *out,
 		v = (MDB_val){8, (void *)&set->next_target_id};
 		if (!rc)
 			rc = lode_store_errno(mdb_put(txn, dbi, &k, &v, 0));
-		if (!rc)
-			rc = lode_store_errno(mdb_txn_commit(txn));
+		if (!rc) {
+			rc = lode_store_errno(mdb_txn_commit(txn)); /* frees txn either way */
+			txn = NULL;
+		}
 		if (!rc)
 			rc = lode_store_errno(mdb_env_sync(env, 1));
-		if (rc)
+		if (rc) {
 			snprintf(why, why_len, "%s: cannot write the counters: %s", path,
 				 strerror(-rc));
-		txn = NULL;
+			goto abort_txn;
+		}
 	}
 	*out = mi;
-abort_txn:
+abort_txn: /* a read txn, or a write txn that failed before its commit */
 	if (txn)
 		mdb_txn_abort(txn);
 close_env:
