@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup.h"
 #include "codec.h"
 #include "handlers.h"
 #include "identity.h"
@@ -67,13 +68,20 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 		snprintf(why, why_len, "cannot start the writer thread: %s", strerror(-rc));
 		goto destroy_leases;
 	}
+	rc = lode_mds_backup_create(&m->backup, m->st, opts->dir);
+	if (rc) {
+		snprintf(why, why_len, "out of memory");
+		goto stop_writer;
+	}
 	rc = lode_liveness_start(&m->live, m->pl, m->writer, !opts->no_probe);
 	if (rc) {
 		snprintf(why, why_len, "cannot start the liveness threads: %s", strerror(-rc));
-		goto stop_writer;
+		goto destroy_backup;
 	}
 	return 0;
 
+destroy_backup:
+	lode_mds_backup_destroy(m->backup);
 stop_writer:
 	lode_writer_stop(m->writer);
 destroy_leases:
@@ -90,6 +98,7 @@ void lode_mds_fini(struct lode_mds *m)
 {
 	lode_liveness_stop(m->live); /* answers held creates, which never reach the writer */
 	lode_writer_stop(m->writer);
+	lode_mds_backup_destroy(m->backup); /* waits for a copy being made */
 	lode_leases_destroy(m->leases);
 	lode_placement_destroy(m->pl);
 	lode_store_close(m->st);
@@ -134,6 +143,8 @@ struct rreply {
 		struct lode_wire_target_list_rep targets;
 		struct lode_wire_orphan_list_rep orphans;
 		struct lode_wire_fsck_rep fsck;
+		struct lode_wire_backup_start_rep backup_start;
+		struct lode_wire_backup_read_rep backup_read;
 	} body;
 	size_t body_len;
 	void *data; /* malloc'ed, freed with free() once sent; or link below */
@@ -842,6 +853,25 @@ static int run_fsck_fix(struct wreq *w, struct lode_txn *t)
 	return lode_ns_fsck_fix(t, w->msg.fixed, &w->rep.fix);
 }
 
+/* BACKUP_START (admin only): the copy is made on a thread of backup.c, not here. */
+static int read_backup_start(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			     struct rreply *r)
+{
+	(void)t, (void)msg;
+	r->body_len = sizeof(r->body.backup_start);
+	return lode_mds_backup_start(m->backup, &r->body.backup_start.backup_id);
+}
+
+/* BACKUP_READ (admin only): one page of the finished copy, read from its file. */
+static int read_backup_read(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			    struct rreply *r)
+{
+	(void)t;
+	r->body_len = sizeof(r->body.backup_read);
+	return lode_mds_backup_read(m->backup, msg->fixed, &r->body.backup_read, &r->data,
+				    &r->data_len);
+}
+
 /* ---- the table ---- */
 
 #define READ(fn)                                                                                   \
@@ -897,6 +927,8 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_FSCK] = READ(read_fsck),
     [LODE_OP_FSCK_FIX] = MUTATE(run_fsck_fix),
     [LODE_OP_SCRUB_REPORT] = MUTATE(run_scrub_report),
+    [LODE_OP_BACKUP_START] = {.read = read_backup_start},
+    [LODE_OP_BACKUP_READ] = {.read = read_backup_read},
 };
 
 /* ---- dispatch ---- */

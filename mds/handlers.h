@@ -42,6 +42,7 @@ struct lode_mds {
 	struct lode_leases *leases; /* writer thread only */
 	struct lode_writer *writer;
 	struct lode_liveness *live;
+	struct lode_mds_backup *backup; /* lodectl mds backup (backup.c) */
 	uint64_t cluster_id;
 	int64_t orphan_grace_ns;
 	const struct lode_identity *identity; /* client groups' rules, or NULL: none */

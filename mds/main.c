@@ -35,6 +35,7 @@
 #include "identity.h"
 #include "log.h"
 #include "server.h"
+#include "store.h"
 
 static void usage(FILE *out)
 {
@@ -70,6 +71,10 @@ static void usage(FILE *out)
 		"                      write the metrics HOST:PORT into FILE once listening\n"
 		"  --format            format the store even though it holds data but no format\n"
 		"                      version (a damaged store: its namespace is lost)\n"
+		"  --restore FILE      replace the store in --data with the backup FILE\n"
+		"                      (`lodectl mds backup`) and exit; the MDS must be stopped.\n"
+		"                      Then start it and run `lodectl fsck --repair\n"
+		"                      --remove-lost`\n"
 		"  --version           print the version and exit\n"
 		"  --help              print this help and exit\n");
 }
@@ -113,6 +118,38 @@ static int parse_level(const char *s, enum lode_log_level *out)
 	return -EINVAL;
 }
 
+/* lode-mds --data DIR --restore FILE: offline, under the data directory's lock. */
+static int do_restore(const char *data, const char *file)
+{
+	struct lode_restore_info ri;
+	char why[512];
+	int rc;
+
+	lode_log_init("lode-mds", LODE_LOG_INFO);
+	rc = lode_make_dirs(data, 0700);
+	if (rc) {
+		LODE_ERR("cannot create data directory %s: %s", data, strerror(-rc));
+		return 1;
+	}
+	rc = lode_lock_data_dir(data, "lode-mds", why, sizeof(why));
+	if (rc) {
+		LODE_ERR("%s (stop the MDS before a restore)", why);
+		return 1;
+	}
+	rc = lode_store_restore(data, file, &ri, why, sizeof(why));
+	if (rc) {
+		LODE_ERR("restore: %s", why);
+		return 1;
+	}
+	LODE_INFO(
+	    "restored %s into %s (cluster id %016llx); inode numbers go on from %llu (the "
+	    "backup's: %llu; %s); start lode-mds, then run `lodectl fsck --repair --remove-lost`",
+	    file, data, (unsigned long long)ri.cluster_id, (unsigned long long)ri.next_ino,
+	    (unsigned long long)ri.backup_next_ino,
+	    ri.had_store ? "the replaced store's count" : "no store to ask: a gap of 2^32");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -124,6 +161,7 @@ int main(int argc, char **argv)
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
 	    {"format", no_argument, NULL, 'F'},
+	    {"restore", required_argument, NULL, 'R'},
 	    {"config", required_argument, NULL, 'C'},
 	    {"metrics", required_argument, NULL, 'M'},
 	    {"metrics-port-file", required_argument, NULL, 'P'},
@@ -135,7 +173,7 @@ int main(int argc, char **argv)
 	    {0},
 	};
 	const char *data = NULL, *listen[4] = {0}, *port_file = NULL;
-	const char *metrics = NULL, *metrics_port_file = NULL, *key_file = NULL;
+	const char *metrics = NULL, *metrics_port_file = NULL, *key_file = NULL, *restore = NULL;
 	struct lode_daemon_metrics *dm = NULL;
 	static struct lode_keyring keys;
 	static struct lode_identity identity;
@@ -193,6 +231,9 @@ int main(int argc, char **argv)
 		case 'F':
 			mopts.format = 1;
 			break;
+		case 'R':
+			restore = optarg;
+			break;
 		case 'C': /* read by lode_conf_load() */
 			break;
 		case 'L':
@@ -233,6 +274,8 @@ int main(int argc, char **argv)
 		return bad_args("unexpected argument '%s'", argv[optind]);
 	if (!data)
 		return bad_args("missing --data DIR");
+	if (restore)
+		return do_restore(data, restore);
 	if (!nlisten)
 		return bad_args("missing --listen tcp://HOST:PORT");
 	if (metrics_port_file && !metrics)

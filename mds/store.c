@@ -4,7 +4,10 @@
  * that MDB_* return codes are turned into negative errno in exactly one place.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <lmdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,4 +543,217 @@ void lode_store_close(struct lode_store *st)
 		return;
 	mdb_env_close(st->env);
 	free(st);
+}
+
+/* ---- backup and restore ---- */
+
+int lode_store_copy_compact(struct lode_store *st, int fd)
+{
+	/* one read transaction: the writer goes on, the copy is that moment's store */
+	return lode_store_errno(mdb_env_copyfd2(st->env, fd, MDB_CP_COMPACT));
+}
+
+/* What a restore needs from a store's meta db. */
+struct meta_info {
+	uint32_t version;
+	uint64_t cluster_id;
+	uint64_t next_ino;
+	uint64_t next_target_id;
+};
+
+static int meta_val(MDB_txn *txn, MDB_dbi dbi, const char *key, void *out, size_t min, size_t max)
+{
+	MDB_val k = {strlen(key), (void *)key}, v;
+	int rc = lode_store_errno(mdb_get(txn, dbi, &k, &v));
+
+	if (rc)
+		return rc;
+	if (v.mv_size < min || v.mv_size > max)
+		return -EUCLEAN;
+	memcpy(out, v.mv_data, min);
+	return 0;
+}
+
+/*
+ * Opens the store at path (a data file with nosubdir, else a directory), reads its meta
+ * db, and with `set` writes next_ino and next_target_id from *set. No lock file is used:
+ * the caller holds the data directory's lock (or the file is its own). Returns 0 or
+ * -errno with why set.
+ */
+static int meta_access(const char *path, bool nosubdir, struct meta_info *out,
+		       const struct meta_info *set, char *why, size_t why_len)
+{
+	unsigned flags = MDB_NOLOCK | (nosubdir ? MDB_NOSUBDIR : 0) | (set ? 0 : MDB_RDONLY);
+	struct meta_info mi = {0};
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	int rc;
+
+	rc = lode_store_errno(mdb_env_create(&env));
+	if (rc) {
+		snprintf(why, why_len, "mdb_env_create: %s", strerror(-rc));
+		return rc;
+	}
+	rc = lode_store_errno(mdb_env_set_maxdbs(env, LODE_DB_COUNT_ + 4));
+	if (!rc)
+		rc = lode_store_errno(mdb_env_set_mapsize(env, DEFAULT_MAP_SIZE));
+	if (!rc)
+		rc = lode_store_errno(mdb_env_open(env, path, flags, 0600));
+	if (rc) {
+		snprintf(why, why_len, "%s: not an LMDB store (%s)", path, strerror(-rc));
+		goto close_env;
+	}
+	rc = lode_store_errno(mdb_txn_begin(env, NULL, set ? 0 : MDB_RDONLY, &txn));
+	if (!rc)
+		rc = lode_store_errno(mdb_dbi_open(txn, db_names[LODE_DB_META], 0, &dbi));
+	if (rc) {
+		snprintf(why, why_len, "%s: no meta database (%s)", path, strerror(-rc));
+		goto close_env;
+	}
+	rc = meta_val(txn, dbi, "format_version", &mi.version, sizeof(mi.version),
+		      sizeof(mi.version));
+	if (!rc)
+		rc = meta_val(txn, dbi, "cluster_id", &mi.cluster_id, sizeof(uint64_t),
+			      sizeof(struct cluster_id_rec));
+	if (!rc)
+		rc = meta_val(txn, dbi, "next_ino", &mi.next_ino, sizeof(uint64_t),
+			      sizeof(uint64_t));
+	if (!rc)
+		rc = meta_val(txn, dbi, "next_target_id", &mi.next_target_id, sizeof(uint64_t),
+			      sizeof(uint64_t));
+	if (rc) {
+		snprintf(why, why_len, "%s: the meta database is incomplete (%s)", path,
+			 strerror(-rc));
+		goto abort_txn;
+	}
+	if (!mi.version || mi.version > LODE_MDS_FORMAT_VERSION || !mi.cluster_id) {
+		rc = -EUCLEAN;
+		snprintf(why, why_len, "%s: format version %u is not one this lode-mds reads", path,
+			 mi.version);
+		goto abort_txn;
+	}
+	if (set) {
+		MDB_val k = {8, "next_ino"}, v = {8, (void *)&set->next_ino};
+
+		rc = lode_store_errno(mdb_put(txn, dbi, &k, &v, 0));
+		k = (MDB_val){14, "next_target_id"};
+		v = (MDB_val){8, (void *)&set->next_target_id};
+		if (!rc)
+			rc = lode_store_errno(mdb_put(txn, dbi, &k, &v, 0));
+		if (!rc) {
+			rc = lode_store_errno(mdb_txn_commit(txn)); /* frees txn either way */
+			txn = NULL;
+		}
+		if (!rc)
+			rc = lode_store_errno(mdb_env_sync(env, 1));
+		if (rc) {
+			snprintf(why, why_len, "%s: cannot write the counters: %s", path,
+				 strerror(-rc));
+			goto abort_txn;
+		}
+	}
+	*out = mi;
+abort_txn: /* a read txn, or a write txn that failed before its commit */
+	if (txn)
+		mdb_txn_abort(txn);
+close_env:
+	mdb_env_close(env);
+	return rc;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[1 << 16];
+	int in, out, rc = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			rc = errno ? -errno : -EIO;
+			break;
+		}
+	if (n < 0)
+		rc = -errno;
+	if (!rc && fsync(out))
+		rc = -errno;
+	close(in);
+	if (close(out) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+int lode_store_restore(const char *dir, const char *backup, struct lode_restore_info *info,
+		       char *why, size_t why_len)
+{
+	char tmp[PATH_MAX], data[PATH_MAX], old[PATH_MAX], lock[PATH_MAX], ignore[256];
+	struct meta_info b, o, set;
+	bool have_old;
+	int rc, dfd;
+
+	snprintf(tmp, sizeof(tmp), "%s/data.mdb.restore", dir);
+	snprintf(data, sizeof(data), "%s/data.mdb", dir);
+	snprintf(old, sizeof(old), "%s/data.mdb.pre-restore", dir);
+	snprintf(lock, sizeof(lock), "%s/lock.mdb", dir);
+	/* the backup must be a store this server reads, before anything changes */
+	rc = meta_access(backup, true, &b, NULL, why, why_len);
+	if (rc)
+		return rc;
+	/* the store it replaces, if readable and of the same cluster, knows every inode number
+	 * handed out since the backup */
+	have_old = !access(data, F_OK) &&
+		   !meta_access(dir, false, &o, NULL, ignore, sizeof(ignore)) &&
+		   o.cluster_id == b.cluster_id;
+	set = b;
+	if (have_old) {
+		set.next_ino = o.next_ino > b.next_ino ? o.next_ino : b.next_ino;
+		set.next_target_id =
+		    o.next_target_id > b.next_target_id ? o.next_target_id : b.next_target_id;
+	} else {
+		/* files created after the backup left objects numbered from b.next_ino: skip
+		 * far past them, so that no new file's objects meet one (fsck removes them) */
+		set.next_ino = b.next_ino + LODE_RESTORE_INO_GAP;
+	}
+	rc = copy_file(backup, tmp);
+	if (rc) {
+		snprintf(why, why_len, "cannot copy %s to %s: %s", backup, tmp, strerror(-rc));
+		goto unlink_tmp;
+	}
+	rc = meta_access(tmp, true, &o, &set, why, why_len);
+	if (rc)
+		goto unlink_tmp;
+	if (!access(data, F_OK) && rename(data, old)) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot move %s aside: %s", data, strerror(-rc));
+		goto unlink_tmp;
+	}
+	if (rename(tmp, data)) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot rename %s to %s: %s", tmp, data, strerror(-rc));
+		goto unlink_tmp;
+	}
+	unlink(lock); /* the reader table of the store that was */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	info->cluster_id = b.cluster_id;
+	info->backup_next_ino = b.next_ino;
+	info->next_ino = set.next_ino;
+	info->had_store = have_old;
+	return 0;
+
+unlink_tmp:
+	unlink(tmp);
+	return rc;
 }

@@ -16,6 +16,7 @@
 #define LODE_MDS_STORE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct lode_store;
@@ -133,5 +134,35 @@ static inline uint64_t lode_be64_get(const void *p)
 /* meta counters, for write transactions: hands out the next value and advances it. */
 int lode_store_alloc_ino(struct lode_txn *t, uint64_t *ino);
 int lode_store_alloc_target_id(struct lode_txn *t, uint32_t *id);
+
+/* ---- backup and restore (lodectl mds backup, lode-mds --restore) ---- */
+
+/* Writes a compacted copy of the store to fd, in one read transaction: writers go on and
+ * the copy is the store as it was when it began. Blocks until done. Returns 0 or -errno. */
+int lode_store_copy_compact(struct lode_store *st, int fd);
+
+/* Inode numbers skipped past a backup's next_ino when the store it replaces cannot tell
+ * how many were handed out since (it is lost, unreadable or another cluster's): files
+ * created after the backup left objects numbered from there, and a new file must never
+ * meet one. 2^32 creates between a backup and its restore is taken as impossible. */
+#define LODE_RESTORE_INO_GAP (1ull << 32)
+
+struct lode_restore_info {
+	uint64_t cluster_id;
+	uint64_t backup_next_ino; /* the backup's */
+	uint64_t next_ino;	  /* the restored store's */
+	bool had_store;		  /* the store replaced was readable and of the same cluster */
+};
+
+/*
+ * Replaces the store in dir (no server may have it open: hold the directory's lock) with
+ * the backup file: checks the backup is a store this server reads, copies it in as
+ * dir/data.mdb (durably; the old one is kept as dir/data.mdb.pre-restore), and sets its
+ * next inode number past every one handed out before: the replaced store's, if readable
+ * and of the same cluster (and its next target id), else the backup's plus
+ * LODE_RESTORE_INO_GAP. Returns 0 with info filled, or -errno with a reason in why.
+ */
+int lode_store_restore(const char *dir, const char *backup, struct lode_restore_info *info,
+		       char *why, size_t why_len);
 
 #endif

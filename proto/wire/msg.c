@@ -286,6 +286,14 @@ static int check_fsck_fix(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return 0;
 }
 
+static int check_backup_read(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_backup_read_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->max == 0 || r->max > LODE_BACKUP_PAGE_MAX ? -EINVAL : 0;
+}
+
 static int check_report(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_report_req *r = m->fixed;
@@ -578,6 +586,16 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			      .fixed = sizeof(struct lode_wire_scrub_report_req),
 			      .check = check_scrub_report,
 			      .roles = R_TARGET},
+    /* BACKUP_START and BACKUP_READ: admins only */
+    [LODE_OP_BACKUP_START] = {.name = "BACKUP_START",
+			      .fixed = sizeof(struct lode_wire_backup_start_req),
+			      .zero = {ZERO(struct lode_wire_backup_start_req, reserved)},
+			      .roles = R_ADMIN},
+    [LODE_OP_BACKUP_READ] = {.name = "BACKUP_READ",
+			     .fixed = sizeof(struct lode_wire_backup_read_req),
+			     .zero = {ZERO(struct lode_wire_backup_read_req, reserved)},
+			     .check = check_backup_read,
+			     .roles = R_ADMIN},
     [LODE_OP_MKNOD] = {.name = "MKNOD",
 		       .fixed = sizeof(struct lode_wire_mknod_req),
 		       CRED(struct lode_wire_mknod_req),

@@ -85,6 +85,8 @@ enum lode_opcode {
 	LODE_OP_FSCK = 39,	      /* admin only: one page of the namespace check */
 	LODE_OP_FSCK_FIX = 40,	      /* admin only: repair one finding of FSCK */
 	LODE_OP_SCRUB_REPORT = 41,    /* OSS only: its scrub found a copy with bad data */
+	LODE_OP_BACKUP_START = 42,    /* admin only: begin a compacted copy of the namespace */
+	LODE_OP_BACKUP_READ = 43,     /* admin only: one page of that copy */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -679,6 +681,43 @@ struct lode_wire_fsck_fix_rep {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_fsck_fix_rep) == 8, "fsck fix rep");
+
+/* ---- backup (admin only; lodectl mds backup) ---- */
+
+/* BACKUP_START: the MDS begins a compacted copy of its LMDB store (one read transaction,
+ * so writers go on) into a temporary file of its own, on a thread. One copy at a time:
+ * -EBUSY while one is being made; a new one replaces a finished one. */
+struct lode_wire_backup_start_req {
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct lode_wire_backup_start_req) == 16, "backup start req");
+
+struct lode_wire_backup_start_rep {
+	uint64_t backup_id; /* names the copy in BACKUP_READ */
+	uint64_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_backup_start_rep) == 16, "backup start rep");
+
+/* BACKUP_READ: up to `max` bytes of the copy from `offset` as data, once it is ready (until
+ * then: ready 0 and no data; ask again). Reading its last byte releases the copy; a
+ * backup_id that is not the current copy's is -ESTALE. */
+struct lode_wire_backup_read_req {
+	uint64_t backup_id;
+	uint64_t offset;
+	uint32_t max; /* 1..LODE_BACKUP_PAGE_MAX */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_backup_read_req) == 24, "backup read req");
+
+#define LODE_BACKUP_PAGE_MAX (1u << 20)
+
+struct lode_wire_backup_read_rep {
+	uint32_t ready; /* 1: the copy is complete; size and hash are set */
+	uint32_t reserved;
+	uint64_t size;	  /* bytes in the whole copy */
+	uint8_t hash[32]; /* BLAKE2b-256 of the whole copy */
+};
+_Static_assert(sizeof(struct lode_wire_backup_read_rep) == 48, "backup read rep");
 
 /* ---- objects ---- */
 

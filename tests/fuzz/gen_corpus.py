@@ -108,6 +108,8 @@ def requests():
         (36, 'layout_get', struct.pack('<Q', 2), 0),
         (37, 'layout_set_copy', struct.pack('<QQIIII', 2, 1, 0, 1, 2, 0), 0),
         (41, 'scrub_report', objid() + struct.pack('<IIQ', 1, 2, 3), 0),
+        (42, 'backup_start', struct.pack('<QQ', 0, 0), 0),
+        (43, 'backup_read', struct.pack('<QQII', 1, 0, 1 << 20, 0), 0),
         (50, 'obj_write', objid() + struct.pack('<QII', 0, 0, 1) + sums(wdata), len(wdata)),
         (50, 'obj_write_sync', objid() + struct.pack('<QII', 0, 1, 1) + sums(wdata),
          len(wdata)),

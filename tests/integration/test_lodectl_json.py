@@ -40,7 +40,9 @@ FIELDS = {
     "load": {"to", "files", "tensors", "bytes", "seconds", "gb_per_s", "verified", "per_file"},
     "key generate": {"file", "role"},
     "key derive": {"file", "role"},
+    "mds backup": {"file", "bytes", "blake2b", "seconds"},
     "local up": {"dir", "mds", "key_file"},
+    "local add-oss": {"dir", "name", "addr", "capacity"},
     "local down": {"dir"},
     "local kill": {"dir", "daemon", "signal"},
     "help": {"commands"},
@@ -255,6 +257,16 @@ def main():
         ver = subprocess.run([LODECTL, "--json", "--version"], capture_output=True, text=True)
         if "version" not in json.loads(ver.stdout):
             fail(f"--version --json: {ver.stdout}")
+
+        backup = os.path.join(tmp, "ns.backup")
+        bk = run(["mds", "backup", backup])
+        if bk["file"] != backup or bk["bytes"] != os.path.getsize(backup) or \
+                len(bk["blake2b"]) != 64:
+            fail(f"mds backup: {bk}")
+        add = run(["local", "add-oss", cdir, "--capacity", "64M"])
+        if add["name"] != "oss2" or add["capacity"] != 64 << 20 or \
+                not add["addr"].startswith("tcp://"):
+            fail(f"local add-oss: {add}")
 
         kill = run(["local", "kill", cdir, "oss1", "-9"])
         if kill["daemon"] != "oss1" or kill["signal"] != "KILL":

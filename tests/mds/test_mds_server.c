@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -357,6 +358,58 @@ static void test_pipelined_creates_share_group_commits(void **state)
 	print_message("%d creates in %lu commits\n", N, lode_writer_batches(mds.writer) - before);
 }
 
+static void test_a_backup_is_served_in_pages_until_its_last_byte(void **state)
+{
+	struct lode_wire_backup_start_req sq = {0};
+	struct lode_wire_backup_start_rep sr = {0};
+	struct lode_wire_backup_read_req q = {.backup_id = 12345, .max = 4096};
+	struct lode_wire_backup_read_rep r;
+	static char page[4096];
+	uint64_t got = 0, n = 0, size = 0;
+	uint32_t magic;
+	int rc;
+
+	(void)state;
+	mkdir_at(LODE_MDS_ROOT_INO, "in-the-backup");
+	/* no copy yet: any id is stale */
+	assert_int_equal(call(LODE_OP_BACKUP_READ, &q, sizeof(q), NULL, NULL, NULL, 0, &r,
+			      sizeof(r), page, sizeof(page), &n),
+			 -ESTALE);
+	assert_int_equal(call(LODE_OP_BACKUP_START, &sq, sizeof(sq), NULL, NULL, NULL, 0, &sr,
+			      sizeof(sr), NULL, 0, NULL),
+			 0);
+	assert_true(sr.backup_id != 0);
+	q.backup_id = sr.backup_id;
+	for (int tries = 0;; tries++) {
+		q.offset = got;
+		rc = call(LODE_OP_BACKUP_READ, &q, sizeof(q), NULL, NULL, NULL, 0, &r, sizeof(r),
+			  page, sizeof(page), &n);
+		assert_int_equal(rc, 0);
+		if (!r.ready) { /* being made: nothing is served yet */
+			assert_int_equal(n, 0);
+			assert_true(tries < 5000);
+			usleep(1000);
+			continue;
+		}
+		if (!got) {
+			size = r.size;
+			assert_true(size >= 4 * 4096); /* two meta pages and more */
+			memcpy(&magic, page + 16, sizeof(magic));
+			assert_int_equal(magic, 0xBEEFC0DEu); /* an LMDB data file */
+		}
+		assert_int_equal(r.size, size);
+		assert_true(n > 0 && n <= q.max && got + n <= size);
+		got += n;
+		if (got == size)
+			break;
+	}
+	/* the last page was taken: the copy is gone */
+	q.offset = 0;
+	assert_int_equal(call(LODE_OP_BACKUP_READ, &q, sizeof(q), NULL, NULL, NULL, 0, &r,
+			      sizeof(r), page, sizeof(page), &n),
+			 -ESTALE);
+}
+
 static void test_a_malformed_body_gets_an_error_and_the_server_goes_on(void **state)
 {
 	struct lode_wire_lookup_req r = {.parent = 1, .name_len = 200};
@@ -390,6 +443,7 @@ int main(void)
 	    cmocka_unit_test(test_unlinked_files_become_orphans_for_their_targets),
 	    cmocka_unit_test(test_pipelined_creates_share_group_commits),
 	    cmocka_unit_test(test_a_malformed_body_gets_an_error_and_the_server_goes_on),
+	    cmocka_unit_test(test_a_backup_is_served_in_pages_until_its_last_byte),
 	};
 	char why[256];
 	int rc;

@@ -470,6 +470,10 @@ static const struct req_case reqs[] = {
 		  FIELD(struct lode_wire_scrub_req, reserved1)}},
     {LODE_OP_OBJ_SCRUB_STATUS, FIXED(struct lode_wire_scrub_status_req, .max = 1),
      .reserved = {FIELD(struct lode_wire_scrub_status_req, reserved)}},
+    {LODE_OP_BACKUP_START, FIXED(struct lode_wire_backup_start_req, .reserved = {0}),
+     .reserved = {FIELD(struct lode_wire_backup_start_req, reserved)}},
+    {LODE_OP_BACKUP_READ, FIXED(struct lode_wire_backup_read_req, .backup_id = 1, .max = 1),
+     .reserved = {FIELD(struct lode_wire_backup_read_req, reserved)}},
 };
 
 static const struct req_case *req_case(uint8_t op)
@@ -855,6 +859,8 @@ static void test_each_opcode_row_names_the_roles_that_may_send_it(void **state)
 	assert_int_equal(lode_op_roles(LODE_OP_ORPHAN_LIST), target);
 	assert_int_equal(lode_op_roles(LODE_OP_ORPHAN_DONE), target);
 	assert_int_equal(lode_op_roles(LODE_OP_LAYOUT_SET_COPY), admin);
+	assert_int_equal(lode_op_roles(LODE_OP_BACKUP_START), admin);
+	assert_int_equal(lode_op_roles(LODE_OP_BACKUP_READ), admin);
 	assert_int_equal(lode_op_roles(LODE_OP_LOOKUP), client | admin);
 	assert_int_equal(lode_op_roles(LODE_OP_REPORT_COPY), client | admin);
 	assert_int_equal(lode_op_roles(LODE_OP_HELLO), client | target | admin);
@@ -1055,6 +1061,15 @@ static void test_scrub_requests_are_bounded(void **state)
 	EXPECT_FIELD(LODE_OP_OBJ_SCRUB_STATUS, NULL, struct lode_wire_scrub_status_req, max, maxes);
 	EXPECT_FIELD(LODE_OP_SCRUB_REPORT, NULL, struct lode_wire_scrub_report_req, bad_chunks,
 		     bad);
+}
+
+static void test_backup_pages_are_bounded(void **state)
+{
+	static const struct value_case maxes[] = {
+	    {0, -EINVAL}, {1, 0}, {LODE_BACKUP_PAGE_MAX, 0}, {LODE_BACKUP_PAGE_MAX + 1, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_BACKUP_READ, NULL, struct lode_wire_backup_read_req, max, maxes);
 }
 
 static void test_orphan_done_carries_whole_object_ids_up_to_a_page(void **state)
@@ -2317,6 +2332,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_orphan_done_carries_whole_object_ids_up_to_a_page),
 	    cmocka_unit_test(test_fsck_pages_and_fixes_are_bounded),
 	    cmocka_unit_test(test_scrub_requests_are_bounded),
+	    cmocka_unit_test(test_backup_pages_are_bounded),
 	    cmocka_unit_test(test_xattr_value_comes_with_setxattr_only_and_up_to_its_limit),
 	    cmocka_unit_test(test_xattr_flags_belong_to_setxattr_and_listxattr_takes_no_name),
 	    cmocka_unit_test(test_report_copy_needs_an_inode_a_target_and_a_known_kind),

@@ -78,6 +78,10 @@ struct fsck {
 	/* inodes to hand to lode_repair */
 	uint64_t *fix;
 	size_t nfix, cfix;
+	/* --remove-lost: files with a stripe no good copy of which is left, to unlink */
+	bool remove_lost;
+	uint64_t *lost;
+	size_t nlost, clost;
 	uint64_t inodes, files, objects, found, fixed, left;
 	bool oper; /* an operational error */
 	json_object *findings;
@@ -190,6 +194,17 @@ static int want_fix(struct fsck *f, uint64_t ino)
 	if (grow((void **)&f->fix, &f->cfix, f->nfix, sizeof(*f->fix)))
 		return -ENOMEM;
 	f->fix[f->nfix++] = ino;
+	return 0;
+}
+
+static int add_lost(struct fsck *f, uint64_t ino)
+{
+	for (size_t i = 0; i < f->nlost; i++)
+		if (f->lost[i] == ino)
+			return 0;
+	if (grow((void **)&f->lost, &f->clost, f->nlost, sizeof(*f->lost)))
+		return -ENOMEM;
+	f->lost[f->nlost++] = ino;
 	return 0;
 }
 
@@ -777,6 +792,13 @@ static int settle(struct fsck *f)
 					rc = want_fix(f, c->obj.ino);
 				if (!rc)
 					json_add_bool(o, "repair_pending", true);
+				/* EBUSY: the MDS keeps the last good copy of a stripe, so none
+				 * is left to rebuild from: the file's data is lost */
+				if (rc == -EBUSY && f->remove_lost) {
+					rc = add_lost(f, c->obj.ino);
+					if (!rc)
+						json_add_bool(o, "lost", true);
+				}
 				rc = rc == -EBUSY ? 0 : rc;
 			}
 			break;
@@ -800,6 +822,41 @@ static int settle(struct fsck *f)
 		report(f, o, obj_kind_name(c->kind), fixed, text);
 	}
 	f->ncand = 0;
+	return 0;
+}
+
+/* --remove-lost: unlinks every name of each file whose data is lost (after a restore from
+ * a backup: the files deleted since). Its objects become orphans, removed as a delete's. */
+static int remove_lost(struct fsck *f)
+{
+	char *path = malloc(4097);
+
+	if (!path)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->nlost; i++) {
+		/* one name a round: a file with hard links has several */
+		for (unsigned round = 0; round < 1024; round++) {
+			struct lode_wire_fsck_rep rep;
+			int n = mds_page(f, LODE_FSCK_PATH, f->lost[i], 1, &rep, path, 4096);
+			int rc;
+
+			if (n < 0) {
+				free(path);
+				return n;
+			}
+			if (n == 0)
+				break; /* no name leads to it any more */
+			path[n] = '\0';
+			rc = lode_unlink(f->ctl->client, path);
+			if (rc) {
+				lodectl_note(f->ctl, "cannot remove the lost file %s: %s\n", path,
+					     strerror(-rc));
+				break;
+			}
+			lodectl_note(f->ctl, "removed %s: its data is lost\n", path);
+		}
+	}
+	free(path);
 	return 0;
 }
 
@@ -939,15 +996,20 @@ static int one_pass(struct fsck *f)
 
 int cmd_fsck(struct lodectl *ctl, int argc, char **argv)
 {
-	bool repair = false;
-	const struct lodectl_opt opts[] = {{"--repair", NULL, LODECTL_OPT_FLAG, &repair}, {NULL}};
+	bool repair = false, lost = false;
+	const struct lodectl_opt opts[] = {{"--repair", NULL, LODECTL_OPT_FLAG, &repair},
+					   {"--remove-lost", NULL, LODECTL_OPT_FLAG, &lost},
+					   {NULL}};
 	struct fsck f = {.ctl = ctl};
 	double t0, secs = 0;
 	int rc, status;
 
 	if (lodectl_parse(ctl, argc, argv, opts, 0, 0, NULL) < 0)
 		return ctl->exit == LODECTL_EXIT_FAIL ? EXIT_OPER : ctl->exit;
+	if (lost && !repair)
+		return lodectl_usage_error(ctl, "--remove-lost is a repair: give --repair too");
 	f.repair = repair;
+	f.remove_lost = lost;
 	f.findings = json_object_new_array();
 	t0 = lodectl_now();
 	rc = connect_all(&f);
@@ -957,18 +1019,20 @@ int cmd_fsck(struct lodectl *ctl, int argc, char **argv)
 	}
 	f.prog = lodectl_progress_start_count(ctl, "fsck", "inodes", 0);
 	rc = one_pass(&f);
-	if (!rc && !f.oper && repair && f.nfix) {
+	if (!rc && !f.oper && repair && (f.nfix || f.nlost)) {
 		/* rebuild degraded copies, then look again: what a rebuild moved away is a
 		 * stray now, and the findings it fixed are gone */
 		unsigned moved;
 		uint64_t found = f.found;
 		json_object *first = f.findings;
 
-		rc = rebuild(&f, &moved);
+		rc = remove_lost(&f);
+		if (!rc)
+			rc = rebuild(&f, &moved);
 		if (!rc) {
 			f.findings = json_object_new_array();
 			f.found = f.fixed = f.left = 0;
-			f.nfix = 0;
+			f.nfix = f.nlost = 0;
 			f.inodes = f.files = f.objects = 0;
 			rc = one_pass(&f);
 			for (size_t i = 0; i < json_object_array_length(f.findings); i++)
@@ -1008,6 +1072,7 @@ close:
 	free(f.orph);
 	free(f.cand);
 	free(f.fix);
+	free(f.lost);
 	if (rc || f.oper)
 		status = EXIT_OPER;
 	else if (f.left)

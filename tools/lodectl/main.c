@@ -21,6 +21,7 @@
 #include "lodectl.h"
 
 static int cmd_help(struct lodectl *ctl, int argc, char **argv);
+static bool is_group(const char *word);
 
 static const struct lodectl_cmd commands[] = {
     {"status", cmd_status, "the MDS and every OSS: state, capacity, last heartbeat",
@@ -92,7 +93,7 @@ static const struct lodectl_cmd commands[] = {
      "  stays degraded.",
      true},
     {"fsck", cmd_fsck, "check the whole cluster online (and --repair it)",
-     "fsck [--repair]\n"
+     "fsck [--repair [--remove-lost]]\n"
      "  Checks the namespace inside the MDS (entries lead to inodes, link counts, one parent\n"
      "  and no cycle per directory, the readdir cookie index, orphan records, layouts name\n"
      "  known targets, distinct per stripe, degraded masks within the layout), then every\n"
@@ -101,6 +102,9 @@ static const struct lodectl_cmd commands[] = {
      "  --repair              fix what can be: link counts, dangling entries (removed),\n"
      "                        inodes no entry leads to (linked as /lost+found.INO), copies\n"
      "                        re-replicated from a good one, strays removed\n"
+     "  --remove-lost         with --repair: remove files a stripe of which has no good\n"
+     "                        copy left (their data is lost; after a restore from a\n"
+     "                        backup: the files deleted since)\n"
      "  Exit status: 0 clean, 1 errors found and all fixed, 4 errors left, 8 operational\n"
      "  error (the MDS or an OSS unreachable, a target down), 2 bad usage.",
      true},
@@ -120,8 +124,16 @@ static const struct lodectl_cmd commands[] = {
      "  operational error (the MDS or an OSS unreachable, a target down, a scrub failed),\n"
      "  2 bad usage.",
      true},
+    {"mds backup", cmd_mds_backup, "an online copy of the namespace (restore: docs/lodectl.md)",
+     "mds backup FILE\n"
+     "  Copies the MDS's namespace into FILE while clients go on: a compacted copy of its\n"
+     "  store as of one moment, sent over this connection (lodectl may run anywhere),\n"
+     "  checked against the MDS's BLAKE2b-256 of it, written durably under a temporary\n"
+     "  name and renamed to FILE. Needs the admin key. Restore, offline:\n"
+     "  `lode-mds --data DIR --restore FILE`, start it, then `lodectl fsck --repair`.",
+     true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
-     "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
+     "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
@@ -129,7 +141,17 @@ static const struct lodectl_cmd commands[] = {
      "  prove (export LODE_KEY_FILE=DIR/cluster.key, printed on stderr); with --insecure\n"
      "  the cluster checks no key.\n"
      "  --oss N               object servers (1..64; default 3, or DIR's count)\n"
-     "  --orphan-grace S      the MDS's --orphan-grace",
+     "  --orphan-grace S      the MDS's --orphan-grace\n"
+     "  --capacity BYTES      the size each OSS declares (lode-oss --capacity; K, M, G):\n"
+     "                        on one machine every OSS shares a disk, this gives each a\n"
+     "                        size of its own (kept with each OSS's directory)",
+     false},
+    {"local add-oss", cmd_local_add_oss, "start one more OSS in a running local cluster",
+     "local add-oss DIR [--capacity BYTES]\n"
+     "  Starts one more OSS (DIR/ossN, the next number) for the running local cluster in\n"
+     "  DIR, waits until the MDS sees it up and prints its name and address. `local up`\n"
+     "  restarts it and `local down` stops it with the others.\n"
+     "  --capacity BYTES      the size it declares (lode-oss --capacity)",
      false},
     {"local down", cmd_local_down, "stop a local cluster",
      "local down DIR\n  Stops every daemon of the local cluster in DIR (SIGTERM, then SIGKILL).",
@@ -159,6 +181,17 @@ static const struct lodectl_cmd commands[] = {
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Whether word names a group of commands ("local" of "local up"). */
+static bool is_group(const char *word)
+{
+	size_t len = strlen(word);
+
+	for (size_t k = 0; k < NCOMMANDS; k++)
+		if (!strncmp(commands[k].name, word, len) && commands[k].name[len] == ' ')
+			return true;
+	return false;
+}
 
 static void usage(FILE *out)
 {
@@ -398,29 +431,28 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	snprintf(name, sizeof(name), "%s", argv[i]);
-	if (!strcmp(argv[i], "local") || !strcmp(argv[i], "key")) {
-		/* a group: "local up", "key generate" and co; the group alone, or with --help,
-		 * lists them */
+	if (is_group(argv[i])) {
+		/* a group: "local up", "key generate", "mds backup" and co; the group alone, or
+		 * with --help, lists them */
 		const char *group = argv[i];
 		size_t glen = strlen(group);
 
 		if (i + 1 >= argc || argv[i + 1][0] == '-') {
 			bool help = i + 1 < argc &&
 				    (!strcmp(argv[i + 1], "--help") || !strcmp(argv[i + 1], "-h"));
+			char subs[128] = "";
 
-			if (help && !ctl.json) {
-				for (size_t k = 0; k < NCOMMANDS; k++)
-					if (!strncmp(commands[k].name, group, glen) &&
-					    commands[k].name[glen] == ' ')
-						printf("usage: lodectl %s\n\n", commands[k].usage);
-				rc = 0;
-			} else if (help) {
-				rc = 0;
-			} else {
-				rc = lodectl_usage_error(&ctl, "%s wants %s", group,
-							 glen == 5 ? "up, down or kill"
-								   : "generate or derive");
+			for (size_t k = 0; k < NCOMMANDS; k++) {
+				if (strncmp(commands[k].name, group, glen) ||
+				    commands[k].name[glen] != ' ')
+					continue;
+				if (help && !ctl.json)
+					printf("usage: lodectl %s\n\n", commands[k].usage);
+				snprintf(subs + strlen(subs), sizeof(subs) - strlen(subs), "%s%s",
+					 subs[0] ? ", " : "", commands[k].name + glen + 1);
 			}
+			rc = help ? 0
+				  : lodectl_usage_error(&ctl, "%s wants one of: %s", group, subs);
 			goto out;
 		}
 		snprintf(name, sizeof(name), "%s %s", group, argv[i + 1]);
