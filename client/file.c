@@ -270,7 +270,9 @@ int lode_close(struct lode_file *f)
 	if (!f)
 		return 0;
 	lode_client_readahead_free(f);
-	rc = lode_client_file_commit(f, LODE_OP_CLOSE);
+	/* a read handle holds nothing at the MDS (no lease, nothing to commit: its CLOSE
+	 * would only answer the attributes), so its close costs no round trip */
+	rc = (f->flags & O_ACCMODE) == O_RDONLY ? 0 : lode_client_file_commit(f, LODE_OP_CLOSE);
 	lode_client_file_free(f);
 	return rc;
 }

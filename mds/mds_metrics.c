@@ -165,6 +165,11 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "Mutations per group commit (one durable LMDB transaction).");
 	lode_metrics_histogram(b, "lode_mds_commit_batch_size", NULL, lode_writer_batch_bounds,
 			       LODE_WRITER_BATCH_BOUNDS, ws.batch_sizes, (double)ws.ops);
+	lode_metrics_family(
+	    b, "lode_mds_commits_written_total", "counter",
+	    "Group commits that changed the database: one fsync each (a batch "
+	    "that changed nothing, such as a CLOSE without commit, syncs nothing).");
+	lode_metrics_sample_u64(b, "lode_mds_commits_written_total", NULL, ws.written);
 
 	lode_metrics_family(b, "lode_mds_copy_reports_total", "counter",
 			    "Copies reported failed or corrupt and marked degraded (a copy "

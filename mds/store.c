@@ -111,6 +111,15 @@ int lode_store_commit(struct lode_txn *t)
 	return lode_store_errno(rc);
 }
 
+uint64_t lode_store_last_txnid(struct lode_store *st)
+{
+	MDB_envinfo info;
+
+	if (mdb_env_info(st->env, &info))
+		return 0;
+	return (uint64_t)info.me_last_txnid;
+}
+
 void lode_store_abort(struct lode_txn *t)
 {
 	if (t->txn)

@@ -79,6 +79,9 @@ int lode_store_read_begin(struct lode_store *st, struct lode_txn *t);
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t);
 /* Commits (durably, for a top-level write txn). The txn is gone either way. */
 int lode_store_commit(struct lode_txn *t);
+/* The id of the last write transaction that changed the database. A commit that changed
+ * nothing leaves it (LMDB then writes and syncs nothing). Any thread. */
+uint64_t lode_store_last_txnid(struct lode_store *st);
 /* Aborts; accepts a txn whose begin failed (t->txn NULL). */
 void lode_store_abort(struct lode_txn *t);
 

@@ -47,6 +47,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 {
 	struct lode_txn top, child;
 	struct lode_wop *op, *next;
+	uint64_t last = lode_store_last_txnid(w->st);
 	unsigned n = 0;
 	int rc;
 
@@ -69,6 +70,9 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 	if (!rc) {
 		rc = lode_store_commit(&top);
 		w->batches++;
+		/* a batch of reads only (a CLOSE without commit) writes and syncs nothing */
+		if (!rc && lode_store_last_txnid(w->st) != last)
+			__atomic_store_n(&w->stats.written, w->stats.written + 1, __ATOMIC_RELAXED);
 	}
 	count_batch(w, n);
 	for (op = batch; op; op = next) {
@@ -177,4 +181,5 @@ void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out)
 	for (unsigned i = 0; i <= LODE_WRITER_BATCH_BOUNDS; i++)
 		out->batch_sizes[i] = __atomic_load_n(&w->stats.batch_sizes[i], __ATOMIC_RELAXED);
 	out->ops = __atomic_load_n(&w->stats.ops, __ATOMIC_RELAXED);
+	out->written = __atomic_load_n(&w->stats.written, __ATOMIC_RELAXED);
 }

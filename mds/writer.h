@@ -44,6 +44,7 @@ extern const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS];
 struct lode_writer_stats {
 	uint64_t batch_sizes[LODE_WRITER_BATCH_BOUNDS + 1];
 	uint64_t ops;
+	uint64_t written; /* group commits that changed the database: one fsync each */
 };
 /* A copy of the counts so far. Any thread (the counts are read atomically, one by one). */
 void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out);

@@ -146,13 +146,17 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		rc = commit_writes(lf, ino, fi);
 		if (rc)
 			goto err;
-		rc = lode_ll_setattr(lf->c, ino, &sa, NULL);
+		/* the reply carries the attributes after the change: no GETATTR after it
+		 * (the writes before it are committed; a writer's size stays the truth) */
+		rc = lode_ll_setattr(lf->c, ino, &sa, &st);
+		if (rc)
+			goto err;
+		lf_fix_size(lf, &st);
+	} else {
+		rc = lf_getattr(lf, ino, &st);
 		if (rc)
 			goto err;
 	}
-	rc = lf_getattr(lf, ino, &st);
-	if (rc)
-		goto err;
 	note_mode(lf, ino, &st);
 	reply_attr(req, lf, &st);
 	return;

@@ -192,16 +192,31 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	reply_open(req, lf, h, fi, &st, false);
 }
 
+/* CREATE with the open's flags but access mode; readable if the MDS allows, for the same
+ * reason as lf_writer_open(). */
+static int create_rw(struct lode_fuse *lf, fuse_ino_t parent, const char *name, int flags, int acc,
+		     mode_t mode, struct lode_file **f, bool *readable)
+{
+	int rc = lode_ll_create(lf->c, parent, name, O_RDWR | flags, mode & 07777, NULL, f);
+
+	*readable = true;
+	if (rc == -EACCES && acc == O_WRONLY) {
+		*readable = false;
+		rc = lode_ll_create(lf->c, parent, name, O_WRONLY | flags, mode & 07777, NULL, f);
+	}
+	return rc;
+}
+
 void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
-	int flags = fi->flags & ~O_ACCMODE;
+	int flags = fi->flags & ~O_ACCMODE, acc = fi->flags & O_ACCMODE;
 	struct lode_file *f = NULL;
 	bool readable = true, shared = false;
 	struct lode_stat st;
 	struct lf_handle *h;
-	int rc;
+	int rc = -EEXIST;
 
 	if (lf_refuse_ro(req, lf))
 		return;
@@ -210,12 +225,15 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* readable if the MDS allows, for the same reason as lf_writer_open() */
-	rc = lode_ll_create(lf->c, parent, name, O_RDWR | flags, mode & 07777, NULL, &f);
-	if (rc == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
-		readable = false;
-		rc = lode_ll_create(lf->c, parent, name, fi->flags, mode & 07777, NULL, &f);
-	}
+	/* The kernel sends CREATE for a name its lookup just did not find: nearly always a new
+	 * file. Asked exclusively, a new file needs no truncate for O_TRUNC (one MDS commit
+	 * less for open(O_CREAT|O_TRUNC), as most programs create); a name that exists by
+	 * now gets the open's own flags, as before. */
+	if (!(flags & O_EXCL))
+		rc = create_rw(lf, parent, name, (flags & ~O_TRUNC) | O_EXCL, acc, mode, &f,
+			       &readable);
+	if (rc == -EEXIST)
+		rc = create_rw(lf, parent, name, flags, acc, mode, &f, &readable);
 	if (rc == -EBUSY && !(flags & O_EXCL)) {
 		/* the file exists and this mount holds its lease (the kernel had no dentry
 		 * for it): share our writer, as an open would */

@@ -7,6 +7,11 @@
  * file capabilities), and a round trip to the MDS per 1 MiB write halved throughput. File
  * capabilities have no use on a checkpoint store, so it is answered here: never set,
  * always absent.
+ *
+ * system.* (POSIX ACLs, the only such names Linux sends here) is not a namespace the MDS
+ * keeps: it refuses every such name with EOPNOTSUPP, for any inode. That answer is given
+ * here without asking, since `ls -l` asks for system.posix_acl_access of every file it
+ * lists, one MDS round trip each otherwise.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +22,12 @@
 
 #define CAPABILITY_XATTR "security.capability"
 
+/* A name in a namespace the MDS does not keep (see above). */
+static bool unkept(const char *name)
+{
+	return !strncmp(name, "system.", 7);
+}
+
 void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 		 int flags)
 {
@@ -26,7 +37,7 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	if (!strcmp(name, CAPABILITY_XATTR)) {
+	if (!strcmp(name, CAPABILITY_XATTR) || unkept(name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -61,6 +72,10 @@ void lf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 
 	if (!strcmp(name, CAPABILITY_XATTR)) {
 		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (unkept(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
 	if (size) {
@@ -100,6 +115,10 @@ void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	if (unkept(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 	rc = lode_ll_removexattr(lf->c, ino, name);
 	lf_reply_status(req, rc);
 }

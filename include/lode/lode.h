@@ -359,7 +359,8 @@ LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
  * or a target whose file system cannot reserve), ... */
 LODE_API int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len);
 /* Commits size and mtime if written, releases the lease and frees f. Returns the first
- * error of that commit; f is freed either way. NULL is accepted. */
+ * error of that commit; f is freed either way. NULL is accepted. Closing a read-only
+ * handle sends nothing to the MDS (it holds nothing there) and returns 0. */
 LODE_API int lode_close(struct lode_file *f);
 /* The file's attributes fresh from the MDS (one request), with the size and mtime this
  * handle has written and not yet committed. Returns 0 or -errno (-ENOENT or -ESTALE when

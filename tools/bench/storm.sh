@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# storm.sh: the checkpoint storm (metadata and small files), Lode next to MooseFS in the
+# same run on the same machine.
+#
+#   tools/bench/storm.sh [--procs "1 8 64"] [--files N] [--single N] [--no-moosefs]
+#                        [--out FILE] [--work DIR]
+#
+# Storm: for each shard size (64 KiB, 1 MiB) and each process count, that many processes
+# spread over two mounts each create, write, fsync, close and rename into place their own
+# shard files in one checkpoint directory (tools/bench/storm.py), N files in all per point
+# (default 256). Printed per point: files/s and p50/p99 of a whole file and of each step,
+# MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
+# metrics during the point: fsyncs per file (group commits that wrote,
+# lode_mds_commits_written_total), group commits per file and the mean requests per group
+# commit (lode_mds_commit_batch_size).
+# Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
+# 2000) and fs_io small (64 KiB files written, then read back with the client cache
+# dropped) on one mount of each.
+#
+# Lode: lode-mds (--metrics on loopback) and 3 lode-oss started here, two lode-fuse mounts.
+# MooseFS: tools/bench/peers/moosefs.sh (goal 1, network namespaces), and a second
+# mfsmount from its client namespace. Needs root and a build in build/ (LODE_BUILD=dir);
+# builds nothing. Everything started is stopped on exit, also on failure.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${LODE_BUILD:-$root/build}
+procs="1 8 64" files=256 single=2000 moosefs=1 out="" workbase=/var/tmp
+num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
+while (($#)); do
+	case $1 in
+	--procs) procs=${2:?--procs needs a list}; shift 2 ;;
+	--files) num "$1" "${2:-}"; files=$2; shift 2 ;;
+	--single) num "$1" "${2:-}"; single=$2; shift 2 ;;
+	--no-moosefs) moosefs=0; shift ;;
+	--out) out=${2:?--out needs a file}; shift 2 ;;
+	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+for p in $procs; do num --procs "$p"; done
+[[ $(id -u) == 0 ]] || { echo "storm.sh: needs root (mounts, network namespaces)" >&2; exit 2; }
+for f in mds/lode-mds oss/lode-oss tools/lodectl client/fuse/lode-fuse tools/bench/fs_io; do
+	[[ -x $build/$f ]] || { echo "storm.sh: $build/$f missing: build first" >&2; exit 2; }
+done
+command -v curl >/dev/null || { echo "storm.sh: needs curl (the MDS's metrics)" >&2; exit 2; }
+
+work=$(mktemp -d "$workbase/lode-storm.XXXXXX")
+pids=() mounts=() mfs_dir=""
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+cleanup() {
+	local rc=$? m p
+	trap - EXIT INT TERM
+	set +e
+	for m in "${mounts[@]}"; do
+		mountpoint -q "$m" 2>/dev/null && { timeout 30 umount "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	[[ -n $mfs_dir ]] && "$root/tools/bench/peers/moosefs.sh" down "$mfs_dir" >/dev/null 2>&1
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
+	for p in "${pids[@]}"; do
+		timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null
+	done
+	grep -q " $work/" /proc/mounts || rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+wait_file() { for _ in $(seq 200); do [[ -s $1 ]] && return 0; sleep 0.1; done; echo "storm.sh: $1 not written" >&2; exit 1; }
+
+log "Lode: lode-mds with --metrics, 3 lode-oss, 2 lode-fuse mounts under $work"
+"$build/tools/lodectl" key generate "$work/key" >/dev/null
+export LODE_KEY_FILE=$work/key
+"$build/mds/lode-mds" --data "$work/mds" --listen tcp://127.0.0.1:0 --port-file "$work/mds.addr" \
+	--key "$work/key" --metrics 127.0.0.1:0 --metrics-port-file "$work/mds.metrics" 2>"$work/mds.log" &
+pids+=($!)
+wait_file "$work/mds.addr"
+wait_file "$work/mds.metrics"
+mds=$(cat "$work/mds.addr")
+export LODE_MDS=$mds
+for i in 0 1 2; do
+	"$build/oss/lode-oss" --data "$work/oss$i" --listen tcp://127.0.0.1:0 --mds "$mds" \
+		--key "$work/key" --port-file "$work/oss$i.addr" 2>"$work/oss$i.log" &
+	pids+=($!)
+done
+for _ in $(seq 200); do
+	[[ $("$build/tools/lodectl" status 2>/dev/null | grep -c ' up ') -ge 3 ]] && break
+	sleep 0.1
+done
+lode_mnt=()
+for m in a b; do
+	mkdir -p "$work/$m"
+	"$build/client/fuse/lode-fuse" -f --mds "$mds" "$work/$m" 2>>"$work/fuse.log" &
+	pids+=($!)
+	mounts+=("$work/$m")
+	lode_mnt+=("$work/$m")
+done
+for m in "${lode_mnt[@]}"; do
+	for _ in $(seq 200); do mountpoint -q "$m" && break; sleep 0.1; done
+	mountpoint -q "$m" || { echo "storm.sh: lode-fuse did not mount $m: $(tail -3 "$work/fuse.log")" >&2; exit 1; }
+done
+metrics_url=http://$(cat "$work/mds.metrics")/metrics
+
+mfs_mnt=()
+if ((moosefs)); then
+	log "MooseFS: goal 1, two mounts"
+	mfs_dir=$work/mfs
+	m1=$(MFS_GOAL=1 "$root/tools/bench/peers/moosefs.sh" up "$mfs_dir")
+	mkdir -p "$mfs_dir/mnt2"
+	# the second client, from the same client namespace (moosefs.sh mounts the first)
+	timeout 60 nsenter --net=/run/netns/lodemfs-cl mfsmount "$mfs_dir/mnt2" -H 10.77.0.1 -P 9421 \
+		-o mfsbind=10.77.0.5 >"$work/mfsmount2.log" 2>&1 ||
+		{ cat "$work/mfsmount2.log" >&2; echo "storm.sh: second mfsmount failed" >&2; exit 1; }
+	mounts=("$mfs_dir/mnt2" "${mounts[@]}")
+	mfs_mnt=("$m1" "$mfs_dir/mnt2")
+fi
+
+# MDS counters: group commits, requests in them, group commits that wrote (fsyncs)
+mds_counts() {
+	curl -sf "$metrics_url" | awk '
+		/^lode_mds_commit_batch_size_count / { c = $2 }
+		/^lode_mds_commit_batch_size_sum / { s = $2 }
+		/^lode_mds_commits_written_total / { k = $2 }
+		END { printf "%d %d %d\n", c, s, k }'
+}
+jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])' "$1" "$2"; }
+
+table=$work/table.txt
+: >"$table"
+emit() { printf '%s\n' "$*" | tee -a "$table"; }
+
+emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point"
+emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); MooseFS goal 1 $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
+emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %-44s | %s' size procs \
+	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio \
+	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file: fsyncs, group commits; requests/commit')"
+for size in 65536 1048576; do
+	for n in $procs; do
+		per=$(((files + n - 1) / n))
+		tag=ckpt-$size-$n
+		read -r c0 s0 k0 < <(mds_counts)
+		lj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+			--dir "${lode_mnt[0]}" --dir "${lode_mnt[1]}" --tag "$tag")
+		read -r c1 s1 k1 < <(mds_counts)
+		rm -rf "${lode_mnt[0]:?}/$tag"
+		steps=""
+		for s in create write fsync close rename; do
+			steps+="$(jget "$lj" ${s}_p50_ms)/$(jget "$lj" ${s}_p99_ms) "
+		done
+		nf=$(jget "$lj" files)
+		mdsfig=$(awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$nf" -v k=$((k1 - k0)) \
+			'BEGIN { printf "%.2f fsyncs, %.2f commits; %.1f req/commit", k / f, c / f, (c ? s / c : 0) }')
+		mf="-" m50="-" m99="-" ratio="-"
+		if ((moosefs)); then
+			mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag")
+			rm -rf "${mfs_mnt[0]:?}/$tag"
+			mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
+			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
+		fi
+		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %-44s | %s' \
+			"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
+			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$steps" "$mdsfig")"
+	done
+done
+
+emit ""
+emit "# single-threaded, one mount: fs_io meta --count $single; fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped)"
+single_fig() { # DIR: "create stat unlink write64k read64k"
+	local d=$1/single m s
+	mkdir -p "$d"
+	m=$("$build/tools/bench/fs_io" meta --count "$single" "$d")
+	s=$("$build/tools/bench/fs_io" small --count $((single / 4)) --size 64K "$d")
+	rm -rf "$d"
+	printf '%s %s\n' "$m" "$s" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END {
+		printf "%s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"] }'
+}
+read -r lc ls lu lw lr < <(single_fig "${lode_mnt[0]}")
+read -r mc ms mu mw mr < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}"; else echo "- - - - -"; fi)
+emit "$(printf '%-26s %12s %12s %8s' figure Lode MooseFS ratio)"
+for row in "creates/s $lc $mc" "stats/s $ls $ms" "unlinks/s $lu $mu" "64 KiB files written/s $lw $mw" \
+	"64 KiB files read cold/s $lr $mr"; do
+	set -- $row
+	while (($# > 3)); do set -- "$1 $2" "${@:3}"; done
+	emit "$(awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-26s %12.0f %12s %8s", n, a, b, (b == "-" || b == 0) ? "-" : sprintf("%.2f", a / b) }')"
+done
+[[ -n $out ]] && cp "$table" "$out"
+log "done"
