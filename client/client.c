@@ -154,10 +154,7 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 		};
 		uint64_t now, gone, until;
 
-		rc = lode_rpc_call(
-		    c->mds_conn[atomic_fetch_add_explicit(&c->mds_next, 1, memory_order_relaxed) %
-				MDS_CONNS],
-		    &call);
+		rc = lode_rpc_call(c->mds, &call);
 		now = lode_now_ms();
 		/*
 		 * A connection that failed before the MDS could have seen the request (refused,
@@ -489,13 +486,9 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 		}
 	}
 	sodium_memzero(&keys, sizeof(keys));
-	/* connected lazily, each on its first call; the HELLO goes over the first */
-	for (unsigned k = 0; k < MDS_CONNS; k++) {
-		rc = lode_rpc_conn_open(c->rpc[k % c->nrpc], mds_addr, &c->mds_conn[k]);
-		if (rc)
-			goto err_rpc;
-	}
-	c->mds = c->mds_conn[0];
+	rc = lode_rpc_conn_open(c->rpc[0], mds_addr, &c->mds);
+	if (rc)
+		goto err_rpc;
 	rc = lode_rpc_simple(c->mds, LODE_OP_HELLO, &hello, sizeof(hello), &rep, sizeof(rep));
 	if (rc)
 		goto err_rpc;

@@ -35,10 +35,6 @@
 
 #define IO_THREADS_MAX	 4
 #define TARGET_CONNS_MAX IO_THREADS_MAX
-/* Connections to the MDS, used in turn: the MDS runs a connection's reads on one worker
- * thread, one after the other, so a single connection would serialise every lookup and
- * getattr of a busy mount. */
-#define MDS_CONNS 4
 
 struct target_slot {
 	uint32_t id;
@@ -57,9 +53,7 @@ struct target_slot {
 struct lode_client {
 	struct lode_rpc *rpc[IO_THREADS_MAX]; /* rpc[0] also carries the MDS connection */
 	unsigned nrpc;
-	struct lode_rpc_conn *mds; /* mds_conn[0]: the HELLO's, and the server's flags */
-	struct lode_rpc_conn *mds_conn[MDS_CONNS]; /* mds_conn[k] belongs to rpc[k % nrpc] */
-	_Atomic unsigned mds_next;
+	struct lode_rpc_conn *mds;
 	unsigned timeout_ms;
 	unsigned max_inflight;
 	uint64_t client_id;
