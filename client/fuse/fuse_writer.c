@@ -334,6 +334,8 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 	struct lode_stat st;
 	struct lf_writer *w;
 
+	struct lf_writer *had;
+
 	lode_file_stat_cached(f, &st); /* just created: no need to ask the MDS */
 	w = writer_alloc(st.ino);
 	if (!w)
@@ -342,6 +344,18 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 	w->readable = readable;
 	writer_note_mode(w);
 	pthread_mutex_lock(&lf->wlock);
+	had = search_settled(lf, w->ino);
+	if (had && (had->readable || !readable)) {
+		/* the MDS lets a file have many writers, so a create of a file this mount
+		 * already writes gets a handle of its own: keep sharing the one we have (its
+		 * size is the one this mount's readers see), this one goes back */
+		had->refs++;
+		pthread_mutex_unlock(&lf->wlock);
+		writer_free(w);
+		lode_close(f);
+		*out = had;
+		return 0;
+	}
 	w->next = *bucket_of(lf, w->ino);
 	*bucket_of(lf, w->ino) = w;
 	pthread_mutex_unlock(&lf->wlock);
