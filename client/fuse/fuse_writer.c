@@ -379,6 +379,17 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 	ssize_t n = (ssize_t)size;
 
 	pthread_mutex_lock(&w->wb_lock);
+	if (!write_through && size >= LF_WB_DIRECT_MIN && !w->wb_err && pos != w->last_end &&
+	    !(w->wb_len && pos + size > w->wb_off && pos < w->wb_off + w->wb_len) &&
+	    !(w->inflight && pos + size > w->fl_off && pos < w->fl_off + w->fl_len)) {
+		/* a large write that does not continue the last one (a sequential stream keeps
+		 * its write-behind) nor overlaps what is buffered or in flight (no order between
+		 * them to keep): at once, beside the others */
+		w->last_end = pos + size;
+		pthread_mutex_unlock(&w->wb_lock);
+		return lode_pwrite(w->f, buf, size, pos);
+	}
+	w->last_end = pos + size;
 	/* many threads (and opens) write through one writer: what is buffered may change while
 	 * wb_start_locked waits, so ask again until this write may follow it */
 	while (w->wb_len && (pos != w->wb_off + w->wb_len || w->wb_len + size > LF_WB_MAX))
