@@ -67,10 +67,9 @@ struct lf_opts {
 
 /*
  * One liblode write handle per inode this mount has open for writing, shared by every
- * FUSE open of that inode: the MDS grants one write lease per file, so a second
- * lode_ll_open() for writing from the same mount would fail with EBUSY, and two handles
- * would commit two different sizes. Sharing one also gives getattr and readers the size
- * the writer knows before it is committed.
+ * FUSE open of that inode: the MDS would give each open a handle of its own (a file may
+ * have many writers), but one per mount keeps one write-behind, one size for getattr and
+ * readers before it is committed, and one commit per flush.
  */
 struct lf_writer {
 	uint64_t ino;
