@@ -209,8 +209,8 @@ static void read_overlapped(struct lode_client *c, const char *path, char *out)
 				fail_msg("chunk %u mixes bytes of two writers at %u", k, i);
 }
 
-static void test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies(
-    void **state)
+static void
+test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies(void **state)
 {
 	struct lode_layout l = {
 	    .stripe_size = OVL_SIZE, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
@@ -254,7 +254,8 @@ static void test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_b
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_eight_writers_on_two_clients_write_interleaved_records_of_one_file),
+	    cmocka_unit_test(
+		test_eight_writers_on_two_clients_write_interleaved_records_of_one_file),
 	    cmocka_unit_test(
 		test_the_size_is_the_largest_end_whoever_closes_last_and_truncate_sets_it),
 	    cmocka_unit_test(
