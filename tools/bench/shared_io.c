@@ -110,7 +110,8 @@ int main(int argc, char **argv)
 		if (shared)
 			snprintf(p, sizeof(p), "%s/shared", argv[i + (int)(w % (unsigned)ndirs)]);
 		else
-			snprintf(p, sizeof(p), "%s/file.%u", argv[i + (int)(w % (unsigned)ndirs)], w);
+			snprintf(p, sizeof(p), "%s/file.%u", argv[i + (int)(w % (unsigned)ndirs)],
+				 w);
 		ws[w].id = w;
 		ws[w].fd = open(p, shared ? O_WRONLY : O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (ws[w].fd < 0)
