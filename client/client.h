@@ -90,13 +90,14 @@ struct lode_file {
 	struct lode_wire_attr attr; /* as the open returned them */
 	unsigned lease_ms;
 
-	/* Readers and aligned writers take it shared; read-modify-write of a partial chunk
-	 * and truncate take it exclusive, so that no two writes interleave inside a chunk. */
+	/* Readers and writers take it shared (the OSS merges partial chunks and orders writes
+	 * that share a chunk); truncate takes it exclusive. */
 	pthread_rwlock_t rw;
 	pthread_mutex_t lock;
 	uint64_t size;		   /* protected by lock: size as this handle knows it */
 	int64_t mtime_ns;	   /* protected by lock: last write */
 	bool dirty_meta;	   /* protected by lock: size/mtime not yet committed */
+	bool size_set;		   /* protected by lock: a truncate not yet committed */
 	uint64_t dirty_stripes;	   /* protected by lock: stripes written since the last fsync */
 	uint64_t lease_renewed_ms; /* protected by lock */
 	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
@@ -154,6 +155,9 @@ int lode_client_resolve_regular(struct lode_client *c, const char *path, uint64_
 /* ---- handle.c ---- */
 
 /* A handle for an OPEN or CREATE reply (flags: the O_ACCMODE of the handle). */
+/* lode_ll_open with more LODE_OPEN_* flags (LODE_OPEN_EXCLUSIVE). */
+int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t wire_flags,
+			struct lode_file **out);
 int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
 			 struct lode_file **out);
 void lode_client_file_free(struct lode_file *f);

@@ -51,6 +51,12 @@ static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *r
 
 int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_file **out)
 {
+	return lode_client_ll_open(c, ino, flags, 0, out);
+}
+
+int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t wire_flags,
+			struct lode_file **out)
+{
 	struct lode_wire_open_req req = {.ino = ino, .cred = lode_client_cred(c)};
 	struct lode_wire_open_rep rep;
 	int rc;
@@ -61,7 +67,7 @@ int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct lode_fil
 		if (rc)
 			return rc;
 	}
-	req.flags = open_flags_to_wire(flags);
+	req.flags = open_flags_to_wire(flags) | wire_flags;
 	rc = lode_client_mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 				  NULL, 0, NULL);
 	if (rc)
@@ -197,6 +203,7 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 		f->size = size;
 		f->mtime_ns = lode_now_ns();
 		f->dirty_meta = true;
+		f->size_set = true; /* committed as is, not as the largest end */
 		/* the truncate changed every object's size (and its last chunk's checksum) in
 		 * the OSS's page cache only: the next fsync must sync them all */
 		f->dirty_stripes = ~0ull;

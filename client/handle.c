@@ -58,7 +58,9 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty_meta) {
-		req.commit = 1;
+		/* a truncate sets the size; writes only extend it, so that a writer that wrote
+		 * less than the file's other writers never cuts their bytes off */
+		req.commit = f->size_set ? LODE_COMMIT_SET : LODE_COMMIT_EXTEND;
 		req.size = f->size;
 		req.mtime_ns = f->mtime_ns;
 	}
@@ -70,8 +72,13 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 				  0, NULL);
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
-		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns)
+		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns) {
 			f->dirty_meta = false;
+			f->size_set = false;
+		}
+		/* other writers may have committed a larger end: this handle knows it now */
+		if (req.commit && attr.size > f->size && !f->dirty_meta)
+			f->size = attr.size;
 		f->lease_renewed_ms = lode_now_ms();
 		pthread_mutex_unlock(&f->lock);
 	}

@@ -2,10 +2,10 @@
 /*
  * liblode repair: bring a file's degraded copies back from a good copy.
  *
- * The repairer holds the file's write lease for the whole repair, so no write can race
- * the copy. For each degraded copy it picks a good copy of the same stripe as the source
- * and, as the destination, the copy's own target when it is up again or else the up
- * target with the most free space that holds no other copy of that stripe. It rewrites the
+ * The repairer holds the file's exclusive write lease (LODE_OPEN_EXCLUSIVE) for the whole
+ * repair, so no write can race the copy. For each degraded copy it picks a good copy of the same
+ * stripe as the source and, as the destination, the copy's own target when it is up again or else
+ * the up target with the most free space that holds no other copy of that stripe. It rewrites the
  * destination object from scratch (each chunk verified against the source's checksums on
  * the way), makes it durable, and only then tells the MDS that the copy is complete.
  */
@@ -223,7 +223,16 @@ int lode_repair_progress(struct lode_client *c, const char *path, struct lode_re
 	char *buf;
 	int rc, rc2;
 
-	rc = lode_open(c, path, O_WRONLY, 0, &f); /* the lease: no writer races the copies */
+	/* the exclusive lease: no writer races the copies */
+	for (int tries = 0;; tries++) {
+		uint64_t ino;
+
+		rc = lode_client_resolve_regular(c, path, &ino);
+		if (!rc)
+			rc = lode_client_ll_open(c, ino, O_WRONLY, LODE_OPEN_EXCLUSIVE, &f);
+		if (rc != -ESTALE || tries == 1)
+			break;
+	}
 	if (rc)
 		return rc;
 	buf = malloc(COPY_STEP);

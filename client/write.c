@@ -34,7 +34,6 @@ struct write_piece {
 	int copy_err;  /* the last failure of one copy (set when all are done) */
 	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
 	struct iovec iov;
-	char *bounce; /* owned: the merged chunk data for a read-modify-write */
 };
 
 static void write_piece_end(struct write_piece *p)
@@ -43,7 +42,6 @@ static void write_piece_end(struct write_piece *p)
 		p->err = p->copy_err ? p->copy_err : -EIO; /* no copy has it */
 	lode_client_window_leave(p->w, p->err);
 	free(p->chain);
-	free(p->bounce);
 	free(p->req);
 	free(p);
 }
@@ -123,36 +121,30 @@ static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
 
 err_free:
 	free(p->chain);
-	free(p->bounce);
 	free(p->req);
 	free(p);
 	return rc;
 }
 
 /*
- * Writes [obj_off, obj_off + n) of one stripe object from src, to every copy. The request
- * must start on a chunk boundary and end on one unless it ends at or past the object's
- * end (obj_size, as this writer knows it): a piece that does not is widened to whole
- * chunks, and the bytes it does not change are read back first (verified) and merged.
- * The caller holds f->rw exclusively when a piece needs that.
+ * Writes [obj_off, obj_off + n) of one stripe object from src, to every copy. A piece that
+ * covers part of a chunk at either end is sent as it is with LODE_OBJ_F_MERGE: the OSS
+ * merges it into the stored chunk under its per-object serialization and sums the result.
+ * Never a read-modify-write here: it would cost a round trip, and the chunk read back
+ * would lose the bytes another writer of the same file stores there meanwhile (N-to-1).
  */
 static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, uint64_t obj_off,
-		       const char *src, uint64_t n, uint64_t obj_size)
+		       const char *src, uint64_t n)
 {
 	const struct lode_wire_layout *l = &f->layout;
-	uint64_t start = round_down(obj_off, CHUNK), end = obj_off + n, len, nchunks;
+	uint64_t start = round_down(obj_off, CHUNK), end = obj_off + n, nchunks;
+	bool merge = obj_off % CHUNK || end % CHUNK;
 	struct write_piece *p;
 	const char *data = src;
 	uint64_t *sums;
 	int rc;
 
-	if (end < obj_size && end % CHUNK) {
-		end = round_up(end, CHUNK);
-		if (end > obj_size)
-			end = obj_size;
-	}
-	len = end - start;
-	nchunks = (len + CHUNK - 1) / CHUNK;
+	nchunks = (round_up(end, CHUNK) - start) / CHUNK;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -161,32 +153,23 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 		rc = -ENOMEM;
 		goto err_free;
 	}
-	if (start != obj_off || end != obj_off + n) {
-		p->bounce = malloc(len);
-		if (!p->bounce) {
-			rc = -ENOMEM;
-			goto err_free;
-		}
-		rc = lode_client_object_read_sync(f, stripe, start, p->bounce, len);
-		if (rc)
-			goto err_free;
-		memcpy(p->bounce + (obj_off - start), src, n);
-		data = p->bounce;
-	}
 	memset(p->req, 0, sizeof(*p->req));
 	p->req->obj.ino = f->ino;
 	p->req->obj.generation = l->generation;
 	p->req->obj.stripe = stripe;
-	p->req->offset = start;
+	p->req->offset = obj_off;
+	p->req->flags = merge ? LODE_OBJ_F_MERGE : 0;
 	p->req->nchunks = (uint32_t)nchunks;
 	sums = (uint64_t *)(p->req + 1);
+	/* one checksum per chunk touched, of the bytes of this piece in it */
 	for (uint64_t i = 0; i < nchunks; i++) {
-		uint64_t off = i * CHUNK;
+		uint64_t from = start + i * CHUNK > obj_off ? start + i * CHUNK : obj_off;
+		uint64_t to = start + (i + 1) * CHUNK < end ? start + (i + 1) * CHUNK : end;
 
-		sums[i] = lode_chunk_sum(data + off, len - off < CHUNK ? len - off : CHUNK);
+		sums[i] = lode_chunk_sum(data + (from - obj_off), to - from);
 	}
 	p->iov.iov_base = (void *)data;
-	p->iov.iov_len = len;
+	p->iov.iov_len = n;
 	p->w = w;
 	p->f = f;
 	p->ncalls = 0;
@@ -244,25 +227,15 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 	return 0;
 
 err_free:
-	free(p->bounce);
 	free(p->req);
 	free(p);
 	return rc;
 }
 
-/* Does [off, off + len) need a read-modify-write somewhere? Only its two ends can. */
-static bool needs_rmw(const struct lode_wire_layout *l, uint64_t off, uint64_t len)
-{
-	/* stripe units are chunk multiples, so file and object offsets share alignment */
-	(void)l;
-	return off % CHUNK || (off + len) % CHUNK;
-}
-
 ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
 {
 	const struct lode_wire_layout *l = &f->layout;
-	uint64_t size, pos = 0, stripes = 0;
-	bool exclusive;
+	uint64_t pos = 0, stripes = 0;
 	struct window w;
 	int rc = 0, rc2;
 
@@ -274,22 +247,16 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 		return -EFBIG;
 	lode_client_targets_maybe_refresh(f->c);
 	lode_client_write_gen_bump(f->c); /* read-ahead fetched from now on may miss this write */
-	exclusive = needs_rmw(l, off, len);
-	if (exclusive)
-		pthread_rwlock_wrlock(&f->rw);
-	else
-		pthread_rwlock_rdlock(&f->rw);
-	pthread_mutex_lock(&f->lock);
-	size = f->size;
-	pthread_mutex_unlock(&f->lock);
+	/* shared even for partial chunks: the OSS merges those, and orders writes that share
+	 * a chunk (only truncates take f->rw exclusively) */
+	pthread_rwlock_rdlock(&f->rw);
 	lode_client_window_init(&w);
 	while (pos < len) {
 		uint64_t obj_off, n;
 		unsigned stripe;
 
 		n = lode_client_stripe_piece(l, off, pos, len, &stripe, &obj_off);
-		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n,
-				 lode_client_object_size(l, size, stripe));
+		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n);
 		if (rc)
 			break;
 		stripes |= 1ull << (stripe % 64);

@@ -188,7 +188,8 @@ static int take_lease(struct wreq *w, uint32_t flags)
 		o->lease_ms = 0;
 		return 0;
 	}
-	rc = lode_lease_acquire(w->m->leases, o->attr.ino, lode_now_ms(), &w->handle);
+	rc = lode_lease_acquire(w->m->leases, o->attr.ino, lode_now_ms(),
+				flags & LODE_OPEN_EXCLUSIVE, &w->handle);
 	if (rc)
 		return rc;
 	o->handle = w->handle;
@@ -338,7 +339,8 @@ static int run_commit(struct wreq *w, struct lode_txn *t)
 	if (rc && (!is_close || r->commit || rc == -EBADF))
 		return rc;
 	if (r->commit)
-		return lode_ns_commit(t, r->ino, r->size, r->mtime_ns, r->blocks_p1, &w->rep.attr);
+		return lode_ns_commit(t, r->ino, r->size, r->commit == LODE_COMMIT_EXTEND,
+				      r->mtime_ns, r->blocks_p1, &w->rep.attr);
 	return lode_ns_getattr(t, r->ino, &w->rep.attr);
 }
 
@@ -529,8 +531,8 @@ static int run_set_copy(struct wreq *w, struct lode_txn *t)
 	const struct lode_wire_set_copy_req *r = w->msg.fixed;
 	int rc;
 
-	/* only the holder of the write lease may move a copy: no write can race it */
-	rc = lode_lease_renew(w->m->leases, r->handle, r->ino, lode_now_ms());
+	/* only the exclusive writer may move a copy: no write can race it */
+	rc = lode_lease_renew_exclusive(w->m->leases, r->handle, r->ino, lode_now_ms());
 	if (rc)
 		return rc;
 	w->rep_len = sizeof(w->rep.layout);

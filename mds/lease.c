@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Write handles and leases: each handle sits on two hash chains, one by handle id (for
- * COMMIT/CLOSE) and one by inode (to find the lease holder at OPEN).
+ * COMMIT/CLOSE) and one by inode (to find the other writers of a file at OPEN).
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "lease.h"
@@ -17,7 +18,8 @@ struct handle {
 	uint64_t id;
 	uint64_t ino;
 	uint64_t expires_ms;
-	int holds; /* 0 once another handle took the lease over */
+	int holds;	/* 0 once another handle took the lease over */
+	bool exclusive; /* LODE_OPEN_EXCLUSIVE: the file's only writer */
 };
 
 /* A handle not renewed for this many lease periods belongs to a client that is gone (no
@@ -94,14 +96,26 @@ static struct handle *find(struct lode_leases *ls, uint64_t id)
 	return NULL;
 }
 
-/* The handle that holds ino's lease, expired or not, or NULL. */
-static struct handle *holder_of(struct lode_leases *ls, uint64_t ino)
+/*
+ * Whether a new write handle of ino (exclusive or not) must wait: another handle of ino
+ * holds an unexpired lease that conflicts with it (one of the two is exclusive). Handles
+ * whose lease expired and that conflict are taken over (their commits fail with -ESTALE
+ * from then on) when take is set.
+ */
+static bool conflicts(struct lode_leases *ls, uint64_t ino, bool exclusive, uint64_t now_ms,
+		      bool take)
 {
+	bool busy = false;
+
 	for (struct handle *h = ls->by_ino[bucket(ino)]; h; h = h->next_ino) {
-		if (h->ino == ino && h->holds)
-			return h;
+		if (h->ino != ino || !h->holds || !(exclusive || h->exclusive))
+			continue;
+		if (h->expires_ms > now_ms)
+			busy = true;
+		else if (take)
+			h->holds = 0;
 	}
-	return NULL;
+	return busy;
 }
 
 static void unlink_ino(struct lode_leases *ls, struct handle *h)
@@ -135,26 +149,26 @@ static void sweep(struct lode_leases *ls, uint64_t now_ms)
 	}
 }
 
-int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms, uint64_t *handle)
+int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms, bool exclusive,
+		       uint64_t *handle)
 {
-	struct handle *old, *h;
+	struct handle *h;
 	unsigned b;
 
-	/* sweep first: it may free what holder_of() would return */
+	/* sweep first: it may free handles conflicts() would look at */
 	if (++ls->acquires % SWEEP_EVERY == 0)
 		sweep(ls, now_ms);
-	old = holder_of(ls, ino);
-	if (old && old->expires_ms > now_ms)
+	if (conflicts(ls, ino, exclusive, now_ms, false))
 		return -EBUSY;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	if (old)
-		old->holds = 0;
+	conflicts(ls, ino, exclusive, now_ms, true);
 	h->id = atomic_fetch_add(&next_handle, 1) & ~LODE_LEASE_READ_BIT;
 	h->ino = ino;
 	h->expires_ms = now_ms + ls->lease_ms;
 	h->holds = 1;
+	h->exclusive = exclusive;
 	b = bucket(h->id);
 	h->next = ls->by_id[b];
 	ls->by_id[b] = h;
@@ -176,6 +190,18 @@ int lode_lease_renew(struct lode_leases *ls, uint64_t handle, uint64_t ino, uint
 		return -ESTALE;
 	h->expires_ms = now_ms + ls->lease_ms;
 	return 0;
+}
+
+int lode_lease_renew_exclusive(struct lode_leases *ls, uint64_t handle, uint64_t ino,
+			       uint64_t now_ms)
+{
+	int rc = lode_lease_renew(ls, handle, ino, now_ms);
+	struct handle *h;
+
+	if (rc)
+		return rc;
+	h = find(ls, handle);
+	return h->exclusive ? 0 : -EBUSY;
 }
 
 int lode_lease_release(struct lode_leases *ls, uint64_t handle, uint64_t ino)

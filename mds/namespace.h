@@ -88,9 +88,10 @@ int lode_ns_create(struct lode_txn *t, const struct lode_ns_create *a, struct lo
  * TRUNC sets size 0 and mtime/ctime (needs a write txn). */
 int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t flags,
 		 struct lode_wire_attr *attr, struct lode_wire_layout *layout);
-/* COMMIT/CLOSE of a writer: size (authoritative), mtime (0: now), ctime now, and the
- * blocks it measured (1 + blocks; 0: keep what the inode has). */
-int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
+/* COMMIT/CLOSE of a writer: size (exactly, or with extend the larger of it and the stored
+ * one), mtime (0: now), ctime now, and the blocks it measured (1 + blocks; 0: keep what the
+ * inode has). */
+int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, bool extend, int64_t mtime_ns,
 		   uint64_t blocks_p1, struct lode_wire_attr *attr);
 
 int lode_ns_mkdir(struct lode_txn *t, const lode_cred *c, uint64_t parent, const char *name,

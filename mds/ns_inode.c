@@ -177,7 +177,7 @@ int lode_ns_open(struct lode_txn *t, const lode_cred *c, uint64_t ino, uint32_t 
 	return 0;
 }
 
-int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtime_ns,
+int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, bool extend, int64_t mtime_ns,
 		   uint64_t blocks_p1, struct lode_wire_attr *attr)
 {
 	struct lode_disk_inode in;
@@ -186,7 +186,9 @@ int lode_ns_commit(struct lode_txn *t, uint64_t ino, uint64_t size, int64_t mtim
 
 	if (rc)
 		return rc;
-	in.size = size;
+	/* many writers each commit their own largest end: the file ends at the largest */
+	if (!extend || size > in.size)
+		in.size = size;
 	if (blocks_p1)
 		in.blocks_p1 = blocks_p1;
 	in.mtime_ns = mtime_ns ? mtime_ns : now;

@@ -178,6 +178,92 @@ static void do_list(struct lode_oss *oss, struct lode_req *req,
 	lode_req_reply(req, 0, &rep, sizeof(rep), out, (size_t)n * sizeof(*out), free);
 }
 
+/* ---- per-object serialization of writes and truncates (oss/objlock.c says why) ---- */
+
+/* A request that holds (or waits for) a range of its object's chunks. */
+struct obj_hold {
+	struct lode_obj_range range;
+	struct lode_oss *oss;
+	struct lode_req *req;
+	const struct lode_msg *msg; /* points into hold->m */
+	struct lode_msg m;	    /* the decoded request (its pointers are into req's body) */
+	int (*start)(struct lode_oss *oss, struct lode_objstore_io *io, struct obj_hold *h);
+};
+
+static void hold_release(struct obj_hold *h)
+{
+	if (!h)
+		return;
+	lode_objstore_range_unlock(h->oss->st, &h->range);
+	free(h);
+}
+
+/* A queued request's turn, on its own worker: start it, or answer its error. */
+static void hold_granted(struct lode_obj_range *r)
+{
+	struct obj_hold *h = lode_container_of(r, struct obj_hold, range);
+	int err = h->start(h->oss, worker_io, h);
+
+	if (err) {
+		struct lode_req *req = h->req;
+
+		hold_release(h);
+		lode_req_reply_err(req, err);
+	}
+}
+
+/*
+ * Runs start once chunks [first, end) of id are held: at once when nothing overlapping is
+ * in flight, else from the queue. start answers the request and lets go of the hold, or
+ * returns an error without answering (the hold is then let go of here).
+ */
+static int hold_run(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg, const struct lode_wire_objid *id, uint64_t first,
+		    uint64_t end,
+		    int (*start)(struct lode_oss *, struct lode_objstore_io *, struct obj_hold *))
+{
+	struct obj_hold *h = calloc(1, sizeof(*h));
+	int err;
+
+	if (!h)
+		return -ENOMEM;
+	h->range.id = *id;
+	h->range.first = first;
+	h->range.end = end;
+	h->range.loop = lode_loop_current();
+	h->range.granted = hold_granted;
+	h->oss = oss;
+	h->req = req;
+	h->m = *msg;
+	h->msg = &h->m;
+	h->start = start;
+	if (!lode_objstore_range_lock(oss->st, &h->range))
+		return 0;
+	err = start(oss, io, h);
+	if (err)
+		hold_release(h);
+	return err;
+}
+
+static void hold_obj_done(void *arg, int status, struct lode_obj_result *res)
+{
+	struct obj_hold *h = arg;
+	struct lode_req *req = h->req;
+
+	/* let go first: the reply may free nothing we need, and a waiter starts sooner */
+	hold_release(h);
+	reply_obj(req, status, res);
+}
+
+static void hold_write_done(void *arg, int status, struct lode_obj_result *res)
+{
+	struct obj_hold *h = arg;
+	struct lode_req *req = h->req;
+
+	hold_release(h);
+	write_done(req, status, res);
+}
+
 /* ---- chained requests ---- */
 
 /* Default deadline of the forwarding rpc; every forward sets its own from the chain. */
@@ -186,8 +272,9 @@ static void do_list(struct lode_oss *oss, struct lode_req *req,
 struct chain_op {
 	struct lode_oss *oss;
 	struct lode_req *req;
-	unsigned hops; /* the request's chain count */
-	int local;     /* our own copy's result */
+	struct obj_hold *hold; /* a write's chunks, let go of once every copy answered */
+	unsigned hops;	       /* the request's chain count */
+	int local;	       /* our own copy's result */
 	struct lode_obj_result res;
 	atomic_uint pending;			/* our own copy, and the forward if any */
 	bool down_bad_reply;			/* the next hop answered something malformed */
@@ -299,6 +386,7 @@ static void chain_reply(struct chain_op *op)
 			fwd_failed(op, rc, &rep.status[1]);
 	}
 	lode_req_reply(op->req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	hold_release(op->hold);
 	free(op);
 }
 
@@ -434,11 +522,13 @@ static int op_ping(struct lode_oss *oss, struct lode_objstore_io *io, struct lod
 	return 0;
 }
 
-static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
-		    const struct lode_msg *msg)
+static int write_start(struct lode_oss *oss, struct lode_objstore_io *io, struct obj_hold *h)
 {
+	const struct lode_msg *msg = h->msg;
 	const struct lode_wire_obj_write_req *wr = msg->fixed;
+	struct lode_req *req = h->req;
 	size_t dlen = (size_t)lode_req_hdr(req)->data_len;
+	unsigned flags = wr->flags & (LODE_OBJ_F_SYNC | LODE_OBJ_F_MERGE);
 	struct chain_op *op;
 	int err;
 
@@ -446,7 +536,7 @@ static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lo
 		return -ENOMEM;
 	if (!msg->chain) {
 		lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums,
-				    wr->flags, write_done, req);
+				    flags, hold_write_done, h);
 		return 0;
 	}
 	if (!worker_fwd)
@@ -455,9 +545,24 @@ static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lo
 			  &op);
 	if (err)
 		return err;
-	lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums,
-			    wr->flags & LODE_OBJ_F_SYNC, chain_local_done, op);
+	/* the chunks stay held until every copy answered: overlapping writes reach the copies
+	 * in the order this head applied them */
+	op->hold = h;
+	lode_objstore_write(io, &wr->obj, wr->offset, lode_req_data(req), dlen, msg->sums, flags,
+			    chain_local_done, op);
 	return 0;
+}
+
+static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
+		    const struct lode_msg *msg)
+{
+	const struct lode_wire_obj_write_req *wr = msg->fixed;
+	uint64_t end = wr->offset + lode_req_hdr(req)->data_len;
+
+	if (!io)
+		return -ENOMEM;
+	return hold_run(oss, io, req, msg, &wr->obj, wr->offset / LODE_CHUNK_SIZE,
+			(end + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE, write_start);
 }
 
 static int op_read(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
@@ -472,16 +577,28 @@ static int op_read(struct lode_oss *oss, struct lode_objstore_io *io, struct lod
 	return 0;
 }
 
+static int truncate_start(struct lode_oss *oss, struct lode_objstore_io *io, struct obj_hold *h)
+{
+	const struct lode_wire_obj_truncate_req *tr = h->msg->fixed;
+
+	(void)oss;
+	if (!io)
+		return -ENOMEM;
+	lode_objstore_truncate(io, &tr->obj, tr->size, hold_obj_done, h);
+	return 0;
+}
+
+/* A truncate rewrites the checksum of the chunk its new end falls in, and drops (or grows
+ * into) every chunk after: it holds them all against writes. */
 static int op_truncate(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
 		       const struct lode_msg *msg)
 {
 	const struct lode_wire_obj_truncate_req *tr = msg->fixed;
 
-	(void)oss;
 	if (!io)
 		return -ENOMEM;
-	lode_objstore_truncate(io, &tr->obj, tr->size, obj_done, req);
-	return 0;
+	return hold_run(oss, io, req, msg, &tr->obj, tr->size / LODE_CHUNK_SIZE, UINT64_MAX,
+			truncate_start);
 }
 
 static int op_fsync(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,8 +56,10 @@ struct obj_op {
 	unsigned flags;
 	uint64_t new_size;
 	uint64_t old_size;
-	bool zero_copy; /* read: hand the descriptor to the caller instead of the bytes */
-	char *chunk;	/* truncate: the chunk holding the new end */
+	bool zero_copy;	 /* read: hand the descriptor to the caller instead of the bytes */
+	char *chunk;	 /* truncate: the chunk holding the new end */
+	char *merged;	 /* merge write: the widened range, owned */
+	uint64_t *msums; /* merge write: its checksums, owned */
 	size_t chunk_len;
 	uint64_t sum; /* truncate: stored, then new checksum of that chunk */
 };
@@ -163,6 +166,8 @@ static void op_finish(struct obj_op *op, int err)
 		objstore_fds_put(op->fds);
 	}
 	free(op->chunk);
+	free(op->merged);
+	free(op->msums);
 	op->done(op->arg, err, &op->res);
 	free(op);
 }
@@ -318,26 +323,120 @@ static void fail_now(lode_obj_done_fn done, void *arg, int err)
 	done(arg, err, &res);
 }
 
+/*
+ * One stored chunk of a merge: the bytes [base, base + n) (n: what the object holds of it)
+ * into buf, checked against the stored checksum first. A chunk that does not match is not
+ * merged into (re-summing it would launder corrupt bytes into "verified"): -EIO. Plain
+ * syscalls: at most two chunks per merge, mostly in the page cache.
+ */
+static int merge_read_chunk(struct lode_objstore *st, struct obj_fds *f, uint64_t base, size_t n,
+			    char *buf)
+{
+	uint64_t stored = 0;
+	ssize_t got;
+
+	got = pread(f->dfd, buf, n, (off_t)base);
+	if (got < 0)
+		return -errno;
+	if ((size_t)got != n)
+		return -EIO; /* shrank under us: only a truncate can, and it holds the range */
+	got = pread(f->sfd, &stored, 8, (off_t)(base / CHUNK * 8));
+	if (got < 0)
+		return -errno;
+	if (!stored)
+		stored = st->zero_sum;
+	return lode_chunk_sum(buf, n) == stored ? 0 : -EIO;
+}
+
+/*
+ * A LODE_OBJ_F_MERGE write: [off, off + len) covers part of its first or last chunk. The
+ * range widens to whole chunks (up to the object's end where that comes first): the
+ * stored bytes it keeps are read and verified, the new ones laid over them, and every
+ * chunk is summed here. Runs with the chunks held (objlock.c), so no other write can
+ * change them between this read and the write that follows.
+ */
+static int merge_prepare(struct obj_op *op, uint64_t size, uint64_t off, const char *data,
+			 size_t len)
+{
+	struct lode_objstore *st = op->w->st;
+	uint64_t cs = off / CHUNK * CHUNK, end = off + len;
+	uint64_t ce = (end + CHUNK - 1) / CHUNK * CHUNK, nend = end;
+	uint64_t edges[2] = {cs, ce - CHUNK};
+	size_t mlen, nchunks;
+	int rc;
+
+	/* bytes of the last chunk after the write that the object holds are kept */
+	if (end % CHUNK && size > end)
+		nend = size < ce ? size : ce;
+	mlen = (size_t)(nend - cs);
+	nchunks = (mlen + CHUNK - 1) / CHUNK;
+	op->merged = calloc(1, mlen);
+	op->msums = malloc(nchunks * 8);
+	if (!op->merged || !op->msums)
+		return -ENOMEM;
+	for (unsigned e = 0; e < 2; e++) {
+		uint64_t base = edges[e];
+		/* the chunk keeps stored bytes before the write, or after it */
+		bool keeps = (base < off && size > base) || (base + CHUNK > end && size > end);
+		size_t have;
+
+		if (e == 1 && base == cs)
+			break; /* one chunk: already read */
+		if (!keeps)
+			continue; /* fully overwritten, or a hole (zeros) around the new bytes */
+		have = (size_t)((size < base + CHUNK ? size : base + CHUNK) - base);
+		if (have > mlen - (base - cs))
+			have = (size_t)(mlen - (base - cs));
+		rc = merge_read_chunk(st, op->fds, base, have, op->merged + (base - cs));
+		if (rc)
+			return rc;
+	}
+	memcpy(op->merged + (off - cs), data, len);
+	for (size_t i = 0; i < nchunks; i++) {
+		size_t pos = i * CHUNK;
+
+		op->msums[i] =
+		    lode_chunk_sum(op->merged + pos, mlen - pos < CHUNK ? mlen - pos : CHUNK);
+	}
+	op->off = cs;
+	op->len = mlen;
+	op->wdata = op->merged;
+	op->wsums = op->msums;
+	return 0;
+}
+
+/* The request's own checksums: one per chunk the bytes touch, of the bytes in it. */
+static bool sums_match(uint64_t off, const char *data, size_t len, const uint64_t *sums)
+{
+	uint64_t end = off + len;
+
+	for (uint64_t base = off / CHUNK * CHUNK, i = 0; base < end; base += CHUNK, i++) {
+		uint64_t from = base > off ? base : off;
+		uint64_t to = base + CHUNK < end ? base + CHUNK : end;
+
+		if (lode_chunk_sum(data + (from - off), (size_t)(to - from)) != sums[i])
+			return false;
+	}
+	return true;
+}
+
 void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			 uint64_t off, const void *data, size_t len, const uint64_t *sums,
 			 unsigned flags, lode_obj_done_fn done, void *arg)
 {
+	bool merge = flags & LODE_OBJ_F_MERGE;
 	struct obj_op *op;
 	struct stat sb;
 	int err;
 
-	if (off % CHUNK || !len || off > (uint64_t)INT64_MAX - len) {
-		fail_now(done, arg, off % CHUNK || !len ? -EINVAL : -EFBIG);
+	if ((off % CHUNK && !merge) || !len || off > (uint64_t)INT64_MAX - len) {
+		fail_now(done, arg, !len || off <= (uint64_t)INT64_MAX - len ? -EINVAL : -EFBIG);
 		return;
 	}
 	/* Verify everything before storing anything. */
-	for (size_t pos = 0, i = 0; pos < len; pos += CHUNK, i++) {
-		size_t n = len - pos < CHUNK ? len - pos : CHUNK;
-
-		if (lode_chunk_sum((const char *)data + pos, n) != sums[i]) {
-			fail_now(done, arg, -EBADMSG);
-			return;
-		}
+	if (!sums_match(off, data, len, sums)) {
+		fail_now(done, arg, -EBADMSG);
+		return;
 	}
 	op = op_new(io, OP_WRITE, done, arg);
 	if (!op) {
@@ -354,13 +453,19 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 		op_finish(op, err);
 		return;
 	}
-	/* A short last chunk must end the object: bytes after it in the same chunk would
-	 * not be covered by its checksum. */
-	if (len % CHUNK && (uint64_t)sb.st_size > off + len) {
+	if (merge) {
+		err = merge_prepare(op, (uint64_t)sb.st_size, off, data, len);
+		if (err) {
+			op_finish(op, err);
+			return;
+		}
+	} else if (len % CHUNK && (uint64_t)sb.st_size > off + len) {
+		/* A short last chunk must end the object: bytes after it in the same chunk
+		 * would not be covered by its checksum. */
 		op_finish(op, -EINVAL);
 		return;
 	}
-	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)data, len, off, true);
+	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)op->wdata, op->len, op->off, true);
 }
 
 /* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */

@@ -33,6 +33,8 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 		st->dirfd[i] = -1;
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_init(&st->locks[i], NULL);
+	for (unsigned i = 0; i < RANGE_BUCKETS; i++)
+		pthread_mutex_init(&st->ranges[i].lock, NULL);
 	pthread_mutex_init(&st->ios_lock, NULL);
 	pthread_mutex_init(&st->list_lock, NULL);
 	st->zero_sum = lode_chunk_sum("", 0);
@@ -98,6 +100,8 @@ void lode_objstore_close(struct lode_objstore *st)
 			close(st->dirfd[i]);
 	for (unsigned i = 0; i < NLOCKS; i++)
 		pthread_mutex_destroy(&st->locks[i]);
+	for (unsigned i = 0; i < RANGE_BUCKETS; i++)
+		pthread_mutex_destroy(&st->ranges[i].lock);
 	pthread_mutex_destroy(&st->ios_lock);
 	pthread_mutex_destroy(&st->list_lock);
 	free(st->list_ids);

@@ -35,6 +35,7 @@
 #ifndef LODE_OSS_OBJSTORE_H
 #define LODE_OSS_OBJSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,26 @@ int lode_objstore_io_create(struct lode_objstore *st, struct lode_loop *loop, un
 /* Frees it and closes its cached descriptors. No operation may be in flight on it (entries
  * still referenced by one are left open). NULL is accepted. */
 void lode_objstore_io_destroy(struct lode_objstore_io *io);
+
+/*
+ * A range of an object's chunks held by one write or truncate (objlock.c says why): chunks
+ * [first, end) of id. Fill id, first, end, loop (the caller's) and granted, then lock. The
+ * struct must stay valid until unlocked.
+ */
+struct lode_obj_range {
+	struct lode_wire_objid id;
+	uint64_t first, end;
+	struct lode_loop *loop;
+	void (*granted)(struct lode_obj_range *r); /* runs on loop once a queued range is held */
+	struct lode_obj_range *next, *next_go;	   /* the store's, while locked or queued */
+};
+
+/* Takes r at once and returns true when no held or earlier queued range of the same object
+ * overlaps it; else queues it and returns false, and r->granted(r) runs on r->loop once it
+ * is held. Any thread. */
+bool lode_objstore_range_lock(struct lode_objstore *st, struct lode_obj_range *r);
+/* Lets go of a held range, resuming the queued ranges it was blocking. Any thread. */
+void lode_objstore_range_unlock(struct lode_objstore *st, struct lode_obj_range *r);
 
 /* Result of an operation, valid only during the completion callback unless stated. */
 struct lode_obj_result {

@@ -20,15 +20,24 @@
 #define MAX_IOS		64
 #define DEFAULT_MAX_FDS 64
 /* "<16 hex>.<16 hex>.<8 hex>" */
-#define OBJ_NAME_LEN (16 + 1 + 16 + 1 + 8)
-#define OBJ_NAME_BUF (OBJ_NAME_LEN + sizeof(".sum"))
-#define CHUNK	     ((uint64_t)LODE_CHUNK_SIZE)
+#define OBJ_NAME_LEN  (16 + 1 + 16 + 1 + 8)
+#define OBJ_NAME_BUF  (OBJ_NAME_LEN + sizeof(".sum"))
+#define CHUNK	      ((uint64_t)LODE_CHUNK_SIZE)
+#define RANGE_BUCKETS 64
+
+/* objlock.c: the held and queued ranges of the objects that hash here */
+struct range_bucket {
+	pthread_mutex_t lock;
+	struct lode_obj_range *held;	/* protected by lock */
+	struct lode_obj_range *waiting; /* protected by lock; in arrival order */
+};
 
 struct lode_objstore {
 	int dirfd[NDIRS]; /* DATA/objects/00 .. ff, read-only after open */
 	/* Held while opening or removing an object's pair of files; never around I/O. */
 	pthread_mutex_t locks[NLOCKS];
 	_Atomic uint64_t count;
+	struct range_bucket ranges[RANGE_BUCKETS]; /* objlock.c */
 	uint64_t zero_sum; /* lode_chunk_sum of an all-zero chunk: what a hole reads as */
 
 	/*

@@ -93,7 +93,9 @@ static void wb_wait_locked(struct lf_writer *w)
 		pthread_cond_wait(&w->wb_cond, &w->wb_lock);
 }
 
-/* With wb_lock held: starts writing the buffer, after the one in flight. */
+/* With wb_lock held: starts writing the buffer, after the one in flight. The wait lets go
+ * of wb_lock, so what is buffered is looked at only after it: another writer of the file
+ * may have handed it on, or added to it, meanwhile. */
 static void wb_start_locked(struct lf_writer *w)
 {
 	pthread_attr_t attr;
@@ -103,6 +105,8 @@ static void wb_start_locked(struct lf_writer *w)
 	if (!w->wb_len)
 		return;
 	wb_wait_locked(w);
+	if (!w->wb_len)
+		return;
 	w->fl_buf = w->wb;
 	w->fl_off = w->wb_off;
 	w->fl_len = w->wb_len;
@@ -118,11 +122,14 @@ static void wb_start_locked(struct lf_writer *w)
 		wb_complete_locked(w, lode_pwrite(w->f, w->fl_buf, w->fl_len, w->fl_off));
 }
 
-/* With wb_lock held: everything buffered is in liblode's hands when it returns. */
+/* With wb_lock held: everything buffered is in liblode's hands when it returns (other
+ * writers of the file may add to the buffer while this waits: until it is empty). */
 static void wb_flush_locked(struct lf_writer *w)
 {
-	wb_start_locked(w);
-	wb_wait_locked(w);
+	while (w->wb_len || w->inflight) {
+		wb_start_locked(w);
+		wb_wait_locked(w);
+	}
 }
 
 void lf_writer_drain(struct lf_writer *w)
@@ -334,6 +341,8 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 	struct lode_stat st;
 	struct lf_writer *w;
 
+	struct lf_writer *had;
+
 	lode_file_stat_cached(f, &st); /* just created: no need to ask the MDS */
 	w = writer_alloc(st.ino);
 	if (!w)
@@ -342,6 +351,18 @@ int lf_writer_adopt(struct lode_fuse *lf, struct lode_file *f, bool readable,
 	w->readable = readable;
 	writer_note_mode(w);
 	pthread_mutex_lock(&lf->wlock);
+	had = search_settled(lf, w->ino);
+	if (had && (had->readable || !readable)) {
+		/* the MDS lets a file have many writers, so a create of a file this mount
+		 * already writes gets a handle of its own: keep sharing the one we have (its
+		 * size is the one this mount's readers see), this one goes back */
+		had->refs++;
+		pthread_mutex_unlock(&lf->wlock);
+		writer_free(w);
+		lode_close(f);
+		*out = had;
+		return 0;
+	}
 	w->next = *bucket_of(lf, w->ino);
 	*bucket_of(lf, w->ino) = w;
 	pthread_mutex_unlock(&lf->wlock);
@@ -358,7 +379,20 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 	ssize_t n = (ssize_t)size;
 
 	pthread_mutex_lock(&w->wb_lock);
-	if (w->wb_len && (pos != w->wb_off + w->wb_len || w->wb_len + size > LF_WB_MAX))
+	if (!write_through && size >= LF_WB_DIRECT_MIN && !w->wb_err && pos != w->last_end &&
+	    !(w->wb_len && pos + size > w->wb_off && pos < w->wb_off + w->wb_len) &&
+	    !(w->inflight && pos + size > w->fl_off && pos < w->fl_off + w->fl_len)) {
+		/* a large write that does not continue the last one (a sequential stream keeps
+		 * its write-behind) nor overlaps what is buffered or in flight (no order between
+		 * them to keep): at once, beside the others */
+		w->last_end = pos + size;
+		pthread_mutex_unlock(&w->wb_lock);
+		return lode_pwrite(w->f, buf, size, pos);
+	}
+	w->last_end = pos + size;
+	/* many threads (and opens) write through one writer: what is buffered may change while
+	 * wb_start_locked waits, so ask again until this write may follow it */
+	while (w->wb_len && (pos != w->wb_off + w->wb_len || w->wb_len + size > LF_WB_MAX))
 		wb_start_locked(w);
 	if (w->wb_err) {
 		/* an earlier write of this file failed behind the application's back */

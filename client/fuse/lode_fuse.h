@@ -29,8 +29,13 @@
 
 #include "lode/lode.h"
 
-#define LF_IO_MAX	  (1u << 20)  /* max_write and the largest read the kernel sends */
-#define LF_WB_MAX	  (16u << 20) /* write-behind: contiguous writes gathered per liblode call */
+#define LF_IO_MAX (1u << 20)  /* max_write and the largest read the kernel sends */
+#define LF_WB_MAX (16u << 20) /* write-behind: contiguous writes gathered per liblode call */
+/* A write at least this large that does not follow the buffered one goes to liblode at once,
+ * beside other such writes, instead of ending the buffer: the N-to-1 pattern (many threads
+ * of one mount writing interleaved records of one file) would otherwise write one record at
+ * a time (measured: tools/bench/shared-write.sh, docs/benchmarks.md). */
+#define LF_WB_DIRECT_MIN  (1u << 20)
 #define LF_WRITER_BUCKETS 256u
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
 #define LF_SQUASH_ID	  65534u
@@ -62,10 +67,9 @@ struct lf_opts {
 
 /*
  * One liblode write handle per inode this mount has open for writing, shared by every
- * FUSE open of that inode: the MDS grants one write lease per file, so a second
- * lode_ll_open() for writing from the same mount would fail with EBUSY, and two handles
- * would commit two different sizes. Sharing one also gives getattr and readers the size
- * the writer knows before it is committed.
+ * FUSE open of that inode: the MDS would give each open a handle of its own (a file may
+ * have many writers), but one per mount keeps one write-behind, one size for getattr and
+ * readers before it is committed, and one commit per flush.
  */
 struct lf_writer {
 	uint64_t ino;
@@ -86,6 +90,7 @@ struct lf_writer {
 	pthread_cond_t wb_cond;	 /* the write in flight finished */
 	char *wb;		 /* protected by wb_lock: LF_WB_MAX bytes, or NULL */
 	uint64_t wb_off, wb_len; /* protected by wb_lock: file range the buffer holds */
+	uint64_t last_end;	 /* protected by wb_lock: where the last write ended */
 	char *spare;		 /* protected by wb_lock: a free buffer, or NULL */
 	bool inflight;		 /* protected by wb_lock: a flush thread owns fl_* */
 	char *fl_buf;		 /* the buffer in flight: owned by the flush thread */

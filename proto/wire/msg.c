@@ -160,7 +160,8 @@ static int check_create(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	(void)blen, (void)dlen;
 	if (r->has_layout > 1 || r->has_targets > 1)
 		return -EPROTO;
-	if ((r->flags & ~LODE_OPEN_ALL_) || (r->mode & ~07777u))
+	/* a new file has no other writer to exclude: LODE_OPEN_EXCLUSIVE is OPEN's */
+	if ((r->flags & ~(LODE_OPEN_ALL_ & ~LODE_OPEN_EXCLUSIVE)) || (r->mode & ~07777u))
 		return -EINVAL;
 	if (r->has_targets && !r->has_layout)
 		return -EINVAL;
@@ -184,7 +185,9 @@ static int check_open(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	uint32_t f = ((const struct lode_wire_open_req *)m->fixed)->flags;
 
 	(void)blen, (void)dlen;
-	if (f & ~(LODE_OPEN_READ | LODE_OPEN_WRITE | LODE_OPEN_TRUNC))
+	if (f & ~(LODE_OPEN_READ | LODE_OPEN_WRITE | LODE_OPEN_TRUNC | LODE_OPEN_EXCLUSIVE))
+		return -EINVAL;
+	if ((f & LODE_OPEN_EXCLUSIVE) && !(f & LODE_OPEN_WRITE))
 		return -EINVAL;
 	if (!(f & (LODE_OPEN_READ | LODE_OPEN_WRITE)))
 		return -EINVAL;
@@ -198,7 +201,7 @@ static int check_commit(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	const struct lode_wire_commit_req *r = m->fixed;
 
 	(void)blen, (void)dlen;
-	if (r->commit > 1 || (!r->commit && r->blocks_p1))
+	if (r->commit > LODE_COMMIT_EXTEND || (!r->commit && r->blocks_p1))
 		return -EPROTO;
 	return r->size > (uint64_t)INT64_MAX ? -EFBIG : 0;
 }
@@ -361,11 +364,19 @@ static int check_obj_write(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
 	const struct lode_wire_obj_write_req *r = m->fixed;
 	uint64_t nchunks = (dlen + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
-	uint64_t fixed = sizeof(*r) + nchunks * sizeof(uint64_t);
+	uint64_t fixed, head;
 	int rc;
 
 	if (!objid_ok(&r->obj) || (r->flags & ~LODE_OBJ_F_ALL_))
 		return -EPROTO;
+	if (r->flags & LODE_OBJ_F_MERGE) {
+		/* the chunks the bytes touch, wherever they start */
+		if (!dlen)
+			return -EPROTO;
+		head = r->offset % LODE_CHUNK_SIZE;
+		nchunks = (head + dlen + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
+	}
+	fixed = sizeof(*r) + nchunks * sizeof(uint64_t);
 	if (r->nchunks != nchunks || blen < fixed)
 		return -EPROTO;
 	if (r->flags & LODE_OBJ_F_CHAIN) {
@@ -375,7 +386,7 @@ static int check_obj_write(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	} else if (blen != fixed) {
 		return -EPROTO;
 	}
-	if (r->offset % LODE_CHUNK_SIZE)
+	if (r->offset % LODE_CHUNK_SIZE && !(r->flags & LODE_OBJ_F_MERGE))
 		return -EINVAL;
 	if (r->offset > (uint64_t)INT64_MAX - dlen)
 		return -EFBIG;

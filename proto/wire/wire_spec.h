@@ -275,7 +275,11 @@ _Static_assert(sizeof(struct lode_wire_setattr_req) == 200, "setattr req");
 #define LODE_OPEN_TRUNC	 0x04u /* metadata size to 0; client truncates objects */
 #define LODE_OPEN_EXCL	 0x08u /* CREATE: fail with EEXIST if the name exists */
 #define LODE_OPEN_CREATE 0x10u /* CREATE: open the existing file if the name exists */
-#define LODE_OPEN_ALL_	 0x1fu
+/* OPEN with LODE_OPEN_WRITE: the file's only writer (EBUSY while another write handle is
+ * open, and every other write open gets EBUSY while this one is): what a repair holds so
+ * that no write races its copy. Without it a file may have many writers at once. */
+#define LODE_OPEN_EXCLUSIVE 0x20u
+#define LODE_OPEN_ALL_	    0x3fu
 
 /* CREATE: body = req + name. Creates a regular file (or opens an existing one when
  * LODE_OPEN_CREATE without LODE_OPEN_EXCL). If layout.stripe_count != 0 the file gets that
@@ -305,8 +309,9 @@ struct lode_wire_open_req {
 };
 _Static_assert(sizeof(struct lode_wire_open_req) == 160, "open req");
 
-/* Reply of OPEN and CREATE. A write handle holds the file's single-writer lease until
- * CLOSE or until lease_ms pass without a COMMIT. degraded: bit i set when the copy in
+/* Reply of OPEN and CREATE. A write handle holds a write lease (shared with the file's
+ * other writers, unless one of them is LODE_OPEN_EXCLUSIVE) until CLOSE or until lease_ms
+ * pass without a COMMIT. degraded: bit i set when the copy in
  * layout.targets[i] is known to miss data (a write to it failed, or it returned bad data)
  * until a repair replaces it; readers skip it and writers leave it alone. */
 struct lode_wire_open_rep {
@@ -322,20 +327,25 @@ _Static_assert(sizeof(struct lode_wire_open_rep) ==
 	       "open rep");
 _Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "degraded is a 64-bit mask");
 
-/* COMMIT and CLOSE. commit != 0: the size becomes exactly the one given (the single writer's
- * view is authoritative) and mtime is set (0: now). Reply: lode_wire_attr. */
+/* COMMIT and CLOSE. commit LODE_COMMIT_SET: the size becomes exactly the one given (a
+ * truncate is authoritative); LODE_COMMIT_EXTEND: the size becomes the larger of the one
+ * given and the one stored (a writer commits the largest end it wrote; the file's other
+ * writers may have written further). Either sets mtime (0: now). Reply: lode_wire_attr,
+ * the file's attributes after the commit. */
 struct lode_wire_commit_req {
 	uint64_t ino;
 	uint64_t handle;
 	uint64_t size;
 	int64_t mtime_ns;
-	uint32_t commit; /* 1: apply size and mtime */
+	uint32_t commit; /* 0: only renew (or close); else LODE_COMMIT_* */
 	uint32_t reserved;
 	/* with commit: 1 + the 512-byte blocks one copy of the file takes on its targets, as
 	 * the writer measured them (OBJ_STAT); 0: not measured, the MDS keeps what it had */
 	uint64_t blocks_p1;
 };
 _Static_assert(sizeof(struct lode_wire_commit_req) == 48, "commit req");
+#define LODE_COMMIT_SET	   1u
+#define LODE_COMMIT_EXTEND 2u
 
 /* MKDIR: body = req + name. Reply: lode_wire_attr. */
 struct lode_wire_mkdir_req {
@@ -747,7 +757,13 @@ _Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
 
 #define LODE_OBJ_F_SYNC	 0x1u /* make durable before answering */
 #define LODE_OBJ_F_CHAIN 0x2u /* a forwarding chain follows the checksums */
-#define LODE_OBJ_F_ALL_	 0x3u
+/* The bytes cover part of a chunk at either end: offset may be anywhere, and the OSS merges
+ * them into the chunks already stored (under its per-object serialization) and sums the
+ * merged chunks itself. nchunks counts the chunks [offset, offset + data_len) touches;
+ * checksum i is of the request's bytes that fall in the i-th (zero padded, as always), so
+ * the data is still verified end to end before it is merged. */
+#define LODE_OBJ_F_MERGE 0x4u
+#define LODE_OBJ_F_ALL_	 0x7u
 
 /* OBJ_READ: offset chunk aligned, length <= LODE_DATA_MAX. Reply body: lode_wire_obj_read_rep
  * + nchunks u64 checksums; data: the bytes that exist (data_len <= length; shorter at the
@@ -850,7 +866,7 @@ struct lode_wire_obj_chain_rep {
 };
 _Static_assert(sizeof(struct lode_wire_obj_chain_rep) == 24 + 4 * (LODE_CHAIN_MAX + 1),
 	       "obj chain rep");
-_Static_assert(sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE) +
+_Static_assert(sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE + 1) +
 		       sizeof(struct lode_wire_chain) +
 		       LODE_CHAIN_MAX * sizeof(struct lode_wire_chain_hop) <=
 		   LODE_BODY_MAX,

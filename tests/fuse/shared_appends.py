@@ -4,8 +4,8 @@
 many as SECONDS allow) without a pause, each turn a complete open-write-close, the way
 shell scripts on two nodes append to one log. Close-to-open promises that every open sees what the last close anywhere
 published, so no appended byte may be lost or land over another; and once close() has
-returned, the other mount's open for writing must succeed (no EBUSY from a write lease the
-closing mount has not given back yet). Turns alternate between O_APPEND appends and
+returned, the other mount's open for writing must succeed (it may even while the file is
+open for writing there: a file may have many writers). Turns alternate between O_APPEND appends and
 writes at an explicit offset (the file's size as fstat gives it after open)."""
 import errno
 import os
@@ -63,22 +63,18 @@ def main():
                  f"first difference at byte {i}: {got[max(0, i - 20):i + 20]!r}")
     print(f"{turns} turns, {len(want)} bytes, nothing lost")
 
-    # The wait for a lease being given back is bounded: a file really open for writing on
-    # the other mount still answers EBUSY, and an open after that mount's close succeeds.
+    # A file open for writing on one mount may be opened for writing on the other at
+    # once (many writers of one file): no EBUSY, and no wait for the first to close.
     held = os.open(paths[0], os.O_WRONLY)
     t0 = time.monotonic()
     try:
         os.close(os.open(paths[1], os.O_WRONLY))
-        fail("mount 2 opened for writing a file mount 1 holds open for writing")
     except OSError as e:
-        if e.errno != errno.EBUSY:
-            fail(f"mount 2's open of a file held for writing: {e}, expected EBUSY")
+        fail(f"mount 2's open of a file held for writing on mount 1: {e}")
     waited = time.monotonic() - t0
-    if waited > 30:
-        fail(f"EBUSY took {waited:.1f} s")
+    if waited > 5:
+        fail(f"mount 2's open of a file held for writing elsewhere took {waited:.1f} s")
     os.close(held)
-    os.close(os.open(paths[1], os.O_WRONLY))
-    print(f"held for writing elsewhere: EBUSY after {waited:.1f} s; after its close: opened")
-
+    print(f"held for writing elsewhere: opened for writing too, in {waited:.2f} s")
 
 main()

@@ -130,7 +130,7 @@ static void change_namespace(struct lode_txn *t, struct lode_placement *pl)
 	struct lode_wire_objid id = {.ino = 9, .generation = 1};
 
 	lode_ns_open(t, &root, 2, LODE_OPEN_READ | LODE_OPEN_WRITE | LODE_OPEN_TRUNC, &a, &l);
-	lode_ns_commit(t, 2, 4096, 1, 0, &a);
+	lode_ns_commit(t, 2, 4096, false, 1, 0, &a);
 	lode_ns_setattr(t, &sa, &a);
 	lode_ns_report_copy(t, 2, 1, 0, 1);
 	lode_ns_set_copy(t, pl, 2, 0, 1, 2, &lr);

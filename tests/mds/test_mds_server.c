@@ -168,7 +168,7 @@ static void test_targets_register_heartbeat_and_list(void **state)
 	assert_int_equal(seen, 3);
 }
 
-static void test_create_commit_close_and_the_single_writer_lease(void **state)
+static void test_create_commit_close_and_writers_shared_or_exclusive(void **state)
 {
 	struct lode_wire_open_rep o, o2;
 	struct lode_wire_attr a;
@@ -183,15 +183,30 @@ static void test_create_commit_close_and_the_single_writer_lease(void **state)
 	assert_int_equal(o.degraded, 0);
 	assert_int_equal(create_at(d, "shard0", LODE_OPEN_WRITE | LODE_OPEN_EXCL, &o2), -EEXIST);
 
+	/* a second writer shares the file; an exclusive one (a repair) waits for both */
 	struct lode_wire_open_req op = {.ino = o.attr.ino, .flags = LODE_OPEN_WRITE};
-	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &op, sizeof(op), &o2, sizeof(o2)),
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &op, sizeof(op), &o2, sizeof(o2)), 0);
+	assert_true(o2.handle != o.handle && !(o2.handle & LODE_LEASE_READ_BIT));
+	struct lode_wire_open_req ox = {.ino = o.attr.ino,
+					.flags = LODE_OPEN_WRITE | LODE_OPEN_EXCLUSIVE};
+	struct lode_wire_open_rep o3;
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &ox, sizeof(ox), &o3, sizeof(o3)),
 			 -EBUSY);
 
-	struct lode_wire_commit_req cm = {
-	    .ino = o.attr.ino, .handle = o.handle, .size = 3 << 20, .mtime_ns = 5, .commit = 1};
+	struct lode_wire_commit_req cm = {.ino = o.attr.ino,
+					  .handle = o.handle,
+					  .size = 3 << 20,
+					  .mtime_ns = 5,
+					  .commit = LODE_COMMIT_SET};
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_COMMIT, &cm, sizeof(cm), &a, sizeof(a)), 0);
 	assert_int_equal(a.size, 3 << 20);
+	/* the second writer wrote less: its extending close keeps the larger end */
+	struct lode_wire_commit_req cm2 = {
+	    .ino = o.attr.ino, .handle = o2.handle, .size = 1 << 20, .commit = LODE_COMMIT_EXTEND};
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_CLOSE, &cm2, sizeof(cm2), &a, sizeof(a)), 0);
+	assert_int_equal(a.size, 3 << 20);
 	cm.size = 4 << 20;
+	cm.commit = LODE_COMMIT_EXTEND;
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_CLOSE, &cm, sizeof(cm), &a, sizeof(a)), 0);
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_CLOSE, &cm, sizeof(cm), &a, sizeof(a)),
 			 -EBADF);
@@ -200,7 +215,14 @@ static void test_create_commit_close_and_the_single_writer_lease(void **state)
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_GETATTR, &g, sizeof(g), &a, sizeof(a)), 0);
 	assert_int_equal(a.size, 4 << 20);
 
-	/* the lease is free again; readers get untracked handles */
+	/* the file has no writer left: an exclusive one may open it now */
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &ox, sizeof(ox), &o3, sizeof(o3)), 0);
+	struct lode_wire_commit_req cx = {.ino = o.attr.ino, .handle = o3.handle};
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &op, sizeof(op), &o2, sizeof(o2)),
+			 -EBUSY);
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_CLOSE, &cx, sizeof(cx), &a, sizeof(a)), 0);
+
+	/* readers get untracked handles */
 	op.flags = LODE_OPEN_READ;
 	assert_int_equal(lode_rpc_simple(conn, LODE_OP_OPEN, &op, sizeof(op), &o2, sizeof(o2)), 0);
 	assert_true(o2.handle & LODE_LEASE_READ_BIT);
@@ -437,7 +459,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hello_returns_the_cluster_id_and_the_mds_role),
 	    cmocka_unit_test(test_targets_register_heartbeat_and_list),
-	    cmocka_unit_test(test_create_commit_close_and_the_single_writer_lease),
+	    cmocka_unit_test(test_create_commit_close_and_writers_shared_or_exclusive),
 	    cmocka_unit_test(test_readdir_pages_decode_with_the_codec),
 	    cmocka_unit_test(test_xattrs_travel_as_data_and_sizes),
 	    cmocka_unit_test(test_unlinked_files_become_orphans_for_their_targets),

@@ -553,7 +553,7 @@ static void test_open_with_trunc_sets_size_zero_and_commit_sets_size(void **stat
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 12345, 77, 0, &a)), 0);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 12345, false, 77, 0, &a)), 0);
 	assert_int_equal(getattr(f, ino).size, 12345);
 	assert_int_equal(getattr(f, ino).mtime_ns, 77);
 	t = W(f);
@@ -574,13 +574,13 @@ static void test_st_blocks_is_what_the_writer_measured_else_from_the_size(void *
 
 	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 20, 0, 0, &a)), 0);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 20, false, 0, 0, &a)), 0);
 	assert_int_equal(getattr(f, ino).blocks, 2048); /* never measured: from the size */
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, 0, 1 + 100, &a)), 0);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, false, 0, 1 + 100, &a)), 0);
 	assert_int_equal(a.blocks, 100); /* sparse: what the targets hold */
 	t = W(f);
-	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, 0, 0, &a)), 0);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 1 << 30, false, 0, 0, &a)), 0);
 	assert_int_equal(getattr(f, ino).blocks, 100); /* unmeasured commit: kept */
 	t = W(f);
 	assert_int_equal(
@@ -1475,29 +1475,79 @@ static void test_placement_gives_a_reregistered_uuid_its_old_id(void **state)
 
 /* ---- leases ---- */
 
-static void test_lease_admits_one_writer_until_it_expires(void **state)
+static void test_an_exclusive_lease_admits_no_other_writer_until_it_expires(void **state)
 {
 	struct lode_leases *ls;
 	uint64_t h1, h2, h3;
 
 	(void)state;
 	assert_int_equal(lode_leases_create(&ls, 1000), 0);
-	assert_int_equal(lode_lease_acquire(ls, 42, 0, &h1), 0);
-	assert_int_equal(lode_lease_acquire(ls, 42, 500, &h2), -EBUSY);
-	assert_int_equal(lode_lease_acquire(ls, 43, 500, &h2), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 0, true, &h1), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 500, false, &h2), -EBUSY);
+	assert_int_equal(lode_lease_acquire(ls, 42, 500, true, &h2), -EBUSY);
+	assert_int_equal(lode_lease_acquire(ls, 43, 500, false, &h2), 0);
 	assert_int_equal(lode_lease_renew(ls, h1, 42, 900), 0);
-	assert_int_equal(lode_lease_acquire(ls, 42, 1500, &h3), -EBUSY);
-	assert_int_equal(lode_lease_acquire(ls, 42, 2000, &h3), 0);
+	assert_int_equal(lode_lease_renew_exclusive(ls, h1, 42, 900), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 1500, false, &h3), -EBUSY);
+	assert_int_equal(lode_lease_acquire(ls, 42, 2000, false, &h3), 0);
 	assert_int_equal(lode_lease_renew(ls, h1, 42, 2000), -ESTALE);
 	assert_int_equal(lode_lease_renew(ls, h1, 43, 2000), -EBADF);
 	assert_int_equal(lode_lease_release(ls, h1, 42), 0);
 	assert_int_equal(lode_lease_release(ls, h1, 42), -EBADF);
 	assert_int_equal(lode_lease_release(ls, h3, 42), 0);
-	assert_int_equal(lode_lease_acquire(ls, 42, 2001, &h1), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 2001, true, &h1), 0);
 	assert_int_equal(lode_leases_count(ls), 2);
 	assert_true(lode_lease_read_handle() & LODE_LEASE_READ_BIT);
 	assert_false(h1 & LODE_LEASE_READ_BIT);
 	lode_leases_destroy(ls);
+}
+
+static void test_leases_admit_many_writers_of_one_file_but_then_no_exclusive_one(void **state)
+{
+	struct lode_leases *ls;
+	uint64_t h[8], x;
+
+	(void)state;
+	assert_int_equal(lode_leases_create(&ls, 1000), 0);
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(lode_lease_acquire(ls, 42, i, false, &h[i]), 0);
+	for (unsigned i = 0; i < 8; i++) {
+		assert_int_equal(lode_lease_renew(ls, h[i], 42, 100), 0);
+		/* a shared writer may not move copies: another write could race the copy */
+		assert_int_equal(lode_lease_renew_exclusive(ls, h[i], 42, 100), -EBUSY);
+	}
+	/* a repair waits for every writer to close (or go silent) */
+	assert_int_equal(lode_lease_acquire(ls, 42, 200, true, &x), -EBUSY);
+	for (unsigned i = 0; i < 7; i++)
+		assert_int_equal(lode_lease_release(ls, h[i], 42), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 200, true, &x), -EBUSY);
+	assert_int_equal(lode_lease_release(ls, h[7], 42), 0);
+	assert_int_equal(lode_lease_acquire(ls, 42, 200, true, &x), 0);
+	assert_int_equal(lode_lease_renew_exclusive(ls, x, 42, 300), 0);
+	lode_leases_destroy(ls);
+}
+
+static void test_commits_of_many_writers_keep_the_largest_end_but_a_truncate_sets_it(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_attr a;
+	struct lode_txn t;
+	uint64_t ino;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 8000, true, 0, 0, &a)), 0);
+	t = W(f);
+	/* a writer that wrote less, closing later, does not cut off another's bytes */
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 3000, true, 0, 0, &a)), 0);
+	assert_int_equal(a.size, 8000);
+	assert_int_equal(getattr(f, ino).size, 8000);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 9000, true, 0, 0, &a)), 0);
+	assert_int_equal(getattr(f, ino).size, 9000);
+	t = W(f);
+	assert_int_equal(end(&t, lode_ns_commit(&t, ino, 100, false, 0, 0, &a)), 0);
+	assert_int_equal(getattr(f, ino).size, 100);
 }
 
 static void test_lease_forgets_handles_of_clients_that_went_away(void **state)
@@ -1507,14 +1557,14 @@ static void test_lease_forgets_handles_of_clients_that_went_away(void **state)
 
 	(void)state;
 	assert_int_equal(lode_leases_create(&ls, 1000), 0);
-	assert_int_equal(lode_lease_acquire(ls, 1, 0, &h), 0);
+	assert_int_equal(lode_lease_acquire(ls, 1, 0, false, &h), 0);
 	/* a takeover leaves the old handle known (its commits get -ESTALE) ... */
-	assert_int_equal(lode_lease_acquire(ls, 1, 2000, &h), 0);
+	assert_int_equal(lode_lease_acquire(ls, 1, 2000, false, &h), 0);
 	/* ... until it has been silent for many lease periods */
 	for (uint64_t ino = 100; ino < 100 + 300; ino++)
-		assert_int_equal(lode_lease_acquire(ls, ino, 2000 + 11 * 1000 + 1, &h), 0);
+		assert_int_equal(lode_lease_acquire(ls, ino, 2000 + 11 * 1000 + 1, false, &h), 0);
 	assert_int_equal(lode_leases_count(ls), 300); /* the two silent ones went */
-	assert_int_equal(lode_lease_acquire(ls, 1, 2000 + 11 * 1000 + 1, &h), 0);
+	assert_int_equal(lode_lease_acquire(ls, 1, 2000 + 11 * 1000 + 1, false, &h), 0);
 	lode_leases_destroy(ls);
 }
 
@@ -1715,7 +1765,9 @@ int main(void)
 	    T(test_placement_keeps_late_targets_up_and_marks_down_only_what_is_known_down),
 	    T(test_layout_xattr_changes_only_named_fields_and_refuses_unplaceable),
 	    T(test_placement_gives_a_reregistered_uuid_its_old_id),
-	    T(test_lease_admits_one_writer_until_it_expires),
+	    T(test_an_exclusive_lease_admits_no_other_writer_until_it_expires),
+	    T(test_leases_admit_many_writers_of_one_file_but_then_no_exclusive_one),
+	    T(test_commits_of_many_writers_keep_the_largest_end_but_a_truncate_sets_it),
 	    T(test_lease_forgets_handles_of_clients_that_went_away),
 	    T(test_writer_rolls_back_a_failed_op_alone_and_commits_the_rest),
 	};

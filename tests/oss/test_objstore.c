@@ -667,6 +667,155 @@ static void test_objects_survive_a_reopen_of_the_store(void **state)
 	free(data);
 }
 
+/* A LODE_OBJ_F_MERGE write's checksums: one per chunk its bytes touch, of those bytes. */
+static int merge_write(struct fixture *f, const struct lode_wire_objid *id, uint64_t off,
+		       const char *data, size_t len)
+{
+	uint64_t first = off / CHUNK, end = (off + len + CHUNK - 1) / CHUNK;
+	uint64_t *sums = calloc(end - first, 8);
+	int rc;
+
+	assert_non_null(sums);
+	for (uint64_t c = first; c < end; c++) {
+		uint64_t from = c * CHUNK > off ? c * CHUNK : off;
+		uint64_t to = (c + 1) * CHUNK < off + len ? (c + 1) * CHUNK : off + len;
+
+		sums[c - first] = lode_chunk_sum(data + (from - off), (size_t)(to - from));
+	}
+	rc = do_write(f, f->io, id, off, data, len, sums, LODE_OBJ_F_MERGE);
+	free(sums);
+	return rc;
+}
+
+static void test_merges_of_disjoint_records_inside_chunks_land_intact_with_valid_sums(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(0x5150, 1, 0);
+	enum { REC = 1000, NREC = 300 }; /* records straddle chunk boundaries */
+	char *want = fixture_pattern((size_t)REC * NREC, 9);
+	struct done d;
+
+	/* every other record first, then the rest backwards: each merges into chunks the
+	 * others wrote, before and after it, and some extend the object */
+	for (unsigned i = 0; i < NREC; i += 2)
+		assert_int_equal(merge_write(f, &id, (uint64_t)i * REC, want + i * REC, REC), 0);
+	for (unsigned i = NREC - 1; i < NREC; i -= 2)
+		assert_int_equal(merge_write(f, &id, (uint64_t)i * REC, want + i * REC, REC), 0);
+	do_read(f, f->io, &id, 0, 5 * CHUNK, &d);
+	assert_int_equal(d.status, 0);
+	assert_int_equal(d.res.object_size, (size_t)REC * NREC);
+	assert_int_equal(d.res.data_len, (size_t)REC * NREC);
+	assert_memory_equal(d.res.data, want, (size_t)REC * NREC);
+	assert_sums_match(&d);
+	done_free(&d);
+	free(want);
+}
+
+static void test_a_merge_keeps_the_bytes_around_it_and_leaves_holes_as_zeros(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(0x5151, 1, 0);
+	size_t len = 2 * CHUNK + 500;
+	char *want = fixture_pattern(len, 3), *mid = fixture_pattern(100, 4);
+	struct done d;
+
+	assert_int_equal(write_ok(f, &id, 0, want, len), 0);
+	/* inside one chunk, and across a chunk boundary */
+	memcpy(want + 1000, mid, 100);
+	assert_int_equal(merge_write(f, &id, 1000, mid, 100), 0);
+	memcpy(want + CHUNK - 50, mid, 100);
+	assert_int_equal(merge_write(f, &id, CHUNK - 50, mid, 100), 0);
+	do_read(f, f->io, &id, 0, 3 * CHUNK, &d);
+	assert_int_equal(d.res.data_len, len);
+	assert_memory_equal(d.res.data, want, len);
+	assert_sums_match(&d);
+	done_free(&d);
+	/* past the end: the gap reads as zeros, with sums that verify */
+	assert_int_equal(merge_write(f, &id, 4 * CHUNK + 7, mid, 100), 0);
+	do_read(f, f->io, &id, 0, 5 * CHUNK, &d);
+	assert_int_equal(d.res.data_len, 4 * CHUNK + 107);
+	assert_memory_equal(d.res.data, want, len);
+	for (size_t i = len; i < 4 * CHUNK + 7; i++)
+		assert_int_equal(((char *)d.res.data)[i], 0);
+	assert_memory_equal((char *)d.res.data + 4 * CHUNK + 7, mid, 100);
+	assert_sums_match(&d);
+	done_free(&d);
+	free(want);
+	free(mid);
+}
+
+static void test_a_merge_into_a_chunk_that_fails_its_checksum_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(0x5152, 1, 0);
+	char *data = fixture_pattern(CHUNK, 5), path[256];
+	int fd;
+
+	assert_int_equal(write_ok(f, &id, 0, data, CHUNK), 0);
+	obj_path(f, &id, path, sizeof(path));
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "X", 1, 10), 1);
+	close(fd);
+	/* re-summing the chunk would make the flipped byte look verified */
+	assert_int_equal(merge_write(f, &id, 100, data, 10), -EIO);
+	/* a merge with a checksum that does not match its bytes stores nothing */
+	{
+		uint64_t bad = 1;
+
+		assert_int_equal(do_write(f, f->io, &id, 100, data, 10, &bad, LODE_OBJ_F_MERGE),
+				 -EBADMSG);
+	}
+	free(data);
+}
+
+struct range_wait {
+	struct lode_obj_range r;
+	struct fixture *f;
+	int granted; /* protected by f->lock */
+};
+
+static void range_granted(struct lode_obj_range *r)
+{
+	struct range_wait *w = lode_container_of(r, struct range_wait, r);
+
+	pthread_mutex_lock(&w->f->lock);
+	w->granted = 1;
+	pthread_cond_broadcast(&w->f->cond);
+	pthread_mutex_unlock(&w->f->lock);
+}
+
+static void test_overlapping_ranges_of_one_object_wait_in_order_and_others_do_not(void **state)
+{
+	struct fixture *f = *state;
+	struct range_wait a = {.f = f}, b = {.f = f}, c = {.f = f}, other = {.f = f};
+
+	a.r = (struct lode_obj_range){.id = fixture_oid(9, 1, 0), .first = 0, .end = 4};
+	b.r = (struct lode_obj_range){.id = fixture_oid(9, 1, 0), .first = 3, .end = 5};
+	c.r = (struct lode_obj_range){.id = fixture_oid(9, 1, 0), .first = 4, .end = 6};
+	other.r = (struct lode_obj_range){.id = fixture_oid(9, 1, 1), .first = 0, .end = 4};
+	a.r.loop = b.r.loop = c.r.loop = other.r.loop = f->loop;
+	a.r.granted = b.r.granted = c.r.granted = other.r.granted = range_granted;
+	assert_true(lode_objstore_range_lock(f->st, &a.r));
+	assert_true(lode_objstore_range_lock(f->st, &other.r)); /* another object */
+	assert_false(lode_objstore_range_lock(f->st, &b.r));	/* shares chunk 3 */
+	/* c overlaps only b, which is waiting: it waits behind it */
+	assert_false(lode_objstore_range_lock(f->st, &c.r));
+	lode_objstore_range_unlock(f->st, &a.r);
+	pthread_mutex_lock(&f->lock);
+	while (!b.granted)
+		pthread_cond_wait(&f->cond, &f->lock);
+	assert_int_equal(c.granted, 0);
+	pthread_mutex_unlock(&f->lock);
+	lode_objstore_range_unlock(f->st, &b.r);
+	pthread_mutex_lock(&f->lock);
+	while (!c.granted)
+		pthread_cond_wait(&f->cond, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+	lode_objstore_range_unlock(f->st, &c.r);
+	lode_objstore_range_unlock(f->st, &other.r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +836,10 @@ int main(void)
 	    T(test_listing_skips_objects_removed_since_its_scan),
 	    T(test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum),
 	    T(test_objects_survive_a_reopen_of_the_store),
+	    T(test_merges_of_disjoint_records_inside_chunks_land_intact_with_valid_sums),
+	    T(test_a_merge_keeps_the_bytes_around_it_and_leaves_holes_as_zeros),
+	    T(test_a_merge_into_a_chunk_that_fails_its_checksum_is_refused),
+	    T(test_overlapping_ranges_of_one_object_wait_in_order_and_others_do_not),
 #undef T
 	};
 

@@ -963,16 +963,21 @@ static void test_open_accepts_reads_writes_and_truncating_writes_only(void **sta
 	    {LODE_OPEN_READ | LODE_OPEN_TRUNC, -EINVAL},
 	    {LODE_OPEN_READ | LODE_OPEN_EXCL, -EINVAL}, /* EXCL and CREATE are CREATE's */
 	    {LODE_OPEN_WRITE | LODE_OPEN_CREATE, -EINVAL},
-	    {0x20 | LODE_OPEN_READ, -EINVAL}};
+	    {LODE_OPEN_WRITE | LODE_OPEN_EXCLUSIVE, 0},
+	    {LODE_OPEN_READ | LODE_OPEN_EXCLUSIVE, -EINVAL}, /* only a writer is exclusive */
+	    {0x40 | LODE_OPEN_READ, -EINVAL}};
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_OPEN, NULL, struct lode_wire_open_req, flags, flags);
 }
 
-static void test_commit_and_close_take_commit_as_a_boolean(void **state)
+static void test_commit_and_close_take_renew_set_or_extend(void **state)
 {
-	static const struct value_case commit[] = {
-	    {0, 0}, {1, 0}, {2, -EPROTO}, {UINT32_MAX, -EPROTO}};
+	static const struct value_case commit[] = {{0, 0},
+						   {LODE_COMMIT_SET, 0},
+						   {LODE_COMMIT_EXTEND, 0},
+						   {3, -EPROTO},
+						   {UINT32_MAX, -EPROTO}};
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_COMMIT, NULL, struct lode_wire_commit_req, commit, commit);
@@ -1179,8 +1184,9 @@ static void test_create_checks_its_flags_and_its_layout_markers(void **state)
 	static const struct value_case flags[] = {
 	    {LODE_OPEN_WRITE, 0},
 	    {LODE_OPEN_WRITE | LODE_OPEN_CREATE | LODE_OPEN_EXCL, 0},
-	    {LODE_OPEN_ALL_, 0},
-	    {0x20, -EINVAL}};
+	    {LODE_OPEN_ALL_ & ~LODE_OPEN_EXCLUSIVE, 0},
+	    {LODE_OPEN_WRITE | LODE_OPEN_EXCLUSIVE, -EINVAL}, /* OPEN's, not CREATE's */
+	    {0x40, -EINVAL}};
 	static const struct value_case markers[] = {{2, -EPROTO}, {UINT16_MAX, -EPROTO}};
 	static const struct value_case targets_alone[] = {{1, -EINVAL}}; /* without a layout */
 
@@ -1358,8 +1364,15 @@ static void test_obj_write_checks_its_checksums_data_offset_and_flags(void **sta
 	    {TOP_OFFSET - CHUNK, 1, 1, 0, 0, CHUNK, 0},
 	    {TOP_OFFSET, 1, 1, 0, 0, CHUNK, -EFBIG},
 	    {UINT64_MAX - CHUNK + 1, 1, 1, 0, 0, CHUNK, -EFBIG},
+	    /* a merge starts anywhere: one checksum per chunk its bytes touch */
+	    {1, 1, 1, LODE_OBJ_F_MERGE, 0, 1000, 0},
+	    {CHUNK - 10, 2, 2, LODE_OBJ_F_MERGE, 0, 20, 0},
+	    {CHUNK - 10, 1, 1, LODE_OBJ_F_MERGE, 0, 20, -EPROTO},
+	    {CHUNK / 2, 65, 65, LODE_OBJ_F_MERGE, 0, LODE_DATA_MAX, 0},
+	    {CHUNK / 2, 1, 1, LODE_OBJ_F_MERGE, 0, 0, -EPROTO},
+	    {(uint64_t)INT64_MAX - 5, 2, 2, LODE_OBJ_F_MERGE, 0, 20, -EFBIG},
 	    /* unknown flags */
-	    {0, 1, 1, 0x4, 0, CHUNK, -EPROTO},
+	    {0, 1, 1, 0x8, 0, CHUNK, -EPROTO},
 	    {0, 1, 1, 0x80000000u, 0, CHUNK, -EPROTO},
 	};
 
@@ -2326,7 +2339,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_sizes_and_offsets_past_int64_max_are_too_big),
 	    cmocka_unit_test(test_setattr_checks_valid_bits_and_only_the_fields_they_name),
 	    cmocka_unit_test(test_open_accepts_reads_writes_and_truncating_writes_only),
-	    cmocka_unit_test(test_commit_and_close_take_commit_as_a_boolean),
+	    cmocka_unit_test(test_commit_and_close_take_renew_set_or_extend),
 	    cmocka_unit_test(test_rename_refuses_unknown_and_contradictory_flags),
 	    cmocka_unit_test(test_listings_ask_for_one_to_the_most_entries_and_readdir_for_attrs),
 	    cmocka_unit_test(test_orphan_done_carries_whole_object_ids_up_to_a_page),

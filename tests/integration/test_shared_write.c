@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Many writers of one file (N-to-1, as MPI-IO, HDF5 and IOR's shared-file mode write
+ * checkpoints) from two liblode clients of a real cluster: disjoint records that share
+ * chunks land intact, the size is the largest end written, every open after the last close
+ * sees the union, and writers whose writes overlap get, for each chunk-aligned write, one
+ * writer's bytes with checksums that verify, on every copy alike.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster_client.h"
+#include "lode/lode.h"
+#include "pattern.h"
+
+#define CHUNK	 65536u
+#define WRITERS	 8
+#define REC	 1000u /* records share chunks, and straddle chunk and stripe boundaries */
+#define NREC	 2400u /* 2.4 MB over 2 stripes of 128 KiB */
+#define SEED	 77
+#define OVL_SIZE (1u << 20)
+
+static struct test_cluster tc;
+static struct lode_client *clients[2];
+
+static int group_up(void **state)
+{
+	*state = &tc;
+	if (cluster_test_up(state))
+		return -1;
+	clients[0] = cluster_client(&tc, 10000);
+	clients[1] = cluster_client(&tc, 10000);
+	return 0;
+}
+
+static int group_down(void **state)
+{
+	lode_disconnect(clients[0]);
+	lode_disconnect(clients[1]);
+	return cluster_test_down(state);
+}
+
+/* Two stripes of 128 KiB, two copies each, on the cluster's three targets. */
+static void create_striped(const char *path)
+{
+	struct lode_layout l = {.stripe_size = 2 * CHUNK, .stripe_count = 2, .mirror_count = 2};
+	struct lode_file *f;
+
+	assert_int_equal(lode_create_with_layout(clients[0], path, 0644, &l, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+}
+
+struct writer {
+	pthread_t thread;
+	unsigned id;
+	const char *path;
+	struct lode_file *f; /* opened by the test, before any writer starts */
+	int rc;
+};
+
+/* Writer i writes records i, i + WRITERS, ... of the pattern, then closes. */
+static void *record_writer(void *arg)
+{
+	struct writer *w = arg;
+	char rec[REC];
+
+	for (unsigned r = w->id; r < NREC && !w->rc; r += WRITERS) {
+		uint64_t off = (uint64_t)r * REC;
+		ssize_t n;
+
+		pattern_fill(rec, REC, SEED, off);
+		n = lode_pwrite(w->f, rec, REC, off);
+		if (n != (ssize_t)REC)
+			w->rc = n < 0 ? (int)n : -EIO;
+	}
+	if (lode_close(w->f) && !w->rc)
+		w->rc = -EIO;
+	return NULL;
+}
+
+static void test_eight_writers_on_two_clients_write_interleaved_records_of_one_file(void **state)
+{
+	struct writer w[WRITERS];
+	struct lode_stat st;
+
+	(void)state;
+	create_striped("/n1");
+	/* every writer has the file open for writing at once, half on each client */
+	for (unsigned i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){.id = i, .path = "/n1"};
+		assert_int_equal(lode_open(clients[i % 2], "/n1", O_WRONLY, 0, &w[i].f), 0);
+	}
+	for (unsigned i = 0; i < WRITERS; i++)
+		assert_int_equal(pthread_create(&w[i].thread, NULL, record_writer, &w[i]), 0);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		assert_int_equal(pthread_join(w[i].thread, NULL), 0);
+		assert_int_equal(w[i].rc, 0);
+	}
+	/* close-to-open: any open after the last close sees the union, on either client */
+	assert_int_equal(lode_stat(clients[1], "/n1", &st), 0);
+	assert_int_equal(st.size, (uint64_t)NREC * REC);
+	for (unsigned k = 0; k < 2; k++)
+		assert_int_equal(cluster_check_file(clients[k], "/n1", (uint64_t)NREC * REC, SEED,
+						    3 * CHUNK + 17),
+				 (uint64_t)NREC * REC);
+}
+
+static void write_at(struct lode_file *f, uint64_t off, size_t len, uint64_t seed)
+{
+	char *b = malloc(len);
+
+	assert_non_null(b);
+	pattern_fill(b, len, seed, off);
+	assert_int_equal(lode_pwrite(f, b, len, off), (ssize_t)len);
+	free(b);
+}
+
+static void test_the_size_is_the_largest_end_whoever_closes_last_and_truncate_sets_it(void **state)
+{
+	struct lode_file *a, *b, *r;
+	struct lode_stat st;
+	char buf[300];
+
+	(void)state;
+	create_striped("/ends");
+	assert_int_equal(lode_open(clients[0], "/ends", O_WRONLY, 0, &a), 0);
+	assert_int_equal(lode_open(clients[1], "/ends", O_WRONLY, 0, &b), 0);
+	write_at(a, 0, 10000, 1);
+	write_at(b, 300000, 200, 2); /* the far end, in the other stripe */
+	assert_int_equal(lode_close(b), 0);
+	/* the writer that wrote less closes last: it does not cut the other's bytes off */
+	assert_int_equal(lode_close(a), 0);
+	assert_int_equal(lode_stat(clients[0], "/ends", &st), 0);
+	assert_int_equal(st.size, 300200);
+	assert_int_equal(lode_open(clients[0], "/ends", O_RDONLY, 0, &r), 0);
+	assert_int_equal(lode_pread(r, buf, 200, 300000), 200);
+	assert_int_equal(pattern_check(buf, 200, 2, 300000), -1);
+	assert_int_equal(lode_pread(r, buf, 300, 9900), 300);
+	assert_int_equal(pattern_check(buf, 100, 1, 9900), -1);
+	for (unsigned i = 100; i < 300; i++)
+		assert_int_equal(buf[i], 0); /* the gap between the writers reads as zeros */
+	assert_int_equal(lode_close(r), 0);
+	/* a truncate is still authoritative, with another writer open */
+	assert_int_equal(lode_open(clients[1], "/ends", O_WRONLY, 0, &b), 0);
+	assert_int_equal(lode_truncate(clients[0], "/ends", 5000), 0);
+	assert_int_equal(lode_close(b), 0);
+	assert_int_equal(lode_stat(clients[0], "/ends", &st), 0);
+	assert_int_equal(st.size, 5000);
+}
+
+struct overlapper {
+	pthread_t thread;
+	struct lode_file *f;
+	unsigned id;
+	int rc;
+};
+
+/* Whole chunks of one byte value (its id), over the same megabyte as every other
+ * overlapper, in writes of 1 to 4 chunks at chunk-aligned offsets. */
+static void *overlap_writer(void *arg)
+{
+	struct overlapper *o = arg;
+	char *b = malloc(4 * CHUNK);
+	unsigned x = o->id * 2654435761u + 1;
+
+	if (!b) {
+		o->rc = -ENOMEM;
+		return NULL;
+	}
+	memset(b, 'A' + (int)o->id, 4 * CHUNK);
+	for (unsigned i = 0; i < 60 && !o->rc; i++) {
+		size_t n = (size_t)(1 + (x >> 8) % 4) * CHUNK;
+		uint64_t off = (uint64_t)((x >> 16) % (OVL_SIZE / CHUNK - 3)) * CHUNK;
+		ssize_t w = lode_pwrite(o->f, b, n, off);
+
+		if (w != (ssize_t)n)
+			o->rc = w < 0 ? (int)w : -EIO;
+		x = x * 1103515245u + 12345u;
+	}
+	free(b);
+	if (lode_close(o->f) && !o->rc)
+		o->rc = -EIO;
+	return NULL;
+}
+
+/* Reads the whole overlapped file (any read failure fails the test, a checksum error
+ * included) and checks that each chunk holds one writer's bytes; into out. */
+static void read_overlapped(struct lode_client *c, const char *path, char *out)
+{
+	struct lode_file *f;
+
+	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, out, OVL_SIZE, 0), OVL_SIZE);
+	assert_int_equal(lode_close(f), 0);
+	for (unsigned k = 0; k < OVL_SIZE / CHUNK; k++)
+		for (unsigned i = 1; i < CHUNK; i++)
+			if (out[k * CHUNK + i] != out[k * CHUNK])
+				fail_msg("chunk %u mixes bytes of two writers at %u", k, i);
+}
+
+static void
+test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies(void **state)
+{
+	struct lode_layout l = {
+	    .stripe_size = OVL_SIZE, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct overlapper o[4];
+	char *both = malloc(OVL_SIZE), *one = malloc(OVL_SIZE);
+	struct lode_file *f;
+
+	(void)state;
+	assert_non_null(both);
+	assert_non_null(one);
+	assert_int_equal(lode_create_with_layout(clients[0], "/ovl", 0644, &l, &f), 0);
+	write_at(f, 0, OVL_SIZE, 5);
+	assert_int_equal(lode_close(f), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		o[i] = (struct overlapper){.id = i};
+		assert_int_equal(lode_open(clients[i % 2], "/ovl", O_WRONLY, 0, &o[i].f), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&o[i].thread, NULL, overlap_writer, &o[i]), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(o[i].thread, NULL), 0);
+		assert_int_equal(o[i].rc, 0);
+	}
+	/* what a reader gets, and then each copy alone: the two copies took the writes in
+	 * the chain head's order, so they hold the same bytes */
+	read_overlapped(clients[0], "/ovl", both);
+	for (unsigned keep = 0; keep < 2; keep++) {
+		struct lode_client *c;
+
+		assert_int_equal(cluster_kill(&tc, keep ? "oss0" : "oss1", 1), 0);
+		c = cluster_client(&tc, 10000);
+		read_overlapped(c, "/ovl", one);
+		lode_disconnect(c);
+		assert_int_equal(cluster_restart(&tc), 0);
+		assert_memory_equal(one, both, OVL_SIZE);
+	}
+	free(both);
+	free(one);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(
+		test_eight_writers_on_two_clients_write_interleaved_records_of_one_file),
+	    cmocka_unit_test(
+		test_the_size_is_the_largest_end_whoever_closes_last_and_truncate_sets_it),
+	    cmocka_unit_test(
+		test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies),
+	};
+
+	return cmocka_run_group_tests(tests, group_up, group_down);
+}
