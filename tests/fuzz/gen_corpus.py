@@ -115,6 +115,8 @@ def requests():
          len(wdata)),
         (50, 'obj_write_chain', objid() + struct.pack('<QII', 0, 2, 1) + sums(wdata) +
          chain(1, [(2, 'tcp://127.0.0.1:7002'), (3, 'tcp://127.0.0.1:7003')]), len(wdata)),
+        (50, 'obj_write_merge', objid() + struct.pack('<QII', 1000, 4, 1) + sums(wdata),
+         len(wdata)),
         (51, 'obj_read', objid() + struct.pack('<QII', 0, CHUNK, 0), 0),
         (52, 'obj_truncate', objid() + struct.pack('<Q', 50), 0),
         (53, 'obj_remove', objid(), 0),
@@ -258,6 +260,12 @@ def oss_handler():
                                                 b''), (53, objid(), b'')]))
     write('oss_handler', 'sync_and_chain_tail', frames([(50, ws, data), (50, wc, data),
                                                         (56, objid() + chain(1, []), b'')]))
+    # merges: a partial chunk at an odd offset into what is stored, then across a chunk edge
+    wm = objid() + struct.pack('<QII', 1000, 4, 1) + sums(data)
+    edge = CHUNK - 100
+    we = objid() + struct.pack('<QII', edge, 4, 2) + sums(data[:100]) + sums(data[100:])
+    write('oss_handler', 'merge', frames([(50, w, data), (50, wm, data), (50, we, data),
+                                          (51, rd, b'')]))
     write('oss_handler', 'ping', frames([(2, b'', b'')]))
     write('oss_handler', 'scrub', frames([(59, struct.pack('<II', 16, 0), b''),
                                           (58, struct.pack('<IIQQQ', 2, 0, 0, 0, 0), b'')]))
