@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cap.h"
 #include "wire_spec.h"
 
 _Static_assert(LODE_AUTH_CLIENT == LODE_ROLE_CLIENT && LODE_AUTH_TARGET == LODE_ROLE_OSS &&
@@ -132,6 +133,7 @@ int lode_keyring_load(const char *path, struct lode_keyring *out, char *err, siz
 	sodium_memzero(hex, sizeof(hex));
 	if (!strcmp(kind, "cluster")) {
 		kr.cluster = true;
+		lode_cap_key_derive(key, kr.cap_key);
 		for (unsigned r = 1; r < LODE_AUTH_ROLES_; r++) {
 			derive(key, r, kr.key[r]);
 			kr.held |= LODE_ROLE_BIT(r);

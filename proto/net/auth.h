@@ -41,6 +41,7 @@ struct lode_keyring {
 	bool cluster;				       /* loaded from a cluster key: every role */
 	unsigned held;				       /* role bits */
 	uint8_t key[LODE_AUTH_ROLES_][LODE_KEY_BYTES]; /* by role */
+	uint8_t cap_key[LODE_KEY_BYTES]; /* capabilities (cap.h): with a cluster key only */
 };
 
 /* "client", "target", "admin", or "?" for anything else. */

@@ -154,6 +154,7 @@ struct lode_req {
 	void *file_arg;
 	char *body;
 	char *data;
+	const struct lode_wire_cap *cap; /* the capability the request carried, in body */
 };
 
 static size_t pad8(size_t n)
@@ -446,6 +447,13 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	stat_add(&sc->w->stats.op[hdr->opcode % LODE_OP_MAX_].rx_bytes,
 		 sizeof(*hdr) + hdr->body_len + hdr->data_len);
 	sconn_flow(sc);
+	if (req->hdr.flags & LODE_WIRE_F_CAP) {
+		/* the capability ends the body (lode_hdr_check saw it fits): handlers see the
+		 * opcode's own body, and the capability apart */
+		req->hdr.flags &= (uint16_t)~LODE_WIRE_F_CAP;
+		req->hdr.body_len -= (uint32_t)sizeof(struct lode_wire_cap);
+		req->cap = (const struct lode_wire_cap *)(req->body + req->hdr.body_len);
+	}
 	if (!(lode_op_roles(hdr->opcode) & sc->roles)) {
 		char why[96];
 
@@ -818,6 +826,11 @@ unsigned lode_req_role(const struct lode_req *req)
 uint64_t lode_req_conn_id(const struct lode_req *req)
 {
 	return req->conn->id;
+}
+
+const struct lode_wire_cap *lode_req_cap(const struct lode_req *req)
+{
+	return req->cap;
 }
 
 /* ---- deadlines ---- */

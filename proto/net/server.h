@@ -116,6 +116,11 @@ struct lode_loop *lode_req_loop(const struct lode_req *req);
 unsigned lode_req_role(const struct lode_req *req);
 /* An identifier of the connection, unique for the server's lifetime. */
 uint64_t lode_req_conn_id(const struct lode_req *req);
+/* The capability the request carried (LODE_WIRE_F_CAP; taken off its body, which
+ * lode_req_hdr's body_len no longer counts), or NULL. Valid until lode_req_reply(). Its
+ * bytes are as received: the caller checks it (proto/net/cap.h). Not 8-byte aligned
+ * unless the body's own length is a multiple of 8. */
+const struct lode_wire_cap *lode_req_cap(const struct lode_req *req);
 
 /*
  * Answers the request and frees it. Any thread. status is 0 or a negative errno (turned

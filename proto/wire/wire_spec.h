@@ -45,6 +45,10 @@
 
 /* hdr.flags */
 #define LODE_WIRE_F_REPLY 0x0001u
+/* A request whose body ends with a struct lode_wire_cap (the capability the MDS signed
+ * for the object's file): object data requests only. The server takes it off the body
+ * before the opcode's decoder sees it, so bodies keep their shapes. */
+#define LODE_WIRE_F_CAP 0x0002u
 
 enum lode_opcode {
 	/* any server */
@@ -84,6 +88,7 @@ enum lode_opcode {
 	LODE_OP_MKNOD = 38,	      /* a FIFO, socket or device node */
 	LODE_OP_FSCK = 39,	      /* admin only: one page of the namespace check */
 	LODE_OP_FSCK_FIX = 40,	      /* admin only: repair one finding of FSCK */
+	LODE_OP_CAP_GET = 47,	      /* a capability for a file's objects (proto/net/cap.h) */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -671,6 +676,46 @@ struct lode_wire_fsck_fix_rep {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_fsck_fix_rep) == 8, "fsck fix rep");
+
+/* ---- capabilities (proto/net/cap.h) ---- */
+
+#define LODE_CAP_READ  0x1u
+#define LODE_CAP_WRITE 0x2u
+#define LODE_CAP_ALL_  0x3u
+
+/*
+ * What the MDS allows on one file's objects, signed with the capability key that only the
+ * MDS and the OSS hold (derived from the cluster key): rights on the objects of (ino,
+ * generation) until expiry_ms (wall clock, ms since the epoch). mac = keyed BLAKE2b-256 of
+ * the 32 bytes before it. The OSS verifies it locally, without asking the MDS.
+ */
+struct lode_wire_cap {
+	uint64_t ino;
+	uint64_t generation; /* the layout generation */
+	uint64_t expiry_ms;
+	uint32_t rights; /* LODE_CAP_* */
+	uint32_t reserved;
+	uint8_t mac[32];
+};
+_Static_assert(sizeof(struct lode_wire_cap) == 64, "cap");
+
+/* CAP_GET: a capability for the file ino. Read needs read permission (cred); write needs
+ * the file's write lease (handle), whose holder also gets read. An admin gets any. */
+struct lode_wire_cap_req {
+	uint64_t ino;
+	struct lode_wire_cred cred;
+	uint64_t handle; /* write: the lease's handle */
+	uint32_t rights; /* LODE_CAP_*, at least one */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_cap_req) == 168, "cap req");
+
+struct lode_wire_cap_rep {
+	struct lode_wire_cap cap;
+	uint32_t lifetime_ms; /* how long it was issued for (the client renews before) */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_cap_rep) == 72, "cap rep");
 
 /* ---- objects ---- */
 
