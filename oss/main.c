@@ -264,6 +264,7 @@ int main(int argc, char **argv)
 	}
 	lode_oss_init(&oss, st);
 	oss.keys = secure ? &keys : NULL;
+	oss.hops_checked = secure; /* chained requests go only to targets the MDS lists */
 	sopts.keys = oss.keys;
 	memcpy(sopts.listen, a.listen, sizeof(a.listen));
 	sopts.threads = a.threads;
