@@ -183,8 +183,8 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 
 /* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, const char *key, char *addr, size_t alen, char *err,
-			size_t errlen)
+			const char *grace, const char *cap_life, const char *key, char *addr,
+			size_t alen, char *err, size_t errlen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
 	char *argv[16];
@@ -214,6 +214,10 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	if (grace && grace[0]) {
 		argv[i++] = "--orphan-grace";
 		argv[i++] = (char *)grace;
+	}
+	if (cap_life && cap_life[0]) {
+		argv[i++] = "--cap-lifetime";
+		argv[i++] = (char *)cap_life;
 	}
 	if (key) {
 		argv[i++] = "--key";
@@ -273,7 +277,7 @@ static int local_key(const char *dir, bool insecure, char *key, size_t len, char
 int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, char *mds_addr,
 	     size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
 {
-	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", why[256];
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", cap_life[32] = "", why[256];
 	struct lode_client_opts co = {.size = sizeof(co), .key_file = key};
 	struct lode_client *c;
 	int rc, waited = 0;
@@ -300,17 +304,20 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, ch
 		write_file(path, grace_opt);
 	else
 		read_file(path, grace, sizeof(grace));
+	/* DIR/cap-lifetime (lodectl local up --cap-lifetime): the MDS's --cap-lifetime */
+	snprintf(path, sizeof(path), "%s/cap-lifetime", dir);
+	read_file(path, cap_life, sizeof(cap_life));
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
-	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace,
+	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, cap_life,
 			  key[0] ? key : NULL, mds_addr, mds_len, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
 		mkdir(path, 0755);
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL,
-				  addr, sizeof(addr), err, errlen);
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL,
+				  key[0] ? key : NULL, addr, sizeof(addr), err, errlen);
 		if (rc)
 			return rc;
 	}

@@ -105,7 +105,7 @@ static const struct lodectl_cmd commands[] = {
      "  error (the MDS or an OSS unreachable, a target down), 2 bad usage.",
      true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
-     "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
+     "local up DIR [--oss N] [--orphan-grace S] [--cap-lifetime S] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
@@ -113,7 +113,8 @@ static const struct lodectl_cmd commands[] = {
      "  prove (export LODE_KEY_FILE=DIR/cluster.key, printed on stderr); with --insecure\n"
      "  the cluster checks no key.\n"
      "  --oss N               object servers (1..64; default 3, or DIR's count)\n"
-     "  --orphan-grace S      the MDS's --orphan-grace",
+     "  --orphan-grace S      the MDS's --orphan-grace\n"
+     "  --cap-lifetime S      the MDS's --cap-lifetime (how long a data capability lasts)",
      false},
     {"local down", cmd_local_down, "stop a local cluster",
      "local down DIR\n  Stops every daemon of the local cluster in DIR (SIGTERM, then SIGKILL).",
