@@ -8,7 +8,9 @@
  * passed, the next request on a caller's thread fetches a new one, so a file open for days
  * (or a read spanning many lifetimes) goes on without an error. Requests copy it, so a
  * renewal never changes the bytes of a request in flight; a request that still meets an
- * expired one fails with -EKEYEXPIRED, and the operation renews and runs once more.
+ * expired one fails with -EKEYEXPIRED, and the operation renews and runs once more. A
+ * renewal the MDS cannot answer (it is restarting) leaves the one held in use until it
+ * expires: the data path does not stop with the MDS.
  */
 #include <errno.h>
 #include <string.h>
@@ -58,9 +60,19 @@ int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *
 		f->cap_renew_ms = now + (uint64_t)rep.lifetime_ms * 2 / 3;
 		if (f->cap_renew_ms <= got)
 			f->cap_renew_ms = got + 1;
+		f->cap_expire_ms = now + rep.lifetime_ms;
 		if (rep.cap.rights & LODE_CAP_WRITE) /* CAP_GET renewed the lease too */
 			f->lease_renewed_ms = now;
 		*out = f->cap;
+		pthread_mutex_unlock(&f->lock);
+	} else if (!force) {
+		/* the MDS cannot renew it now (restarting, say): the one held serves until it
+		 * expires, as the data path never waits for the MDS otherwise */
+		pthread_mutex_lock(&f->lock);
+		if (f->cap_renew_ms && lode_now_ms() < f->cap_expire_ms) {
+			*out = f->cap;
+			rc = 0;
+		}
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&f->cap_lock);

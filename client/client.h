@@ -115,6 +115,7 @@ struct lode_file {
 	struct lode_wire_cap cap; /* protected by lock */
 	uint64_t cap_renew_ms;	  /* protected by lock: renew from then on (0: none yet) */
 	uint64_t cap_fetched_ms;  /* protected by lock: when it arrived */
+	uint64_t cap_expire_ms;	  /* protected by lock: when it expires, by our clock */
 };
 
 /* ---- cap.c ---- */
