@@ -628,7 +628,8 @@ static void cap_warn(const struct lode_wire_objid *id, uint8_t opcode, int err)
  * for the object's file and generation with the rights the operation needs: read for
  * OBJ_READ and OBJ_STAT, write for the rest. Targets (forwarding a chain) and admins
  * (fsck, repair) may do without, since their keys already grant that much at the MDS; a
- * capability they do present is checked all the same. Without keys (--insecure),
+ * capability they do present is checked all the same. A capability's MAC is checked once
+ * per connection (the server remembers a few found genuine). Without keys (--insecure),
  * nothing is checked.
  */
 static int cap_allows(struct lode_oss *oss, struct lode_req *req, uint8_t opcode,
@@ -645,10 +646,18 @@ static int cap_allows(struct lode_oss *oss, struct lode_req *req, uint8_t opcode
 		return 0;
 	if (!c) {
 		rc = lode_req_role(req) == LODE_ROLE_CLIENT ? -EACCES : 0;
-	} else {
+	} else if (lode_req_cap_known(req)) {
+		/* its MAC was checked on this connection already: the rest can change with the
+		 * object and the clock */
 		memcpy(&cap, c, sizeof(cap)); /* it ends a body: maybe not aligned */
+		rc =
+		    lode_cap_check_fields(&cap, id->ino, id->generation, rights, lode_cap_now_ms());
+	} else {
+		memcpy(&cap, c, sizeof(cap));
 		rc = lode_cap_check(oss->keys->cap_key, &cap, id->ino, id->generation, rights,
 				    lode_cap_now_ms());
+		if (!rc)
+			lode_req_cap_remember(req);
 	}
 	if (rc)
 		cap_warn(id, opcode, rc);

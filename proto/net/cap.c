@@ -41,7 +41,13 @@ int lode_cap_check(const uint8_t key[LODE_KEY_BYTES], const struct lode_wire_cap
 	mac(key, cap, want);
 	genuine = sodium_memcmp(want, cap->mac, sizeof(want)) == 0;
 	sodium_memzero(want, sizeof(want));
-	if (!genuine || cap->reserved || cap->ino != ino || cap->generation != generation ||
+	return genuine ? lode_cap_check_fields(cap, ino, generation, rights, now_ms) : -EACCES;
+}
+
+int lode_cap_check_fields(const struct lode_wire_cap *cap, uint64_t ino, uint64_t generation,
+			  uint32_t rights, uint64_t now_ms)
+{
+	if (cap->reserved || cap->ino != ino || cap->generation != generation ||
 	    (cap->rights & rights) != rights)
 		return -EACCES;
 	return now_ms >= cap->expiry_ms ? -EKEYEXPIRED : 0;

@@ -57,6 +57,8 @@
 
 struct worker;
 
+#define SCONN_CAPS 4 /* capabilities remembered per connection: a few files at once */
+
 struct sconn {
 	struct worker *w;
 	const struct lode_transport_ops *ops;
@@ -81,6 +83,10 @@ struct sconn {
 	uint64_t auth_req_id; /* of the AUTH arriving */
 	struct lode_wire_auth_req auth_in;
 	uint8_t cnonce[LODE_NONCE_BYTES], snonce[LODE_NONCE_BYTES];
+	/* capabilities the daemon found genuine on this connection (lode_req_cap_remember);
+	 * worker thread only */
+	struct lode_wire_cap caps_ok[SCONN_CAPS];
+	unsigned ncaps_ok, caps_next;
 };
 
 enum { AUTH_NEW, AUTH_PROVING, AUTH_REFUSED, AUTH_DONE };
@@ -831,6 +837,30 @@ uint64_t lode_req_conn_id(const struct lode_req *req)
 const struct lode_wire_cap *lode_req_cap(const struct lode_req *req)
 {
 	return req->cap;
+}
+
+bool lode_req_cap_known(const struct lode_req *req)
+{
+	const struct sconn *sc = req->conn;
+
+	if (!req->cap)
+		return false;
+	for (unsigned i = 0; i < sc->ncaps_ok; i++)
+		if (!memcmp(&sc->caps_ok[i], req->cap, sizeof(*req->cap)))
+			return true;
+	return false;
+}
+
+void lode_req_cap_remember(struct lode_req *req)
+{
+	struct sconn *sc = req->conn;
+
+	if (!req->cap)
+		return;
+	memcpy(&sc->caps_ok[sc->caps_next], req->cap, sizeof(*req->cap));
+	sc->caps_next = (sc->caps_next + 1) % SCONN_CAPS;
+	if (sc->ncaps_ok < SCONN_CAPS)
+		sc->ncaps_ok++;
 }
 
 /* ---- deadlines ---- */
