@@ -20,7 +20,8 @@
 
 int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *out)
 {
-	struct lode_wire_cap_req req = {.ino = f->ino, .handle = f->handle};
+	struct lode_wire_cap_req req = {
+	    .ino = f->ino, .handle = f->handle, .generation = f->layout.generation};
 	struct lode_wire_cap_rep rep;
 	uint64_t now = lode_now_ms();
 	int rc = 0;
@@ -48,7 +49,8 @@ int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *
 	    (f->flags & 3) == 0 /* O_RDONLY */ ? LODE_CAP_READ : LODE_CAP_READ | LODE_CAP_WRITE;
 	rc = lode_client_mds_call(f->c, LODE_OP_CAP_GET, &req, sizeof(req), NULL, 0, &rep,
 				  sizeof(rep), NULL, 0, NULL);
-	if (!rc && (rep.cap.ino != f->ino || !rep.lifetime_ms))
+	if (!rc && (rep.cap.ino != f->ino || rep.cap.generation != f->layout.generation ||
+		    !rep.lifetime_ms))
 		rc = -EPROTO;
 	if (!rc) {
 		uint64_t got = lode_now_ms();

@@ -749,18 +749,23 @@ static int read_layout(struct lode_mds *m, struct lode_txn *t, const struct lode
 
 /* ---- capabilities (proto/net/cap.h) ---- */
 
-/* Fills rep with a capability for rights on ino's objects, signed unless --insecure. */
-static int cap_issue(struct lode_mds *m, struct lode_txn *t, uint64_t ino, uint32_t rights,
-		     struct lode_wire_cap_rep *rep)
+/* Fills rep with a capability for rights on the objects of q's file and generation (0: the
+ * current one), signed unless --insecure. Write rights only for the current generation. */
+static int cap_issue(struct lode_mds *m, struct lode_txn *t, const struct lode_wire_cap_req *q,
+		     uint32_t rights, struct lode_wire_cap_rep *rep)
 {
 	struct lode_wire_layout_rep lr;
-	int rc = lode_ns_layout_get(t, ino, &lr);
+	int rc = lode_ns_layout_get(t, q->ino, &lr);
+	uint64_t gen = q->generation ? q->generation : lr.layout.generation;
 
 	if (rc)
 		return rc;
+	if (gen > lr.layout.generation ||
+	    ((rights & LODE_CAP_WRITE) && gen != lr.layout.generation))
+		return -ESTALE;
 	memset(rep, 0, sizeof(*rep));
-	rep->cap.ino = ino;
-	rep->cap.generation = lr.layout.generation;
+	rep->cap.ino = q->ino;
+	rep->cap.generation = gen;
 	rep->cap.rights = rights;
 	rep->cap.expiry_ms = lode_cap_now_ms() + m->cap_lifetime_ms;
 	rep->lifetime_ms = m->cap_lifetime_ms;
@@ -784,7 +789,7 @@ static int read_cap(struct lode_mds *m, struct lode_txn *t, const struct lode_ms
 			return rc;
 	}
 	r->body_len = sizeof(r->body.cap);
-	return cap_issue(m, t, q->ino, LODE_CAP_READ, &r->body.cap);
+	return cap_issue(m, t, q, LODE_CAP_READ, &r->body.cap);
 }
 
 static bool cap_mutates(const struct lode_msg *msg)
@@ -806,7 +811,7 @@ static int run_cap(struct wreq *w, struct lode_txn *t)
 			return rc;
 	}
 	w->rep_len = sizeof(w->rep.cap);
-	return cap_issue(w->m, t, q->ino, LODE_CAP_READ | LODE_CAP_WRITE, &w->rep.cap);
+	return cap_issue(w->m, t, q, LODE_CAP_READ | LODE_CAP_WRITE, &w->rep.cap);
 }
 
 /* Health lives in memory only: it is not durable, and never waits for the writer. */

@@ -699,16 +699,20 @@ struct lode_wire_cap {
 };
 _Static_assert(sizeof(struct lode_wire_cap) == 64, "cap");
 
-/* CAP_GET: a capability for the file ino. Read needs read permission (cred); write needs
- * the file's write lease (handle), whose holder also gets read. An admin gets any. */
+/* CAP_GET: a capability for the objects of the file ino at layout generation (0: the
+ * current one; an older one for a reader that opened before the objects moved; ESTALE for
+ * one newer than the file's). Read needs read permission (cred); write needs the file's
+ * write lease (handle) and the current generation, and its holder also gets read. An
+ * admin gets any. */
 struct lode_wire_cap_req {
 	uint64_t ino;
 	struct lode_wire_cred cred;
 	uint64_t handle; /* write: the lease's handle */
 	uint32_t rights; /* LODE_CAP_*, at least one */
 	uint32_t reserved;
+	uint64_t generation;
 };
-_Static_assert(sizeof(struct lode_wire_cap_req) == 168, "cap req");
+_Static_assert(sizeof(struct lode_wire_cap_req) == 176, "cap req");
 
 struct lode_wire_cap_rep {
 	struct lode_wire_cap cap;

@@ -107,7 +107,7 @@ def requests():
         (35, 'report_copy', struct.pack('<QQIIII', 2, 1, 0, 1, 1, 0), 0),
         (36, 'layout_get', struct.pack('<Q', 2), 0),
         (37, 'layout_set_copy', struct.pack('<QQIIII', 2, 1, 0, 1, 2, 0), 0),
-        (47, 'cap_get', struct.pack('<Q', 2) + CRED + struct.pack('<QII', 1, 1, 0), 0),
+        (47, 'cap_get', struct.pack('<Q', 2) + CRED + struct.pack('<QIIQ', 1, 1, 0, 0), 0),
         (50, 'obj_write', objid() + struct.pack('<QII', 0, 0, 1) + sums(wdata), len(wdata)),
         (50, 'obj_write_sync', objid() + struct.pack('<QII', 0, 1, 1) + sums(wdata),
          len(wdata)),

@@ -143,10 +143,11 @@ static void learn_targets(void)
 }
 
 /* CAP_GET at the MDS as role: 0 and *out, or -errno. */
-static int cap_get(unsigned role, uint64_t ino, uint32_t rights, uint64_t handle,
-		   struct lode_wire_cap *out)
+static int cap_get_gen(unsigned role, uint64_t ino, uint64_t generation, uint32_t rights,
+		       uint64_t handle, struct lode_wire_cap *out)
 {
-	struct lode_wire_cap_req req = {.ino = ino, .rights = rights, .handle = handle};
+	struct lode_wire_cap_req req = {
+	    .ino = ino, .rights = rights, .handle = handle, .generation = generation};
 	struct lode_wire_cap_rep rep;
 	struct lode_rpc *rpc;
 	struct lode_rpc_conn *conn = raw_conn(&rpc, tc.mds, role);
@@ -159,6 +160,12 @@ static int cap_get(unsigned role, uint64_t ino, uint32_t rights, uint64_t handle
 		*out = rep.cap;
 	lode_rpc_destroy(rpc);
 	return rc;
+}
+
+static int cap_get(unsigned role, uint64_t ino, uint32_t rights, uint64_t handle,
+		   struct lode_wire_cap *out)
+{
+	return cap_get_gen(role, ino, 0, rights, handle, out);
 }
 
 /* The file every raw test aims at: one stripe, a copy on each OSS, FILE_LEN pattern bytes
@@ -327,6 +334,13 @@ static void test_forged_foreign_read_only_and_expired_capabilities_are_refused(v
 	assert_int_equal(cap_get(LODE_AUTH_CLIENT, id.ino, LODE_CAP_READ, 0, &ro), 0);
 	assert_int_equal(ro.rights, LODE_CAP_READ);
 	assert_int_not_equal(cap_get(LODE_AUTH_CLIENT, id.ino, LODE_CAP_WRITE, 12345, &rw), 0);
+	/* nor for a generation the file has not reached */
+	assert_int_equal(
+	    cap_get_gen(LODE_AUTH_CLIENT, id.ino, id.generation + 1, LODE_CAP_READ, 0, &rw),
+	    -ESTALE);
+	assert_int_equal(
+	    cap_get_gen(LODE_AUTH_CLIENT, id.ino, id.generation, LODE_CAP_READ, 0, &rw), 0);
+	assert_int_equal(rw.generation, id.generation);
 
 	conn = raw_conn(&rpc, oss_addr[0], LODE_AUTH_CLIENT);
 	/* the genuine read capability reads */
