@@ -10,7 +10,11 @@
  * Chained OBJ_WRITE and OBJ_FSYNC (see "Chained replication" in proto/wire/wire_spec.h) run the
  * local operation and send the request on to the next copy at the same time, and answer
  * once both are done, with every copy's status. The request's body and data stay valid
- * until that answer, so the forward sends them straight from the receive buffer.
+ * until that answer, so the forward sends them straight from the receive buffer. A forward
+ * goes only to a target the MDS lists (hop_known), with the request's capability.
+ *
+ * Before any of that, a client's object data request must carry a capability the MDS
+ * signed for the object's file (cap_allows; docs/security.md).
  */
 #include "handlers.h"
 

@@ -4,9 +4,10 @@
  * Nothing on the data path waits for them; the workers only read the target and cluster
  * ids the link sets.
  *
- * - The link thread registers and heartbeats, once a second. It does nothing else, so a
- *   heartbeat never waits behind bulk work: the MDS takes a target it has not heard from
- *   for a while for a dead one.
+ * - The link thread registers and heartbeats, once a second, and with keys fetches the
+ *   MDS's target table after each heartbeat (the chain hop check, handlers.c). It does
+ *   nothing else, so a heartbeat never waits behind bulk work: the MDS takes a target it
+ *   has not heard from for a while for a dead one.
  * - The reclaim thread removes the objects of deleted files (orphans) the MDS lists for
  *   this target, a page at a time. Removing tens of thousands of objects on a busy disk
  *   takes minutes; on the link thread, that stopped the heartbeats and made every target
