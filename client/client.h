@@ -110,7 +110,22 @@ struct lode_file {
 	_Atomic unsigned readers;   /* lode_pread calls in progress */
 	_Atomic bool ra_off;	    /* concurrent readers seen: the caller pipelines itself */
 	_Atomic uint64_t ra_served; /* bytes served from read-ahead */
+
+	/* The capability for the file's objects (cap.c): cap_lock serializes fetches. */
+	pthread_mutex_t cap_lock;
+	struct lode_wire_cap cap; /* protected by lock */
+	uint64_t cap_renew_ms;	  /* protected by lock: renew from then on (0: none yet) */
+	uint64_t cap_fetched_ms;  /* protected by lock: when it arrived */
+	uint64_t cap_expire_ms;	  /* protected by lock: when it expires, by our clock */
 };
+
+/* ---- cap.c ---- */
+
+/* Copies into *out the handle's capability for its objects, fetching one from the MDS
+ * when it has none, when two thirds of its lifetime have passed, or (force) when one
+ * was refused as expired and no newer one arrived since. Caller threads only (it may
+ * wait for the MDS). Returns 0 or -errno. */
+int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *out);
 
 /* ---- client.c ---- */
 

@@ -36,6 +36,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->degraded = rep->degraded;
 	pthread_rwlock_init(&f->rw, NULL);
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->cap_lock, NULL);
 	*out = f;
 	return 0;
 }
@@ -44,6 +45,7 @@ void lode_client_file_free(struct lode_file *f)
 {
 	pthread_rwlock_destroy(&f->rw);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->cap_lock);
 	free(f);
 }
 

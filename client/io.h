@@ -126,6 +126,7 @@ struct chain {
 	const struct iovec *data;	  /* OBJ_WRITE: the bytes, valid until finish */
 	size_t fixed_len;		  /* body bytes before the chain */
 	uint64_t body[LODE_BODY_MAX / 8]; /* the request: fixed part, then the chain */
+	struct lode_wire_cap cap;	  /* sent with every round */
 	struct lode_wire_obj_chain_rep rep;
 	/* results: written by one completion at a time (a resubmission follows the last) */
 	unsigned good; /* copies that took it */

@@ -28,6 +28,7 @@ struct read_piece {
 	struct lode_file *f;
 	struct window *w;
 	struct lode_wire_obj_read_req req;
+	struct lode_wire_cap cap; /* sent with every try */
 	char rbody[sizeof(struct lode_wire_obj_read_rep) + 8 * SUMS_MAX];
 	char *dst;     /* caller's bytes for this piece */
 	uint32_t head; /* bytes of the reply before dst's first byte */
@@ -125,6 +126,13 @@ static void read_piece_done(struct lode_call *call)
 			return;
 		}
 		p->reread = false;
+		if (rc == -EACCES || rc == -EKEYEXPIRED) {
+			/* the capability, not the copy: every copy would say the same */
+			lode_client_window_leave(p->w, rc);
+			free(p->bounce);
+			free(p);
+			return;
+		}
 		if (rc == -EBADMSG) /* bad bytes on that copy: the MDS hears of it, for repair */
 			lode_client_file_report(f, p->stripe * f->layout.mirror_count + p->mirror,
 						LODE_REPORT_BAD_DATA);
@@ -181,6 +189,7 @@ static void read_piece_submit(struct read_piece *p)
 	p->call.opcode = LODE_OP_OBJ_READ;
 	p->call.body = &p->req;
 	p->call.body_len = sizeof(p->req);
+	p->call.cap = &p->cap;
 	p->call.reply_body = p->rbody;
 	p->call.reply_body_max = sizeof(p->rbody);
 	p->call.reply_data = p->bounce ? p->bounce : p->dst;
@@ -226,6 +235,13 @@ int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *
 			rc = -ENOMEM;
 			break;
 		}
+		/* per piece: a long read renews the capability as it goes */
+		rc = lode_client_file_cap(f, false, &p->cap);
+		if (rc) {
+			free(p);
+			lode_client_window_leave(w, rc);
+			break;
+		}
 		p->f = f;
 		p->w = w;
 		p->stripe = stripe;
@@ -257,8 +273,7 @@ int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *
 	return rc;
 }
 
-/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
-int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
+static int objects_read_once(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
 {
 	struct window w;
 	int rc, rc2;
@@ -268,6 +283,18 @@ int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint6
 	rc2 = lode_client_window_drain(&w);
 	lode_client_window_destroy(&w);
 	return rc ? rc : rc2;
+}
+
+/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
+int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
+{
+	struct lode_wire_cap cap;
+	int rc = objects_read_once(f, buf, len, off);
+
+	/* a capability that expired on the way: renew it and read once more */
+	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
+		rc = objects_read_once(f, buf, len, off);
+	return rc;
 }
 
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
@@ -282,6 +309,11 @@ int lode_client_object_read_sync(struct lode_file *f, unsigned stripe, uint64_t 
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	rc = lode_client_file_cap(f, false, &p->cap);
+	if (rc) {
+		free(p);
+		return rc;
+	}
 	lode_client_window_init(&w);
 	lode_client_window_enter(&w, 1);
 	p->f = f;

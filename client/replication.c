@@ -141,6 +141,7 @@ void lode_client_chain_submit(struct chain *ch)
 	memset(&ch->call, 0, sizeof(ch->call));
 	ch->call.opcode = ch->op;
 	ch->call.body = ch->body;
+	ch->call.cap = &ch->cap;
 	ch->call.body_len = (uint32_t)(ch->fixed_len + lode_chain_size(ch->n - 1));
 	if (ch->data) {
 		ch->call.data = ch->data;

@@ -33,6 +33,7 @@ struct write_piece {
 	int err;       /* a failure that fails the write itself (set when all are done) */
 	int copy_err;  /* the last failure of one copy (set when all are done) */
 	struct lode_wire_obj_write_req *req; /* followed by the sums: the request body */
+	struct lode_wire_cap cap;	     /* sent with every call */
 	struct iovec iov;
 };
 
@@ -111,6 +112,7 @@ static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
 	}
 	p->req->flags |= LODE_OBJ_F_CHAIN;
 	memcpy(ch->body, p->req, fixed);
+	ch->cap = p->cap;
 	ch->fixed_len = fixed;
 	rc = lode_client_window_enter(p->w, f->c->max_inflight);
 	if (rc)
@@ -148,6 +150,9 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	rc = lode_client_file_cap(f, false, &p->cap);
+	if (rc)
+		goto err_free;
 	p->req = malloc(sizeof(*p->req) + nchunks * sizeof(uint64_t));
 	if (!p->req) {
 		rc = -ENOMEM;
@@ -216,6 +221,7 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 		call->opcode = LODE_OP_OBJ_WRITE;
 		call->body = p->req;
 		call->body_len = (uint32_t)(sizeof(*p->req) + nchunks * sizeof(uint64_t));
+		call->cap = &p->cap;
 		call->data = &p->iov;
 		call->data_iovcnt = 1;
 		call->reply_body = &p->reps[m];
@@ -232,7 +238,7 @@ err_free:
 	return rc;
 }
 
-ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uint64_t off)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t pos = 0, stripes = 0;
@@ -286,6 +292,18 @@ ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t o
 	return rc ? rc : (ssize_t)len;
 }
 
+ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+{
+	struct lode_wire_cap cap;
+	ssize_t rc = pwrite_once(f, buf, len, off);
+
+	/* a capability that expired on the way: renew it and write once more (the same
+	 * bytes at the same place) */
+	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
+		rc = pwrite_once(f, buf, len, off);
+	return rc;
+}
+
 /* ---- truncate and fsync: one request per object copy (or one chain per stripe) ---- */
 
 struct obj_op {
@@ -299,6 +317,7 @@ struct obj_op {
 		struct lode_wire_obj_allocate_req alloc;
 		struct lode_wire_objid id;
 	} req;
+	struct lode_wire_cap cap;
 	struct lode_wire_obj_rep rep;
 };
 
@@ -324,7 +343,8 @@ static void fsync_chain_finish(struct chain *ch)
 }
 
 /* One chained OBJ_FSYNC for the live copies of stripe s. */
-static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64_t degraded)
+static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64_t degraded,
+		       const struct lode_wire_cap *cap)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	struct lode_wire_objid id = {.ino = f->ino, .generation = l->generation, .stripe = s};
@@ -350,6 +370,7 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 	}
 	memcpy(ch->body, &id, sizeof(id));
 	ch->fixed_len = sizeof(id);
+	ch->cap = *cap;
 	lode_client_window_enter(w, UINT32_MAX);
 	lode_client_chain_submit(ch);
 	return 0;
@@ -358,14 +379,19 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 /* OBJ_TRUNCATE to the object sizes of a file of new_size bytes, OBJ_FSYNC, or
  * OBJ_ALLOCATE of what the file range [new_size, end) takes in each object, on every live
  * copy of the stripes in the mask. */
-static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
-			uint64_t end)
+static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			     uint64_t end)
 {
 	const struct lode_wire_layout *l = &f->layout;
+	struct lode_wire_cap cap;
 	uint64_t degraded;
 	struct window w;
 	bool chained;
-	int rc = 0;
+	int rc;
+
+	rc = lode_client_file_cap(f, false, &cap);
+	if (rc)
+		return rc;
 
 	pthread_mutex_lock(&f->lock);
 	degraded = f->degraded | f->report_pending;
@@ -378,7 +404,7 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 		if (!(stripes & (1ull << (s % 64))))
 			continue;
 		if (chained) {
-			rc = fsync_chain(f, &w, s, degraded);
+			rc = fsync_chain(f, &w, s, degraded, &cap);
 			continue;
 		}
 		uint64_t lo = lode_client_object_size(l, new_size, s);
@@ -418,6 +444,8 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 			} else {
 				o->call.body_len = sizeof(o->req.id);
 			}
+			o->cap = cap;
+			o->call.cap = &o->cap;
 			o->call.opcode = op;
 			o->call.body = &o->req;
 			o->call.reply_body = &o->rep;
@@ -447,6 +475,18 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 		if ((stripes & (1ull << (s % 64))) && (degraded & all) == all)
 			rc = -EIO;
 	}
+	return rc;
+}
+
+static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			uint64_t end)
+{
+	struct lode_wire_cap cap;
+	int rc = objects_each_once(f, op, stripes, new_size, end);
+
+	/* each is idempotent: after a capability expired on the way, renew and redo */
+	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
+		rc = objects_each_once(f, op, stripes, new_size, end);
 	return rc;
 }
 
@@ -488,9 +528,14 @@ int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	_Atomic uint64_t stored = 0;
+	struct lode_wire_cap cap;
 	uint64_t degraded;
 	struct window w;
-	int rc = 0, rc2;
+	int rc, rc2;
+
+	rc = lode_client_file_cap(f, false, &cap);
+	if (rc)
+		return rc;
 
 	pthread_mutex_lock(&f->lock);
 	degraded = f->degraded | f->report_pending;
@@ -526,6 +571,8 @@ int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 		o->req.id.ino = f->ino;
 		o->req.id.generation = l->generation;
 		o->req.id.stripe = s;
+		o->cap = cap;
+		o->call.cap = &o->cap;
 		o->call.opcode = LODE_OP_OBJ_STAT;
 		o->call.body = &o->req;
 		o->call.body_len = sizeof(o->req.id);

@@ -21,6 +21,8 @@
 #include "codec.h"
 #include "handlers.h"
 #include "identity.h"
+
+#include "cap.h"
 #include "lease.h"
 #include "liveness.h"
 #include "log.h"
@@ -44,6 +46,12 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	m->orphan_grace_ns =
 	    opts->orphan_grace_ns < 0 ? LODE_NS_ORPHAN_GRACE_NS : opts->orphan_grace_ns;
 	m->identity = opts->identity;
+	m->cap_lifetime_ms =
+	    opts->cap_lifetime_ms ? opts->cap_lifetime_ms : LODE_MDS_CAP_LIFETIME_MS;
+	if (opts->cap_key) {
+		m->cap_signed = true;
+		memcpy(m->cap_key, opts->cap_key, sizeof(m->cap_key));
+	}
 	rc = lode_store_open(&so, &m->st, why, why_len);
 	if (rc)
 		return rc;
@@ -123,6 +131,7 @@ struct wreq {
 		struct lode_wire_hello_rep hello;
 		struct lode_wire_layout_rep layout;
 		struct lode_wire_fsck_fix_rep fix;
+		struct lode_wire_cap_rep cap;
 	} rep;
 	size_t rep_len;
 };
@@ -145,7 +154,9 @@ struct rreply {
 		struct lode_wire_fsck_rep fsck;
 		struct lode_wire_backup_start_rep backup_start;
 		struct lode_wire_backup_read_rep backup_read;
+		struct lode_wire_cap_rep cap;
 	} body;
+	unsigned role; /* of the request's connection (lode_req_role) */
 	size_t body_len;
 	void *data; /* malloc'ed, freed with free() once sent; or link below */
 	size_t data_len;
@@ -767,6 +778,73 @@ static int read_layout(struct lode_mds *m, struct lode_txn *t, const struct lode
 	return lode_ns_layout_get(t, q->ino, &r->body.layout);
 }
 
+/* ---- capabilities (proto/net/cap.h) ---- */
+
+/* Fills rep with a capability for rights on the objects of q's file and generation (0: the
+ * current one), signed unless --insecure. Write rights only for the current generation. */
+static int cap_issue(struct lode_mds *m, struct lode_txn *t, const struct lode_wire_cap_req *q,
+		     uint32_t rights, struct lode_wire_cap_rep *rep)
+{
+	struct lode_wire_layout_rep lr;
+	int rc = lode_ns_layout_get(t, q->ino, &lr);
+	uint64_t gen = q->generation ? q->generation : lr.layout.generation;
+
+	if (rc)
+		return rc;
+	if (gen > lr.layout.generation ||
+	    ((rights & LODE_CAP_WRITE) && gen != lr.layout.generation))
+		return -ESTALE;
+	memset(rep, 0, sizeof(*rep));
+	rep->cap.ino = q->ino;
+	rep->cap.generation = gen;
+	rep->cap.rights = rights;
+	rep->cap.expiry_ms = lode_cap_now_ms() + m->cap_lifetime_ms;
+	rep->lifetime_ms = m->cap_lifetime_ms;
+	if (m->cap_signed)
+		lode_cap_sign(m->cap_key, &rep->cap);
+	return 0;
+}
+
+/* CAP_GET for reading: read permission, as OPEN checks it. The inode of a file unlinked
+ * while open (kept for its grace period) still gets one: its handles keep working. */
+static int read_cap(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+		    struct rreply *r)
+{
+	const struct lode_wire_cap_req *q = msg->fixed;
+
+	if (r->role != LODE_ROLE_ADMIN) {
+		struct lode_wire_open_rep o;
+		int rc = lode_ns_open(t, &q->cred, q->ino, LODE_OPEN_READ, &o.attr, &o.layout);
+
+		if (rc && rc != -ESTALE)
+			return rc;
+	}
+	r->body_len = sizeof(r->body.cap);
+	return cap_issue(m, t, q, LODE_CAP_READ, &r->body.cap);
+}
+
+static bool cap_mutates(const struct lode_msg *msg)
+{
+	return ((const struct lode_wire_cap_req *)msg->fixed)->rights & LODE_CAP_WRITE;
+}
+
+/* CAP_GET for writing (on the writer thread, which owns the leases): the holder of the
+ * file's write lease gets read and write, and its lease is renewed as by a COMMIT; an
+ * admin gets them without one. */
+static int run_cap(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_cap_req *q = w->msg.fixed;
+
+	if (lode_req_role(w->req) != LODE_ROLE_ADMIN) {
+		int rc = lode_lease_renew(w->m->leases, q->handle, q->ino, lode_now_ms());
+
+		if (rc)
+			return rc;
+	}
+	w->rep_len = sizeof(w->rep.cap);
+	return cap_issue(w->m, t, q, LODE_CAP_READ | LODE_CAP_WRITE, &w->rep.cap);
+}
+
 /* Health lives in memory only: it is not durable, and never waits for the writer. */
 static int read_heartbeat(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
 			  struct rreply *r)
@@ -925,6 +1003,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_REPORT_COPY] = MUTATE(run_report),
     [LODE_OP_LAYOUT_GET] = READ(read_layout),
     [LODE_OP_LAYOUT_SET_COPY] = MUTATE(run_set_copy),
+    [LODE_OP_CAP_GET] = {.read = read_cap, .txn = true, .run = run_cap, .mutates = cap_mutates},
     /* admin only (the role column comes with cluster keys) */
     [LODE_OP_FSCK] = READ(read_fsck),
     [LODE_OP_FSCK_FIX] = MUTATE(run_fsck_fix),
@@ -945,6 +1024,7 @@ static void answer_read(struct lode_mds *m, struct lode_req *req, const struct m
 	/* the body is sent as the read left it: zero it, so no stack bytes reach the wire; the
 	 * 4 KiB link buffer is written before it is sent, and is not worth clearing per read */
 	memset(&r.body, 0, sizeof(r.body));
+	r.role = lode_req_role(req);
 	r.body_len = 0;
 	r.data = NULL;
 	r.data_len = 0;

@@ -10,6 +10,7 @@
 #ifndef LODE_MDS_HANDLERS_H
 #define LODE_MDS_HANDLERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,15 +27,19 @@ struct lode_liveness;
 #define LODE_MDS_PLACE_WAIT_MS 10000u
 
 struct lode_mds_opts {
-	const char *dir;	 /* existing data directory */
-	uint64_t map_size;	 /* 0: store default */
-	unsigned down_ms;	 /* 0: LODE_PLACEMENT_DOWN_MS */
-	int no_probe;		 /* 1: late targets are not probed (tests) */
-	unsigned lease_ms;	 /* 0: LODE_LEASE_MS */
-	int64_t orphan_grace_ns; /* < 0: LODE_NS_ORPHAN_GRACE_NS */
-	int format;		 /* 1: format a store with data but no version (lode_store_opts) */
+	const char *dir;	  /* existing data directory */
+	uint64_t map_size;	  /* 0: store default */
+	unsigned down_ms;	  /* 0: LODE_PLACEMENT_DOWN_MS */
+	int no_probe;		  /* 1: late targets are not probed (tests) */
+	unsigned lease_ms;	  /* 0: LODE_LEASE_MS */
+	int64_t orphan_grace_ns;  /* < 0: LODE_NS_ORPHAN_GRACE_NS */
+	int format;		  /* 1: format a store with data but no version (lode_store_opts) */
+	const uint8_t *cap_key;	  /* signs capabilities (proto/net/cap.h); NULL: --insecure */
+	unsigned cap_lifetime_ms; /* 0: LODE_MDS_CAP_LIFETIME_MS */
 	const struct lode_identity *identity; /* client groups' rules (identity.h), or NULL */
 };
+
+#define LODE_MDS_CAP_LIFETIME_MS 3600000u
 
 struct lode_mds {
 	struct lode_store *st;
@@ -46,6 +51,11 @@ struct lode_mds {
 	uint64_t cluster_id;
 	int64_t orphan_grace_ns;
 	const struct lode_identity *identity; /* client groups' rules, or NULL: none */
+	/* Capabilities: the key (a copy; zero when unsigned, --insecure) and their lifetime.
+	 * Set at init, read-only after. */
+	bool cap_signed;
+	uint8_t cap_key[32];
+	unsigned cap_lifetime_ms;
 	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */
 	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
 	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */

@@ -4,6 +4,7 @@
  *
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
+ *            [--cap-lifetime SECONDS]
  *            (--key FILE | --insecure)
  *   lode-mds --config FILE [options that override the file's]
  *            [--metrics HOST:PORT [--metrics-port-file FILE]]
@@ -65,6 +66,8 @@ static void usage(FILE *out)
 		"                      one silent past 5 s is late: still used, and probed\n"
 		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
 		"                      deletion after S seconds (default 60)\n"
+		"  --cap-lifetime S    capabilities for file data expire after S seconds\n"
+		"                      (default 3600); clients renew them before\n"
 		"  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
 		"                      (off by default; port 0: any free port)\n"
 		"  --metrics-port-file FILE\n"
@@ -160,6 +163,7 @@ int main(int argc, char **argv)
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
+	    {"cap-lifetime", required_argument, NULL, 'c'},
 	    {"format", no_argument, NULL, 'F'},
 	    {"restore", required_argument, NULL, 'R'},
 	    {"config", required_argument, NULL, 'C'},
@@ -187,7 +191,7 @@ int main(int argc, char **argv)
 				      .on_auth_fail = lode_log_auth_fail};
 	struct lode_server_opts sopts = {.threads = 4, .ops = &ops};
 	struct lode_server *srv;
-	struct lode_mds mds;
+	struct lode_mds mds = {0};
 	struct lode_addr addr;
 	unsigned long num;
 	char why[256];
@@ -227,6 +231,11 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 0, 30 * 86400, &num))
 				return bad_args("--orphan-grace wants seconds, not '%s'", optarg);
 			mopts.orphan_grace_ns = (int64_t)num * 1000000000;
+			break;
+		case 'c':
+			if (parse_num(optarg, 1, 30 * 86400, &num))
+				return bad_args("--cap-lifetime wants seconds, not '%s'", optarg);
+			mds.cap_lifetime_ms = (unsigned)num * 1000;
 			break;
 		case 'F':
 			mopts.format = 1;
@@ -305,6 +314,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	mopts.dir = data;
+	mopts.cap_lifetime_ms = mds.cap_lifetime_ms;
+	mopts.cap_key = secure ? keys.cap_key : NULL;
 	rc = lode_mds_init(&mds, &mopts, why, sizeof(why));
 	if (rc) {
 		LODE_ERR("%s", why[0] ? why : strerror(-rc));

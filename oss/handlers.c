@@ -10,7 +10,11 @@
  * Chained OBJ_WRITE and OBJ_FSYNC (see "Chained replication" in proto/wire/wire_spec.h) run the
  * local operation and send the request on to the next copy at the same time, and answer
  * once both are done, with every copy's status. The request's body and data stay valid
- * until that answer, so the forward sends them straight from the receive buffer.
+ * until that answer, so the forward sends them straight from the receive buffer. A forward
+ * goes only to a target the MDS lists (hop_known), with the request's capability.
+ *
+ * Before any of that, a client's object data request must carry a capability the MDS
+ * signed for the object's file (cap_allows; docs/security.md).
  */
 #include "handlers.h"
 
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cap.h"
 #include "codec.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,6 +55,33 @@ void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st)
 	memset(oss, 0, sizeof(*oss));
 	oss->st = st;
 	pthread_mutex_init(&oss->fwd_lock, NULL);
+	pthread_rwlock_init(&oss->hops_lock, NULL);
+	oss->hops = calloc(LODE_TARGETS_MAX, sizeof(*oss->hops)); /* NULL: no hop is known */
+}
+
+void lode_oss_hops_set(struct lode_oss *oss, const struct lode_oss_hop *hops, unsigned n)
+{
+	pthread_rwlock_wrlock(&oss->hops_lock);
+	if (oss->hops) {
+		n = n < LODE_TARGETS_MAX ? n : LODE_TARGETS_MAX;
+		memcpy(oss->hops, hops, n * sizeof(*hops));
+		oss->nhops = n;
+	}
+	pthread_rwlock_unlock(&oss->hops_lock);
+}
+
+/* Is hop (id and address) a target of the MDS's table? Without keys, every hop is. */
+static bool hop_known(struct lode_oss *oss, const struct lode_wire_chain_hop *hop)
+{
+	bool known = false;
+
+	if (!oss->hops_checked)
+		return true;
+	pthread_rwlock_rdlock(&oss->hops_lock);
+	for (unsigned i = 0; i < oss->nhops && !known; i++)
+		known = oss->hops[i].id == hop->target_id && !strcmp(oss->hops[i].addr, hop->addr);
+	pthread_rwlock_unlock(&oss->hops_lock);
+	return known;
 }
 
 void lode_oss_fini(struct lode_oss *oss)
@@ -63,6 +95,9 @@ void lode_oss_fini(struct lode_oss *oss)
 		free(oss->fwd[i]);
 		oss->fwd[i] = NULL;
 	}
+	free(oss->hops);
+	oss->hops = NULL;
+	pthread_rwlock_destroy(&oss->hops_lock);
 }
 
 static void on_worker_start(void *ctx, unsigned worker, struct lode_loop *loop)
@@ -276,8 +311,9 @@ struct chain_op {
 	unsigned hops;	       /* the request's chain count */
 	int local;	       /* our own copy's result */
 	struct lode_obj_result res;
-	atomic_uint pending;			/* our own copy, and the forward if any */
-	bool down_bad_reply;			/* the next hop answered something malformed */
+	atomic_uint pending; /* our own copy, and the forward if any */
+	bool down_bad_reply; /* the next hop answered something malformed */
+	bool hop_refused;    /* the next hop is not in the MDS's table: never contacted */
 	const struct lode_wire_chain_hop *next; /* in the request's body */
 	struct lode_call call;			/* the forward */
 	struct iovec iov;
@@ -294,6 +330,18 @@ static void fwd_warn(const struct lode_wire_chain_hop *hop, int err)
 	if (now - prev >= 1000 && atomic_compare_exchange_strong(&last_ms, &prev, now))
 		LODE_WARN("chained request to target %u at %s: %s", hop->target_id, hop->addr,
 			  strerror(-err));
+}
+
+/* Logs a hop refused (not a target of the MDS's table) at most once a second. */
+static void hop_warn(const struct lode_wire_chain_hop *hop)
+{
+	static _Atomic uint64_t last_ms;
+	uint64_t now = lode_now_ms(), prev = atomic_load(&last_ms);
+
+	if (now - prev >= 1000 && atomic_compare_exchange_strong(&last_ms, &prev, now))
+		LODE_WARN("chained request names target %u at %s, which the MDS does not list: "
+			  "not forwarded",
+			  hop->target_id, hop->addr);
 }
 
 static struct lode_rpc *fwd_rpc(struct lode_oss *oss)
@@ -355,6 +403,12 @@ static void fwd_failed(struct chain_op *op, int err, int32_t *st)
 {
 	bool maybe_forwarded = op->down_bad_reply || err == -ETIMEDOUT || err == -ESHUTDOWN;
 
+	if (op->hop_refused) {
+		/* nothing was sent anywhere: the client may send it to the copies itself */
+		for (unsigned i = 0; i < op->hops; i++)
+			st[i] = ECANCELED;
+		return;
+	}
 	st[0] = lode_status_from_errno(err == -ECANCELED ? -EIO : err);
 	for (unsigned i = 1; i < op->hops; i++)
 		st[i] = maybe_forwarded ? st[0] : ECANCELED;
@@ -480,7 +534,14 @@ static int chain_start(struct lode_oss *oss, struct lode_req *req, const void *f
 	op->call.reply_body_max = sizeof(op->down);
 	op->call.timeout_ms = ch->timeout_ms;
 	op->call.done = chain_fwd_done;
-	rc = fwd_conn(oss, hops[0].addr, &conn);
+	op->call.cap = lode_req_cap(req); /* the next hop checks it too */
+	if (!hop_known(oss, &hops[0])) {
+		op->hop_refused = true;
+		rc = -EACCES;
+		hop_warn(&hops[0]);
+	} else {
+		rc = fwd_conn(oss, hops[0].addr, &conn);
+	}
 	if (rc) {
 		/* the forward failed before it started: only our own copy is pending */
 		op->call.status = rc;
@@ -717,6 +778,62 @@ static const oss_op oss_ops[LODE_OP_MAX_] = {
     [LODE_OP_OBJ_SCRUB] = op_scrub,	  [LODE_OP_OBJ_SCRUB_STATUS] = op_scrub_status,
 };
 
+/* Logs a refused capability at most once a second. */
+static void cap_warn(const struct lode_wire_objid *id, uint8_t opcode, int err)
+{
+	static _Atomic uint64_t last_ms;
+	uint64_t now = lode_now_ms(), prev = atomic_load(&last_ms);
+
+	if (now - prev >= 1000 && atomic_compare_exchange_strong(&last_ms, &prev, now))
+		LODE_WARN("%s of object %llx.%llx.%u refused: %s", lode_op_name(opcode),
+			  (unsigned long long)id->ino, (unsigned long long)id->generation,
+			  id->stripe,
+			  err == -EKEYEXPIRED ? "its capability expired"
+			  : err == -EACCES    ? "no valid capability for it"
+					      : strerror(-err));
+}
+
+/*
+ * May this request touch its object? A client must present a capability (proto/net/cap.h)
+ * for the object's file and generation with the rights the operation needs: read for
+ * OBJ_READ and OBJ_STAT, write for the rest. Targets (forwarding a chain) and admins
+ * (fsck, repair) may do without, since their keys already grant that much at the MDS; a
+ * capability they do present is checked all the same. A capability's MAC is checked once
+ * per connection (the server remembers a few found genuine). Without keys (--insecure),
+ * nothing is checked.
+ */
+static int cap_allows(struct lode_oss *oss, struct lode_req *req, uint8_t opcode,
+		      const struct lode_msg *msg)
+{
+	const struct lode_wire_cap *c = lode_req_cap(req);
+	const struct lode_wire_objid *id = msg->fixed; /* every such body begins with it */
+	uint32_t rights = opcode == LODE_OP_OBJ_READ || opcode == LODE_OP_OBJ_STAT ? LODE_CAP_READ
+										   : LODE_CAP_WRITE;
+	struct lode_wire_cap cap;
+	int rc;
+
+	if (!oss->keys || !oss->keys->cluster || !lode_op_takes_cap(opcode))
+		return 0;
+	if (!c) {
+		rc = lode_req_role(req) == LODE_ROLE_CLIENT ? -EACCES : 0;
+	} else if (lode_req_cap_known(req)) {
+		/* its MAC was checked on this connection already: the rest can change with the
+		 * object and the clock */
+		memcpy(&cap, c, sizeof(cap)); /* it ends a body: maybe not aligned */
+		rc =
+		    lode_cap_check_fields(&cap, id->ino, id->generation, rights, lode_cap_now_ms());
+	} else {
+		memcpy(&cap, c, sizeof(cap));
+		rc = lode_cap_check(oss->keys->cap_key, &cap, id->ino, id->generation, rights,
+				    lode_cap_now_ms());
+		if (!rc)
+			lode_req_cap_remember(req);
+	}
+	if (rc)
+		cap_warn(id, opcode, rc);
+	return rc;
+}
+
 static void on_request(void *ctx, struct lode_req *req)
 {
 	const struct lode_wire_hdr *hdr = lode_req_hdr(req);
@@ -726,6 +843,8 @@ static void on_request(void *ctx, struct lode_req *req)
 	err = lode_msg_decode(hdr->opcode, lode_req_body(req), hdr->body_len, hdr->data_len, &msg);
 	if (!err && !oss_ops[hdr->opcode])
 		err = -EOPNOTSUPP; /* a metadata request sent to the wrong server */
+	if (!err)
+		err = cap_allows(ctx, req, hdr->opcode, &msg);
 	if (!err)
 		err = oss_ops[hdr->opcode](ctx, worker_io, req, &msg);
 	if (err)

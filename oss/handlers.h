@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "objstore.h"
@@ -47,7 +48,21 @@ struct lode_oss {
 	/* The scrub that OBJ_SCRUB starts (oss/scrub.c), set before serving; NULL: none
 	 * (OBJ_SCRUB answers EOPNOTSUPP). Thread-safe itself; not owned. */
 	struct lode_oss_scrub *scrub;
+	/* The MDS's target table (id and address of every target), fetched by the MDS link:
+	 * a chained request is forwarded only to a hop in it, so a peer cannot make this OSS
+	 * connect anywhere it likes. Checked only with keys (hops_checked); refreshed every
+	 * heartbeat. */
+	bool hops_checked; /* set before serving */
+	pthread_rwlock_t hops_lock;
+	unsigned nhops; /* protected by hops_lock */
+	struct lode_oss_hop {
+		uint32_t id;
+		char addr[LODE_ADDR_MAX + 1];
+	} * hops; /* LODE_TARGETS_MAX entries; protected by hops_lock */
 };
+
+/* Replaces the table of known hops (the MDS link, after TARGET_LIST). */
+void lode_oss_hops_set(struct lode_oss *oss, const struct lode_oss_hop *hops, unsigned n);
 
 /* Serves requests with ctx = a struct lode_oss. */
 extern const struct lode_server_ops lode_oss_server_ops;

@@ -314,6 +314,7 @@ int main(int argc, char **argv)
 		goto out_store;
 	}
 	oss.scrub = scrub;
+	oss.hops_checked = secure; /* chained requests go only to targets the MDS lists */
 	sopts.keys = oss.keys;
 	memcpy(sopts.listen, a.listen, sizeof(a.listen));
 	sopts.threads = a.threads;

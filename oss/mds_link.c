@@ -4,9 +4,10 @@
  * Nothing on the data path waits for them; the workers only read the target and cluster
  * ids the link sets.
  *
- * - The link thread registers and heartbeats, once a second. It does nothing else, so a
- *   heartbeat never waits behind bulk work: the MDS takes a target it has not heard from
- *   for a while for a dead one.
+ * - The link thread registers and heartbeats, once a second, and with keys fetches the
+ *   MDS's target table after each heartbeat (the chain hop check, handlers.c). It does
+ *   nothing else, so a heartbeat never waits behind bulk work: the MDS takes a target it
+ *   has not heard from for a while for a dead one.
  * - The reclaim thread removes the objects of deleted files (orphans) the MDS lists for
  *   this target, a page at a time. With a declared capacity it also sums the bytes of the
  *   objects (a walk of the store, too slow for the link thread) for the heartbeat. Removing tens of
@@ -233,6 +234,54 @@ static int do_heartbeat(struct lode_mds_link *l)
 	return lode_rpc_simple(l->conn, LODE_OP_TARGET_HEARTBEAT, &req, sizeof(req), NULL, 0);
 }
 
+/* Fetches the MDS's target table for the chain hop check (lode_oss_hops_set). */
+static int fetch_hops(struct lode_mds_link *l)
+{
+	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
+	struct lode_wire_target_list_rep rep = {0};
+	struct lode_oss_hop *hops;
+	struct lode_call call = {
+	    .opcode = LODE_OP_TARGET_LIST,
+	    .reply_body = &rep,
+	    .reply_body_max = sizeof(rep),
+	};
+	const struct lode_wire_target *t;
+	struct lode_name addr;
+	uint64_t pos = 0;
+	unsigned n = 0;
+	char *data;
+	int rc;
+
+	data = malloc(cap);
+	hops = calloc(LODE_TARGETS_MAX, sizeof(*hops));
+	if (!data || !hops) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	call.reply_data = data;
+	call.reply_data_max = cap;
+	rc = lode_rpc_call(l->conn, &call);
+	if (rc)
+		goto out;
+	while (n < LODE_TARGETS_MAX &&
+	       (rc = lode_target_next(data, call.reply_data_len, &pos, &t, &addr)) == 1) {
+		if (addr.len > LODE_ADDR_MAX)
+			continue;
+		hops[n].id = t->target_id;
+		memcpy(hops[n].addr, addr.ptr, addr.len);
+		hops[n].addr[addr.len] = 0;
+		n++;
+	}
+	if (rc >= 0) {
+		lode_oss_hops_set(l->oss, hops, n);
+		rc = 0;
+	}
+out:
+	free(data);
+	free(hops);
+	return rc;
+}
+
 /* One page of orphans: removes them and reports what was removed. Returns the number
  * listed (>= 0) or -errno. */
 static int orphan_round(struct lode_mds_link *l, uint32_t target_id)
@@ -352,6 +401,8 @@ static void *link_main(void *arg)
 			}
 			registered = true;
 			set_state(l, LINK_UP, 0);
+			if (l->oss->hops_checked)
+				fetch_hops(l);
 			continue;
 		}
 		err = do_heartbeat(l);
@@ -366,6 +417,14 @@ static void *link_main(void *arg)
 			registered = false;
 			set_state(l, LINK_DOWN, err);
 			continue;
+		}
+		/* the chain hop check's table: every heartbeat, so that a new target is known
+		 * within a second (a hop not yet known is only sent by the client instead) */
+		if (l->oss->hops_checked) {
+			err = fetch_hops(l);
+			if (err)
+				LODE_DEBUG("target list from MDS %s: %s", l->mds_addr,
+					   strerror(-err));
 		}
 	} while (!wait_ms(l, HEARTBEAT_MS));
 	return NULL;

@@ -186,8 +186,8 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 
 /* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, const char *key, char *addr, size_t alen, char *err,
-			size_t errlen)
+			const char *grace, const char *cap_life, const char *key, char *addr,
+			size_t alen, char *err, size_t errlen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "", cap[32] = "";
 	char *argv[18];
@@ -225,6 +225,10 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 		argv[i++] = cap;
 	}
 	snprintf(addrfile, sizeof(addrfile), "%s/addr", dir);
+	if (cap_life && cap_life[0]) {
+		argv[i++] = "--cap-lifetime";
+		argv[i++] = (char *)cap_life;
+	}
 	if (key) {
 		argv[i++] = "--key";
 		argv[i++] = (char *)key;
@@ -331,7 +335,7 @@ static void make_oss_dir(const char *dir, int i, const char *capacity, char *pat
 int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, const char *capacity,
 	     char *mds_addr, size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
 {
-	char path[PATH_MAX], addr[160], buf[32], grace[32] = "";
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", cap_life[32] = "";
 	int rc;
 
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -356,16 +360,19 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, co
 		write_file(path, grace_opt);
 	else
 		read_file(path, grace, sizeof(grace));
+	/* DIR/cap-lifetime (lodectl local up --cap-lifetime): the MDS's --cap-lifetime */
+	snprintf(path, sizeof(path), "%s/cap-lifetime", dir);
+	read_file(path, cap_life, sizeof(cap_life));
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
-	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace,
+	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, cap_life,
 			  key[0] ? key : NULL, mds_addr, mds_len, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
 		make_oss_dir(dir, i, capacity, path, sizeof(path));
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL,
-				  addr, sizeof(addr), err, errlen);
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL,
+				  key[0] ? key : NULL, addr, sizeof(addr), err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -414,7 +421,7 @@ int local_add_oss(const char *dir, const char *capacity, char *addr, size_t addr
 		return rc;
 	}
 	snprintf(path, sizeof(path), "%s/oss%d", dir, noss);
-	rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL, addr,
+	rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL, key[0] ? key : NULL, addr,
 			  addr_len, err, errlen);
 	if (rc)
 		return rc;

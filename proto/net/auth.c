@@ -16,6 +16,7 @@
 
 #include "auth.h"
 #include "codec.h"
+#include "cap.h"
 #include "wire_spec.h"
 
 _Static_assert(LODE_AUTH_CLIENT == LODE_ROLE_CLIENT && LODE_AUTH_TARGET == LODE_ROLE_OSS &&
@@ -144,6 +145,7 @@ int lode_keyring_load(const char *path, struct lode_keyring *out, char *err, siz
 	if (!strcmp(kind, "cluster")) {
 		kr.cluster = true;
 		memcpy(kr.cluster_key, key, LODE_KEY_BYTES);
+		lode_cap_key_derive(key, kr.cap_key);
 		for (unsigned r = 1; r < LODE_AUTH_ROLES_; r++) {
 			derive(key, r, kr.key[r]);
 			kr.held |= LODE_ROLE_BIT(r);

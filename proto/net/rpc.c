@@ -79,6 +79,7 @@ struct lode_rpc_conn {
 struct call_send {
 	struct lode_send send;
 	struct lode_call *call;
+	uint64_t body[]; /* with a capability: the call's body, then the capability */
 };
 
 static unsigned bucket(uint64_t id)
@@ -293,7 +294,8 @@ static void send_done(struct lode_send *s, int err)
 static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
 {
 	struct lode_rpc *rpc = conn->rpc;
-	struct call_send *cs = calloc(1, sizeof(*cs));
+	size_t extra = call->cap ? call->body_len + sizeof(*call->cap) : 0;
+	struct call_send *cs = calloc(1, sizeof(*cs) + extra);
 
 	if (!cs) {
 		call_finish(call, -ENOMEM);
@@ -305,6 +307,14 @@ static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
 	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
 	cs->send.body = call->body;
 	cs->send.body_len = call->body_len;
+	if (call->cap) {
+		/* the capability ends the body (LODE_WIRE_F_CAP): one more copy of a small body */
+		memcpy(cs->body, call->body, call->body_len);
+		memcpy((char *)cs->body + call->body_len, call->cap, sizeof(*call->cap));
+		cs->send.body = cs->body;
+		cs->send.body_len = (uint32_t)extra;
+		cs->send.hdr.flags = LODE_WIRE_F_CAP;
+	}
 	cs->send.data = call->data;
 	cs->send.data_iovcnt = call->data_iovcnt;
 	cs->send.reply_data = call->reply_data;
@@ -428,8 +438,9 @@ static void submit_on_loop(void *arg)
 
 		for (int i = 0; i < call->data_iovcnt; i++)
 			dlen += call->data[i].iov_len;
-		if (!lode_op_known(call->opcode) || call->body_len > LODE_BODY_MAX ||
-		    dlen > LODE_DATA_MAX) {
+		if (!lode_op_known(call->opcode) ||
+		    call->body_len + (call->cap ? sizeof(*call->cap) : 0) > LODE_BODY_MAX ||
+		    (call->cap && !lode_op_takes_cap(call->opcode)) || dlen > LODE_DATA_MAX) {
 			call_finish(call, -EMSGSIZE);
 			return;
 		}

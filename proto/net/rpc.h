@@ -34,6 +34,9 @@ struct lode_call {
 	uint32_t body_len;
 	const struct iovec *data; /* request bulk data, may be NULL */
 	int data_iovcnt;
+	/* object data requests: the capability sent with it (LODE_WIRE_F_CAP), or NULL; read
+	 * when the call is sent, so it must stay valid until done() */
+	const struct lode_wire_cap *cap;
 	/* where the reply goes, set by the caller */
 	void *reply_body;
 	uint32_t reply_body_max; /* a longer reply body fails the call with -EPROTO */

@@ -57,6 +57,8 @@
 
 struct worker;
 
+#define SCONN_CAPS 4 /* capabilities remembered per connection: a few files at once */
+
 struct sconn {
 	struct worker *w;
 	const struct lode_transport_ops *ops;
@@ -83,6 +85,10 @@ struct sconn {
 	uint8_t cnonce[LODE_NONCE_BYTES], snonce[LODE_NONCE_BYTES];
 	uint8_t key[LODE_KEY_BYTES]; /* the key being proved, between the two steps */
 	char group[32];		     /* the client group proved, or "" */
+	/* capabilities the daemon found genuine on this connection (lode_req_cap_remember);
+	 * worker thread only */
+	struct lode_wire_cap caps_ok[SCONN_CAPS];
+	unsigned ncaps_ok, caps_next;
 };
 
 enum { AUTH_NEW, AUTH_PROVING, AUTH_REFUSED, AUTH_DONE };
@@ -156,6 +162,7 @@ struct lode_req {
 	void *file_arg;
 	char *body;
 	char *data;
+	const struct lode_wire_cap *cap; /* the capability the request carried, in body */
 };
 
 static size_t pad8(size_t n)
@@ -469,6 +476,13 @@ static void s_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	stat_add(&sc->w->stats.op[hdr->opcode % LODE_OP_MAX_].rx_bytes,
 		 sizeof(*hdr) + hdr->body_len + hdr->data_len);
 	sconn_flow(sc);
+	if (req->hdr.flags & LODE_WIRE_F_CAP) {
+		/* the capability ends the body (lode_hdr_check saw it fits): handlers see the
+		 * opcode's own body, and the capability apart */
+		req->hdr.flags &= (uint16_t)~LODE_WIRE_F_CAP;
+		req->hdr.body_len -= (uint32_t)sizeof(struct lode_wire_cap);
+		req->cap = (const struct lode_wire_cap *)(req->body + req->hdr.body_len);
+	}
 	if (!(lode_op_roles(hdr->opcode) & sc->roles)) {
 		char why[96];
 
@@ -846,6 +860,35 @@ const char *lode_req_group(const struct lode_req *req)
 uint64_t lode_req_conn_id(const struct lode_req *req)
 {
 	return req->conn->id;
+}
+
+const struct lode_wire_cap *lode_req_cap(const struct lode_req *req)
+{
+	return req->cap;
+}
+
+bool lode_req_cap_known(const struct lode_req *req)
+{
+	const struct sconn *sc = req->conn;
+
+	if (!req->cap)
+		return false;
+	for (unsigned i = 0; i < sc->ncaps_ok; i++)
+		if (!memcmp(&sc->caps_ok[i], req->cap, sizeof(*req->cap)))
+			return true;
+	return false;
+}
+
+void lode_req_cap_remember(struct lode_req *req)
+{
+	struct sconn *sc = req->conn;
+
+	if (!req->cap)
+		return;
+	memcpy(&sc->caps_ok[sc->caps_next], req->cap, sizeof(*req->cap));
+	sc->caps_next = (sc->caps_next + 1) % SCONN_CAPS;
+	if (sc->ncaps_ok < SCONN_CAPS)
+		sc->ncaps_ok++;
 }
 
 /* ---- deadlines ---- */

@@ -17,6 +17,7 @@
 #ifndef LODE_PROTO_SERVER_H
 #define LODE_PROTO_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -118,6 +119,18 @@ unsigned lode_req_role(const struct lode_req *req);
 const char *lode_req_group(const struct lode_req *req);
 /* An identifier of the connection, unique for the server's lifetime. */
 uint64_t lode_req_conn_id(const struct lode_req *req);
+/* The capability the request carried (LODE_WIRE_F_CAP; taken off its body, which
+ * lode_req_hdr's body_len no longer counts), or NULL. Valid until lode_req_reply(). Its
+ * bytes are as received: the caller checks it (proto/net/cap.h). Not 8-byte aligned
+ * unless the body's own length is a multiple of 8. */
+const struct lode_wire_cap *lode_req_cap(const struct lode_req *req);
+/* A few capabilities per connection that the daemon found genuine, so that it checks a
+ * capability's MAC once per connection rather than per request: lode_req_cap_known says
+ * whether req's capability is byte for byte one remembered on its connection (false when
+ * it has none); lode_req_cap_remember remembers it (the oldest is forgotten first). Worker
+ * thread of the request only, before the reply. */
+bool lode_req_cap_known(const struct lode_req *req);
+void lode_req_cap_remember(struct lode_req *req);
 
 /*
  * Answers the request and frees it. Any thread. status is 0 or a negative errno (turned

@@ -61,6 +61,8 @@ size_t lode_msg_cred_offset(unsigned opcode);
 bool lode_group_name_ok(const char *name);
 /* The roles whose connections may send opcode: bit (1 << LODE_ROLE_*) each; 0 if unknown. */
 unsigned lode_op_roles(unsigned opcode);
+/* 1 when opcode's requests may carry a capability (LODE_WIRE_F_CAP): object data ones. */
+int lode_op_takes_cap(unsigned opcode);
 
 /* A path component: 1..LODE_NAME_MAX bytes, no '/', no NUL, not "." or "..".
  * Returns 0, -EINVAL or -ENAMETOOLONG. */

@@ -359,6 +359,16 @@ static int check_objid(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return objid_ok(m->fixed) ? 0 : -EPROTO;
 }
 
+static int check_cap_get(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_cap_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (!r->ino)
+		return -EPROTO;
+	return r->rights && !(r->rights & ~LODE_CAP_ALL_) ? 0 : -EINVAL;
+}
+
 /* OBJ_WRITE: nchunks checksums follow the struct, then a chain with LODE_OBJ_F_CHAIN. */
 static int check_obj_write(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
@@ -479,10 +489,10 @@ static int check_obj_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 		.name = nm, .fixed = sizeof(struct lode_wire_commit_req),                          \
 		.zero = {ZERO(struct lode_wire_commit_req, reserved)}, .check = check_commit,      \
 	}
-#define OBJID(nm)                                                                                  \
+#define OBJID(nm, r)                                                                               \
 	{                                                                                          \
 		.name = nm, .fixed = sizeof(struct lode_wire_objid), .check = check_objid,         \
-		.roles = R_ANY                                                                     \
+		.roles = r                                                                         \
 	}
 
 static const struct msg_spec msgs[LODE_OP_MAX_] = {
@@ -614,6 +624,11 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 		       .zero = {ZERO(struct lode_wire_mknod_req, reserved0),
 				ZERO(struct lode_wire_mknod_req, reserved1)},
 		       .check = check_mknod},
+    [LODE_OP_CAP_GET] = {.name = "CAP_GET",
+			 .fixed = sizeof(struct lode_wire_cap_req),
+			 CRED(struct lode_wire_cap_req),
+			 .zero = {ZERO(struct lode_wire_cap_req, reserved)},
+			 .check = check_cap_get},
     [LODE_OP_OBJ_WRITE] = {.name = "OBJ_WRITE",
 			   .fixed = sizeof(struct lode_wire_obj_write_req),
 			   .data = DATA_OBJECT,
@@ -633,14 +648,16 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			      .fixed = sizeof(struct lode_wire_obj_allocate_req),
 			      .check = check_obj_allocate,
 			      .roles = R_ANY},
-    [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE"),
-    [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT"),
+    /* removing and listing objects are the targets' and admins' (orphans, fsck): a client
+     * reaches objects only through a capability, for its own files */
+    [LODE_OP_OBJ_REMOVE] = OBJID("OBJ_REMOVE", R_TARGET | R_ADMIN),
+    [LODE_OP_OBJ_STAT] = OBJID("OBJ_STAT", R_ANY),
     [LODE_OP_OBJ_LIST] = {.name = "OBJ_LIST",
 			  .fixed = sizeof(struct lode_wire_obj_list_req),
 			  .zero = {ZERO(struct lode_wire_obj_list_req, reserved),
 				   ZERO(struct lode_wire_obj_list_req, after.reserved)},
 			  .check = check_obj_list,
-			  .roles = R_ANY},
+			  .roles = R_TARGET | R_ADMIN},
     [LODE_OP_OBJ_FSYNC] = {.name = "OBJ_FSYNC",
 			   .fixed = sizeof(struct lode_wire_objid),
 			   .rest = 1,
@@ -672,6 +689,20 @@ unsigned lode_op_roles(unsigned opcode)
 	if (!lode_op_known(opcode))
 		return 0;
 	return msgs[opcode].roles ? msgs[opcode].roles : R_USER;
+}
+
+int lode_op_takes_cap(unsigned opcode)
+{
+	switch (opcode) {
+	case LODE_OP_OBJ_WRITE:
+	case LODE_OP_OBJ_READ:
+	case LODE_OP_OBJ_TRUNCATE:
+	case LODE_OP_OBJ_ALLOCATE:
+	case LODE_OP_OBJ_STAT:
+	case LODE_OP_OBJ_FSYNC:
+		return 1;
+	}
+	return 0;
 }
 
 const char *lode_op_name(unsigned opcode)
@@ -738,7 +769,11 @@ int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 		return -EPROTO;
 	if (!lode_op_known(hdr->opcode))
 		return -EPROTO;
-	if (hdr->flags != (expect_reply ? LODE_WIRE_F_REPLY : 0))
+	if (expect_reply ? hdr->flags != LODE_WIRE_F_REPLY
+			 : (hdr->flags & ~LODE_WIRE_F_CAP) ||
+			       ((hdr->flags & LODE_WIRE_F_CAP) &&
+				(!lode_op_takes_cap(hdr->opcode) ||
+				 hdr->body_len < sizeof(struct lode_wire_cap))))
 		return -EPROTO;
 	if (hdr->reserved != 0)
 		return -EPROTO;
@@ -757,6 +792,8 @@ int lode_hdr_check_bounds(const struct lode_wire_hdr *hdr)
 	if (!lode_op_known(hdr->opcode))
 		return -EPROTO;
 	request_bounds(&msgs[hdr->opcode], &body_max, &dmax);
+	if (hdr->flags & LODE_WIRE_F_CAP)
+		body_max += sizeof(struct lode_wire_cap);
 	return hdr->body_len > body_max || hdr->data_len > dmax ? -EMSGSIZE : 0;
 }
 

@@ -45,6 +45,10 @@
 
 /* hdr.flags */
 #define LODE_WIRE_F_REPLY 0x0001u
+/* A request whose body ends with a struct lode_wire_cap (the capability the MDS signed
+ * for the object's file): object data requests only. The server takes it off the body
+ * before the opcode's decoder sees it, so bodies keep their shapes. */
+#define LODE_WIRE_F_CAP 0x0002u
 
 enum lode_opcode {
 	/* any server */
@@ -87,6 +91,7 @@ enum lode_opcode {
 	LODE_OP_SCRUB_REPORT = 41,    /* OSS only: its scrub found a copy with bad data */
 	LODE_OP_BACKUP_START = 42,    /* admin only: begin a compacted copy of the namespace */
 	LODE_OP_BACKUP_READ = 43,     /* admin only: one page of that copy */
+	LODE_OP_CAP_GET = 47,	      /* a capability for a file's objects (proto/net/cap.h) */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -728,6 +733,49 @@ struct lode_wire_backup_read_rep {
 	uint8_t hash[32]; /* BLAKE2b-256 of the whole copy */
 };
 _Static_assert(sizeof(struct lode_wire_backup_read_rep) == 48, "backup read rep");
+/* ---- capabilities (proto/net/cap.h) ---- */
+
+#define LODE_CAP_READ  0x1u
+#define LODE_CAP_WRITE 0x2u
+#define LODE_CAP_ALL_  0x3u
+
+/*
+ * What the MDS allows on one file's objects, signed with the capability key that only the
+ * MDS and the OSS hold (derived from the cluster key): rights on the objects of (ino,
+ * generation) until expiry_ms (wall clock, ms since the epoch). mac = keyed BLAKE2b-256 of
+ * the 32 bytes before it. The OSS verifies it locally, without asking the MDS.
+ */
+struct lode_wire_cap {
+	uint64_t ino;
+	uint64_t generation; /* the layout generation */
+	uint64_t expiry_ms;
+	uint32_t rights; /* LODE_CAP_* */
+	uint32_t reserved;
+	uint8_t mac[32];
+};
+_Static_assert(sizeof(struct lode_wire_cap) == 64, "cap");
+
+/* CAP_GET: a capability for the objects of the file ino at layout generation (0: the
+ * current one; an older one for a reader that opened before the objects moved; ESTALE for
+ * one newer than the file's). Read needs read permission (cred); write needs the file's
+ * write lease (handle) and the current generation, and its holder also gets read. An
+ * admin gets any. */
+struct lode_wire_cap_req {
+	uint64_t ino;
+	struct lode_wire_cred cred;
+	uint64_t handle; /* write: the lease's handle */
+	uint32_t rights; /* LODE_CAP_*, at least one */
+	uint32_t reserved;
+	uint64_t generation;
+};
+_Static_assert(sizeof(struct lode_wire_cap_req) == 176, "cap req");
+
+struct lode_wire_cap_rep {
+	struct lode_wire_cap cap;
+	uint32_t lifetime_ms; /* how long it was issued for (the client renews before) */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_cap_rep) == 72, "cap rep");
 
 /* ---- objects ---- */
 

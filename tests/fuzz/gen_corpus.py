@@ -110,6 +110,7 @@ def requests():
         (41, 'scrub_report', objid() + struct.pack('<IIQ', 1, 2, 3), 0),
         (42, 'backup_start', struct.pack('<QQ', 0, 0), 0),
         (43, 'backup_read', struct.pack('<QQII', 1, 0, 1 << 20, 0), 0),
+        (47, 'cap_get', struct.pack('<Q', 2) + CRED + struct.pack('<QIIQ', 1, 1, 0, 0), 0),
         (50, 'obj_write', objid() + struct.pack('<QII', 0, 0, 1) + sums(wdata), len(wdata)),
         (50, 'obj_write_sync', objid() + struct.pack('<QII', 0, 1, 1) + sums(wdata),
          len(wdata)),

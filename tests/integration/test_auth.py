@@ -399,6 +399,11 @@ def check_insecure(d, fails):
         r = lodectl("--mds", mds, "put", src, "/f")
         if r.returncode != 0:
             fails.append(f"a keyless put to an insecure cluster failed: {r.stderr}")
+        # capabilities go unsigned and unchecked there: the data comes back as it went
+        back = os.path.join(d, "back-insecure")
+        r = lodectl("--mds", mds, "get", "/f", back)
+        if r.returncode != 0 or open(back, "rb").read() != open(src, "rb").read():
+            fails.append(f"a keyless get from an insecure cluster failed: {r.stderr}")
         r = lodectl("--mds", mds, "status", key=os.path.join(d, "gen.key"))
         if r.returncode == 0:
             fails.append("a client holding a key trusted an insecure cluster")

@@ -196,6 +196,33 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 	assert_int_equal(lode_hdr_check(&h, 0), 0);
 }
 
+/* A capability rides at the end of an object data request's body (LODE_WIRE_F_CAP): the
+ * flag is taken only on those opcodes, with room for it, and only on requests. */
+static void test_hdr_check_takes_a_capability_only_on_object_data_requests(void **state)
+{
+	struct lode_wire_hdr h;
+
+	(void)state;
+	lode_hdr_init(&h, LODE_OP_OBJ_READ, 1, sizeof(struct lode_wire_obj_read_req) + 64, 0);
+	h.flags = LODE_WIRE_F_CAP;
+	assert_int_equal(lode_hdr_check(&h, 0), 0);
+	assert_int_equal(lode_hdr_check_bounds(&h), 0);
+	h.flags = 0; /* without the flag, the same body is too long for OBJ_READ */
+	assert_int_equal(lode_hdr_check_bounds(&h), -EMSGSIZE);
+	h.flags = LODE_WIRE_F_CAP;
+	h.body_len = 63; /* no room for one */
+	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+	lode_hdr_init(&h, LODE_OP_LOOKUP, 1, 200, 0);
+	h.flags = LODE_WIRE_F_CAP;
+	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+	lode_hdr_init(&h, LODE_OP_OBJ_REMOVE, 1, 24 + 64, 0); /* by role, not capability */
+	h.flags = LODE_WIRE_F_CAP;
+	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+	lode_hdr_init(&h, LODE_OP_OBJ_READ, 1, 0, 0);
+	h.flags = LODE_WIRE_F_REPLY | LODE_WIRE_F_CAP;
+	assert_int_equal(lode_hdr_check(&h, 1), -EPROTO);
+}
+
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
 	static const unsigned bad[] = {0, 4, 9, 49, 63, 64, 200, 255};
@@ -434,6 +461,9 @@ static const struct req_case reqs[] = {
 	   .new_target = 2),
      .reserved = {FIELD(struct lode_wire_set_copy_req, reserved)},
      .required = {FIELD(struct lode_wire_set_copy_req, ino)}},
+    {LODE_OP_CAP_GET, FIXED(struct lode_wire_cap_req, .ino = 5, .rights = LODE_CAP_READ),
+     .reserved = {FIELD(struct lode_wire_cap_req, reserved)},
+     .required = {FIELD(struct lode_wire_cap_req, ino)}},
     {LODE_OP_OBJ_WRITE, FIXED(struct lode_wire_obj_write_req, .obj = GOOD_OBJ, .nchunks = 1),
      .tail = &one_sum, .tail_len = sizeof(one_sum), .data_len = CHUNK,
      .reserved = {FIELD(struct lode_wire_obj_write_req, obj.reserved)},
@@ -2327,6 +2357,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(
 		test_every_request_refuses_a_reserved_field_set_or_a_required_one_zero),
 	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
+	    cmocka_unit_test(test_hdr_check_takes_a_capability_only_on_object_data_requests),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_auth_accepts_the_steps_roles_and_flags_it_knows),

@@ -133,7 +133,8 @@ static const struct lodectl_cmd commands[] = {
      "  `lode-mds --data DIR --restore FILE`, start it, then `lodectl fsck --repair`.",
      true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
-     "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--insecure]\n"
+     "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--cap-lifetime S]\n"
+     "       [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
@@ -144,7 +145,8 @@ static const struct lodectl_cmd commands[] = {
      "  --orphan-grace S      the MDS's --orphan-grace\n"
      "  --capacity BYTES      the size each OSS declares (lode-oss --capacity; K, M, G):\n"
      "                        on one machine every OSS shares a disk, this gives each a\n"
-     "                        size of its own (kept with each OSS's directory)",
+     "                        size of its own (kept with each OSS's directory)\n"
+     "  --cap-lifetime S      the MDS's --cap-lifetime (how long a data capability lasts)",
      false},
     {"local add-oss", cmd_local_add_oss, "start one more OSS in a running local cluster",
      "local add-oss DIR [--capacity BYTES]\n"
