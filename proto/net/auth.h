@@ -49,8 +49,8 @@ struct lode_keyring {
 	uint8_t cluster_key[LODE_KEY_BYTES];	       /* then: the cluster key (client groups) */
 	unsigned held;				       /* role bits */
 	uint8_t key[LODE_AUTH_ROLES_][LODE_KEY_BYTES]; /* by role */
-	char group[32]; /* a client group's key file: its name (key[client] is the
-			 * group's key); else "" */
+	char group[32];			 /* a client group's key file: its name (key[client] is the
+					  * group's key); else "" */
 	uint8_t cap_key[LODE_KEY_BYTES]; /* capabilities (cap.h): with a cluster key only */
 };
 

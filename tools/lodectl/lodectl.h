@@ -169,7 +169,7 @@ int cmd_mds_backup(struct lodectl *ctl, int argc, char **argv);	   /* mds.c */
 int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	   /* local.c */
 int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	   /* local.c */
 int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	   /* fsck.c */
-int cmd_scrub(struct lodectl *ctl, int argc, char **argv);	  /* scrub.c */
+int cmd_scrub(struct lodectl *ctl, int argc, char **argv);	   /* scrub.c */
 
 /* For lodectl status (scrub.c): each target's current or last scrub, asked of the OSS.
  * open() returns NULL when it cannot (then peek_target adds "scrub": null); peek_target
