@@ -48,6 +48,9 @@ static const char usage[] =
     "  --insecure          serve without authentication: anyone may ask anything\n"
     "                      (one of --key and --insecure is required)\n"
     "  --threads N         worker threads (default 2)\n"
+    "  --capacity BYTES    the size this target reports (K, M, G, T suffixes): at most\n"
+    "                      its file system's, with its objects' bytes as used (default:\n"
+    "                      the file system's size and use); for targets sharing a disk\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
     "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
@@ -66,6 +69,7 @@ struct args {
 	const char *port_file;
 	const char *metrics, *metrics_port_file;
 	unsigned threads;
+	uint64_t capacity; /* 0: the file system's */
 	enum lode_log_level level;
 	const char *key_file;
 	bool insecure;
@@ -91,6 +95,37 @@ static void check_addr(const char *opt, const char *addr)
 		bad_args("%s: bad address '%s'", opt, addr);
 }
 
+/* "64M", "10G", "4096": bytes with an optional binary suffix. Returns 0 or -EINVAL. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end) {
+		const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
+
+		if (!u || !end[0])
+			return -EINVAL;
+		shift = 10 * (unsigned)(u - units + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static void parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
@@ -99,6 +134,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"mds", required_argument, NULL, 'm'},
 	    {"advertise", required_argument, NULL, 'a'},
 	    {"threads", required_argument, NULL, 't'},
+	    {"capacity", required_argument, NULL, 'c'},
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"config", required_argument, NULL, 'C'},
@@ -161,6 +197,12 @@ static void parse_args(int argc, char **argv, struct args *a)
 				bad_args("--threads: expected 1..%d, got '%s'",
 					 LODE_OSS_WORKERS_MAX, optarg);
 			a->threads = (unsigned)n;
+			break;
+		case 'c':
+			if (parse_bytes(optarg, &a->capacity) || !a->capacity)
+				bad_args("--capacity: expected a number of bytes with an optional "
+					 "K, M, G or T suffix, got '%s'",
+					 optarg);
 			break;
 		case 'L':
 			if (!strcmp(optarg, "err"))
@@ -288,6 +330,7 @@ int main(int argc, char **argv)
 	lopts.uuid = uuid;
 	lopts.st = st;
 	lopts.oss = &oss;
+	lopts.capacity = a.capacity;
 	if (a.metrics) {
 		err = lode_daemon_metrics_start(&dm, PROG, a.metrics, a.metrics_port_file, srv,
 						lode_oss_metrics_collect, &oss);

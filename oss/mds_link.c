@@ -8,9 +8,11 @@
  *   heartbeat never waits behind bulk work: the MDS takes a target it has not heard from
  *   for a while for a dead one.
  * - The reclaim thread removes the objects of deleted files (orphans) the MDS lists for
- *   this target, a page at a time. Removing tens of thousands of objects on a busy disk
- *   takes minutes; on the link thread, that stopped the heartbeats and made every target
- *   look down to the MDS while training jobs were saving checkpoints.
+ *   this target, a page at a time. With a declared capacity it also sums the bytes of the
+ *   objects (a walk of the store, too slow for the link thread) for the heartbeat. Removing tens of
+ * thousands of objects on a busy disk takes minutes; on the link thread, that stopped the
+ * heartbeats and made every target look down to the MDS while training jobs were saving
+ * checkpoints.
  */
 #include "mds_link.h"
 
@@ -48,6 +50,8 @@ struct lode_mds_link {
 	uint8_t uuid[16];
 	struct lode_objstore *st;
 	struct lode_oss *oss;
+	uint64_t capacity;	     /* 0: the file system's */
+	_Atomic uint64_t bytes_used; /* with a capacity: written by the reclaim thread */
 	/* link thread only */
 	struct lode_rpc *rpc;
 	struct lode_rpc_conn *conn;
@@ -163,6 +167,30 @@ static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_by
 	}
 	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	*free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (l->capacity) {
+		uint64_t used = atomic_load(&l->bytes_used);
+		uint64_t left = used < l->capacity ? l->capacity - used : 0;
+
+		if (l->capacity < *total)
+			*total = l->capacity;
+		if (left < *free_bytes)
+			*free_bytes = left;
+	}
+}
+
+/* With a declared capacity: what the objects occupy now. */
+static void measure_used(struct lode_mds_link *l)
+{
+	uint64_t used;
+	int err;
+
+	if (!l->capacity)
+		return;
+	err = lode_objstore_bytes_used(l->st, &used);
+	if (err)
+		LODE_WARN("summing the objects' bytes: %s", strerror(-err));
+	else
+		atomic_store(&l->bytes_used, used);
 }
 
 static int do_register(struct lode_mds_link *l)
@@ -352,6 +380,7 @@ static void *reclaim_main(void *arg)
 	while (!wait_ms(l, ORPHAN_EVERY_MS)) {
 		uint32_t target_id = atomic_load(&l->oss->target_id);
 
+		measure_used(l);
 		if (!target_id)
 			continue; /* not registered yet */
 		for (unsigned i = 0; i < ORPHAN_ROUNDS_MAX && !stopping(l); i++) {
@@ -386,6 +415,8 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	memcpy(l->uuid, opts->uuid, 16);
 	l->st = opts->st;
 	l->oss = opts->oss;
+	l->capacity = opts->capacity;
+	measure_used(l); /* before the first register reports it */
 	if (getrandom(&l->client_id, sizeof(l->client_id), 0) != sizeof(l->client_id))
 		l->client_id = (uint64_t)lode_now_ns() ^ (uint64_t)getpid();
 	err = lode_rpc_create(&l->rpc, RPC_TIMEOUT_MS);

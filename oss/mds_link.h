@@ -24,6 +24,10 @@ struct lode_mds_link_opts {
 	const uint8_t *uuid;   /* 16 bytes, this target's identity */
 	struct lode_objstore *st;
 	struct lode_oss *oss; /* gets cluster_id and target_id once registered */
+	/* 0, or the capacity this target declares (lode-oss --capacity): it then reports
+	 * min(declared, its file system's) as its size and its objects' bytes as used, so
+	 * several targets sharing one disk look like targets of their own size */
+	uint64_t capacity;
 };
 
 /* Starts the link thread (strings and uuid are copied). Returns 0 or -errno (-EINVAL for

@@ -55,6 +55,29 @@ int objstore_count_objects(struct lode_objstore *st, uint64_t *count)
 	return 0;
 }
 
+int lode_objstore_bytes_used(struct lode_objstore *st, uint64_t *bytes)
+{
+	uint64_t sum = 0;
+
+	for (unsigned d = 0; d < NDIRS; d++) {
+		struct dirent *de;
+		struct stat sb;
+		DIR *dir;
+		int err = dir_open(st, d, &dir);
+
+		if (err)
+			return err;
+		while ((de = readdir(dir)))
+			if (de->d_name[0] != '.' &&
+			    !fstatat(dirfd(dir), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISREG(sb.st_mode))
+				sum += (uint64_t)sb.st_blocks * 512;
+		closedir(dir);
+	}
+	*bytes = sum;
+	return 0;
+}
+
 int lode_objstore_stat(struct lode_objstore *st, const struct lode_wire_objid *id,
 		       struct lode_obj_result *res)
 {

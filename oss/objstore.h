@@ -53,6 +53,11 @@ void lode_objstore_close(struct lode_objstore *st);
 /* The approximate number of objects (counted at open, kept up to date since). */
 uint64_t lode_objstore_count(const struct lode_objstore *st);
 
+/* Bytes the objects and their checksum files occupy on disk (st_blocks), by a walk of every
+ * object directory: slow on a big store, for a declared capacity (lode-oss --capacity). Sets
+ * *bytes and returns 0, or returns -errno. */
+int lode_objstore_bytes_used(struct lode_objstore *st, uint64_t *bytes);
+
 /* Per-thread I/O context on `loop` with at most max_fds cached objects (0: a default).
  * Use it only on the loop's thread. Returns 0 or -errno. */
 int lode_objstore_io_create(struct lode_objstore *st, struct lode_loop *loop, unsigned max_fds,

@@ -7,7 +7,10 @@
  * Layout of DIR: DIR/mds and DIR/ossK hold each daemon's data, its `pid`, its `addr`
  * (written by the daemon once it listens) and its `log`. The first start picks ephemeral
  * ports on 127.0.0.1; a restart reuses the port in `addr`, so clients and the MDS find
- * the daemon where it was. DIR/cluster holds the OSS count.
+ * the daemon where it was. DIR/cluster holds the OSS count; DIR/ossK/capacity, when there,
+ * the capacity that OSS declares (--capacity: on one machine every OSS shares one disk, so
+ * each is given a size of its own for placement and rebalance to see). `local add-oss DIR`
+ * starts one more OSS, DIR/ossN, and counts it in DIR/cluster.
  *
  * LODE_LOCAL_LISTEN (default "tcp://127.0.0.1") names the transport and host the daemons
  * of a new cluster listen on: "rdma://10.0.2.15" runs the whole cluster over RDMA.
@@ -186,8 +189,8 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 			const char *grace, const char *key, char *addr, size_t alen, char *err,
 			size_t errlen)
 {
-	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "";
-	char *argv[16];
+	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "", cap[32] = "";
+	char *argv[18];
 	int i = 0, rc;
 
 	snprintf(addrfile, sizeof(addrfile), "%s/addr", dir);
@@ -215,6 +218,13 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 		argv[i++] = "--orphan-grace";
 		argv[i++] = (char *)grace;
 	}
+	/* an OSS's declared capacity stays with its directory */
+	snprintf(addrfile, sizeof(addrfile), "%s/capacity", dir);
+	if (mds_addr && !read_file(addrfile, cap, sizeof(cap)) && cap[0]) {
+		argv[i++] = "--capacity";
+		argv[i++] = cap;
+	}
+	snprintf(addrfile, sizeof(addrfile), "%s/addr", dir);
 	if (key) {
 		argv[i++] = "--key";
 		argv[i++] = (char *)key;
@@ -270,13 +280,59 @@ static int local_key(const char *dir, bool insecure, char *key, size_t len, char
 	return 0;
 }
 
-int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, char *mds_addr,
-	     size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
+/* Waits until the MDS at mds_addr sees at least `want` targets up. */
+static int wait_targets(const char *mds_addr, const char *key, int want, char *err, size_t errlen)
 {
-	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", why[256];
 	struct lode_client_opts co = {.size = sizeof(co), .key_file = key};
 	struct lode_client *c;
+	char why[256];
 	int rc, waited = 0;
+
+	rc = lode_connect(mds_addr, &co, &c);
+	if (rc) {
+		snprintf(err, errlen, "cannot reach the MDS at %s: %s", mds_addr,
+			 lode_auth_explain(rc, key, why, sizeof(why)));
+		return rc;
+	}
+	for (;;) {
+		struct lode_target_info t[LODE_MAX_TARGETS_PER_LAYOUT];
+		int n = lode_targets(c, t, LODE_MAX_TARGETS_PER_LAYOUT), up = 0;
+
+		for (int i = 0; i < n && i < LODE_MAX_TARGETS_PER_LAYOUT; i++)
+			up += t[i].up;
+		if (up >= want)
+			break;
+		if (waited >= START_TIMEOUT_MS) {
+			snprintf(err, errlen, "only %d of %d OSS registered with the MDS", up,
+				 want);
+			lode_disconnect(c);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(50);
+		waited += 50;
+	}
+	lode_disconnect(c);
+	return 0;
+}
+
+/* Makes DIR/ossI, remembering capacity (when given) for every start of it. */
+static void make_oss_dir(const char *dir, int i, const char *capacity, char *path, size_t len)
+{
+	char file[PATH_MAX + 16];
+
+	snprintf(path, len, "%s/oss%d", dir, i);
+	mkdir(path, 0755);
+	if (capacity) {
+		snprintf(file, sizeof(file), "%s/capacity", path);
+		write_file(file, capacity);
+	}
+}
+
+int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, const char *capacity,
+	     char *mds_addr, size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
+{
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "";
+	int rc;
 
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		rc = -errno;
@@ -307,39 +363,63 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, ch
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
-		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
-		mkdir(path, 0755);
+		make_oss_dir(dir, i, capacity, path, sizeof(path));
 		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL,
 				  addr, sizeof(addr), err, errlen);
 		if (rc)
 			return rc;
 	}
 	/* ready when the MDS sees every OSS up */
-	rc = lode_connect(mds_addr, &co, &c);
+	return wait_targets(mds_addr, key, noss, err, errlen);
+}
+
+int local_add_oss(const char *dir, const char *capacity, char *addr, size_t addr_len, int *index,
+		  char *err, size_t errlen)
+{
+	char path[PATH_MAX], buf[32], key[PATH_MAX], mds_addr[160];
+	int noss, rc;
+
+	snprintf(path, sizeof(path), "%s/cluster", dir);
+	if (read_file(path, buf, sizeof(buf))) {
+		snprintf(err, errlen, "%s is not a local cluster (no %s)", dir, path);
+		return -ENOENT;
+	}
+	noss = atoi(buf);
+	if (noss < 0 || noss >= 64) {
+		snprintf(err, errlen, "%s already has %d OSS, the most a local cluster runs", dir,
+			 noss);
+		return -ENOSPC;
+	}
+	snprintf(path, sizeof(path), "%s/mds", dir);
+	if (!running_pid(path)) {
+		snprintf(err, errlen, "the MDS of %s is not running (lodectl local up %s)", dir,
+			 dir);
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "%s/mds/addr", dir);
+	if (read_file(path, mds_addr, sizeof(mds_addr)) || !mds_addr[0]) {
+		snprintf(err, errlen, "cannot read %s", path);
+		return -ENOENT;
+	}
+	rc = local_key(dir, false, key, sizeof(key), err, errlen);
+	if (rc)
+		return rc;
+	make_oss_dir(dir, noss, capacity, path, sizeof(path));
+	/* counted before it starts, so that `local down` stops it even if the start fails */
+	snprintf(buf, sizeof(buf), "%d\n", noss + 1);
+	snprintf(path, sizeof(path), "%s/cluster", dir);
+	rc = write_file(path, buf);
 	if (rc) {
-		snprintf(err, errlen, "cannot reach the MDS at %s: %s", mds_addr,
-			 lode_auth_explain(rc, key, why, sizeof(why)));
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
 		return rc;
 	}
-	for (;;) {
-		struct lode_target_info t[LODE_MAX_TARGETS_PER_LAYOUT];
-		int n = lode_targets(c, t, LODE_MAX_TARGETS_PER_LAYOUT), up = 0;
-
-		for (int i = 0; i < n && i < LODE_MAX_TARGETS_PER_LAYOUT; i++)
-			up += t[i].up;
-		if (up >= noss)
-			break;
-		if (waited >= START_TIMEOUT_MS) {
-			snprintf(err, errlen, "only %d of %d OSS registered with the MDS", up,
-				 noss);
-			lode_disconnect(c);
-			return -ETIMEDOUT;
-		}
-		sleep_ms(50);
-		waited += 50;
-	}
-	lode_disconnect(c);
-	return 0;
+	snprintf(path, sizeof(path), "%s/oss%d", dir, noss);
+	rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, key[0] ? key : NULL, addr,
+			  addr_len, err, errlen);
+	if (rc)
+		return rc;
+	*index = noss;
+	return wait_targets(mds_addr, key, noss + 1, err, errlen);
 }
 
 static int stop_one(const char *dir, int sig)
@@ -374,8 +454,11 @@ int local_down(const char *dir, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	noss = atoi(buf);
-	for (int i = 0; i < noss; i++) {
+	/* and any ossK past the count (an `up --oss` smaller than an add-oss left it) */
+	for (int i = 0; i < 64; i++) {
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
+		if (i >= noss && access(path, F_OK))
+			break;
 		stop_one(path, SIGTERM);
 	}
 	snprintf(path, sizeof(path), "%s/mds", dir);

@@ -2,6 +2,7 @@
 /* lodectl local up, down, kill: the command line of tools/local_cluster.c, a whole cluster
  * on loopback with its data in one directory (what the quick start and the tests use). */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,14 +14,15 @@
 
 int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 {
-	uint64_t noss = 0;
+	uint64_t noss = 0, capacity = 0;
 	const char *grace = NULL;
 	const struct lodectl_opt opts[] = {
 	    {"--oss", NULL, LODECTL_OPT_UINT, &noss, 1, 64},
 	    {"--orphan-grace", NULL, LODECTL_OPT_STRING, &grace, 0, 0},
+	    {"--capacity", NULL, LODECTL_OPT_SIZE, &capacity, 1, UINT64_MAX},
 	    {NULL, NULL, 0, NULL, 0, 0},
 	};
-	char *pos[1], mds[160], key[PATH_MAX], err[512] = "";
+	char *pos[1], mds[160], key[PATH_MAX], err[512] = "", cap[32];
 	uint64_t g;
 	int rc;
 
@@ -30,8 +32,9 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 		return lodectl_usage_error(ctl, "--orphan-grace: '%s' is not a number of seconds",
 					   grace);
 	/* the common --insecure: a cluster that checks no key (remembered in DIR) */
-	rc = local_up(pos[0], (int)noss, grace, ctl->key_file && !ctl->key_file[0], mds,
-		      sizeof(mds), key, sizeof(key), err, sizeof(err));
+	snprintf(cap, sizeof(cap), "%" PRIu64, capacity);
+	rc = local_up(pos[0], (int)noss, grace, ctl->key_file && !ctl->key_file[0],
+		      capacity ? cap : NULL, mds, sizeof(mds), key, sizeof(key), err, sizeof(err));
 	if (rc)
 		return lodectl_fail_as(ctl, rc, "%s", err);
 	json_add_str(ctl->out, "dir", pos[0]);
@@ -51,6 +54,36 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 			fprintf(stderr, "lodectl: the cluster runs --insecure: it checks no key\n");
 		printf("%s\n", mds);
 	}
+	return 0;
+}
+
+int cmd_local_add_oss(struct lodectl *ctl, int argc, char **argv)
+{
+	uint64_t capacity = 0;
+	const struct lodectl_opt opts[] = {
+	    {"--capacity", NULL, LODECTL_OPT_SIZE, &capacity, 1, UINT64_MAX},
+	    {NULL, NULL, 0, NULL, 0, 0},
+	};
+	char *pos[1], addr[160], err[512] = "", cap[32], name[16];
+	int rc, index = -1;
+
+	if (lodectl_parse(ctl, argc, argv, opts, 1, 1, pos) < 0)
+		return ctl->exit;
+	snprintf(cap, sizeof(cap), "%" PRIu64, capacity);
+	rc = local_add_oss(pos[0], capacity ? cap : NULL, addr, sizeof(addr), &index, err,
+			   sizeof(err));
+	if (rc)
+		return lodectl_fail_as(ctl, rc, "%s", err);
+	snprintf(name, sizeof(name), "oss%d", index);
+	json_add_str(ctl->out, "dir", pos[0]);
+	json_add_str(ctl->out, "name", name);
+	json_add_str(ctl->out, "addr", addr);
+	if (capacity)
+		json_add_u64(ctl->out, "capacity", capacity);
+	else
+		json_add_null(ctl->out, "capacity");
+	if (!ctl->json)
+		printf("%s %s\n", name, addr);
 	return 0;
 }
 

@@ -164,6 +164,7 @@ int cmd_load(struct lodectl *ctl, int argc, char **argv);	    /* load.c */
 int cmd_key_generate(struct lodectl *ctl, int argc, char **argv);   /* key.c */
 int cmd_key_derive(struct lodectl *ctl, int argc, char **argv);	    /* key.c */
 int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
+int cmd_local_add_oss(struct lodectl *ctl, int argc, char **argv);  /* local.c */
 int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
 int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
 int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	    /* fsck.c */

@@ -138,7 +138,7 @@ static const struct lodectl_cmd commands[] = {
      "  --wait S              how long to keep trying files held by a writer (300)",
      true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
-     "local up DIR [--oss N] [--orphan-grace S] [--insecure]\n"
+     "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
@@ -146,7 +146,17 @@ static const struct lodectl_cmd commands[] = {
      "  prove (export LODE_KEY_FILE=DIR/cluster.key, printed on stderr); with --insecure\n"
      "  the cluster checks no key.\n"
      "  --oss N               object servers (1..64; default 3, or DIR's count)\n"
-     "  --orphan-grace S      the MDS's --orphan-grace",
+     "  --orphan-grace S      the MDS's --orphan-grace\n"
+     "  --capacity BYTES      the size each OSS declares (lode-oss --capacity; K, M, G):\n"
+     "                        on one machine every OSS shares a disk, this gives each a\n"
+     "                        size of its own (kept with each OSS's directory)",
+     false},
+    {"local add-oss", cmd_local_add_oss, "start one more OSS in a running local cluster",
+     "local add-oss DIR [--capacity BYTES]\n"
+     "  Starts one more OSS (DIR/ossN, the next number) for the running local cluster in\n"
+     "  DIR, waits until the MDS sees it up and prints its name and address. `local up`\n"
+     "  restarts it and `local down` stops it with the others.\n"
+     "  --capacity BYTES      the size it declares (lode-oss --capacity)",
      false},
     {"local down", cmd_local_down, "stop a local cluster",
      "local down DIR\n  Stops every daemon of the local cluster in DIR (SIGTERM, then SIGKILL).",
