@@ -154,7 +154,7 @@ out_close:
 
 int lode_move_cleanup(struct lode_client *c)
 {
-	struct lode_wire_move_list_req req = {.max = 256};
+	struct lode_wire_move_list_req req = {.max = 256}; /* intents only, every object */
 	struct lode_wire_orphan_list_rep rep;
 	struct lode_wire_move_entry *e;
 	uint64_t dlen = 0;

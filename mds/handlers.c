@@ -531,9 +531,15 @@ static int run_move(struct wreq *w, struct lode_txn *t)
 	else if (r->phase == LODE_MOVE_COMMIT)
 		rc = lode_ns_move_commit(t, w->m->pl, r, &seq);
 	else
-		rc = lode_ns_move_abort(t, r);
+		rc = lode_ns_move_abort(t, r, &seq);
 	if (rc)
 		return rc;
+	if (r->phase == LODE_MOVE_ABORT && seq) {
+		/* the mover's lease goes with its intent: a killed mover's would keep writers
+		 * and the next run off the file for the lease's whole time */
+		lode_lease_release(w->m->leases, seq, r->ino);
+		seq = 0;
+	}
 	w->rep.move = (struct lode_wire_move_rep){.seq = seq};
 	w->rep_len = sizeof(w->rep.move);
 	if (r->phase == LODE_MOVE_COMMIT)
@@ -892,7 +898,7 @@ static int read_move_list(struct lode_mds *m, struct lode_txn *t, const struct l
 	if (!e)
 		return -ENOMEM;
 	r->data = e;
-	rc = lode_ns_move_list(t, e, q->max, &n);
+	rc = lode_ns_move_list(t, q, e, &n);
 	r->body.orphans = (struct lode_wire_orphan_list_rep){.count = n};
 	r->body_len = sizeof(r->body.orphans);
 	r->data_len = n * sizeof(*e);

@@ -123,7 +123,10 @@ struct lode_disk_move {
 	uint32_t kind; /* LODE_MOVE_INTENT or LODE_MOVE_OLD */
 	uint32_t reserved;
 	int64_t since_ns; /* when it was recorded */
+	/* INTENT: the mover's write handle, whose lease ABORT gives back (a killed mover's
+	 * would otherwise keep the file from writers and the next run for the lease's time) */
+	uint64_t handle;
 };
-_Static_assert(sizeof(struct lode_disk_move) == 16, "disk move");
+_Static_assert(sizeof(struct lode_disk_move) == 24, "disk move");
 
 #endif

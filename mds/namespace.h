@@ -187,10 +187,12 @@ int lode_ns_move_begin(struct lode_txn *t, struct lode_placement *pl,
 		       const struct lode_wire_move_req *r, uint64_t *seq);
 int lode_ns_move_commit(struct lode_txn *t, struct lode_placement *pl,
 			const struct lode_wire_move_req *r, uint64_t *seq);
-int lode_ns_move_abort(struct lode_txn *t, const struct lode_wire_move_req *r);
-/* MOVE_LIST: up to max intents (unfinished moves). */
-int lode_ns_move_list(struct lode_txn *t, struct lode_wire_move_entry *out, uint32_t max,
-		      uint32_t *n);
+/* ABORT's *handle: the aborted mover's write handle (0: none), whose lease the caller
+ * gives back. */
+int lode_ns_move_abort(struct lode_txn *t, const struct lode_wire_move_req *r, uint64_t *handle);
+/* MOVE_LIST: up to q->max intents (unfinished moves), and old copies too if asked. */
+int lode_ns_move_list(struct lode_txn *t, const struct lode_wire_move_list_req *q,
+		      struct lode_wire_move_entry *out, uint32_t *n);
 /* Old copies target_id should delete (switched away from before before_ns, and not named
  * by the layout again), as ORPHAN_LIST entries; and one deleted (ORPHAN_DONE). */
 int lode_ns_move_old_list(struct lode_txn *t, uint32_t target_id, int64_t before_ns,

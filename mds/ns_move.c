@@ -54,7 +54,7 @@ static int check_copy(struct lode_txn *t, const struct lode_wire_move_req *r,
 int lode_ns_move_begin(struct lode_txn *t, struct lode_placement *pl,
 		       const struct lode_wire_move_req *r, uint64_t *seq)
 {
-	struct lode_disk_move mv = {.kind = LODE_MOVE_INTENT, .since_ns = lode_ns_now()};
+	struct lode_disk_move mv;
 	struct lode_disk_inode in;
 	uint32_t stripe;
 	int rc = check_copy(t, r, &in);
@@ -73,7 +73,8 @@ int lode_ns_move_begin(struct lode_txn *t, struct lode_placement *pl,
 		return -EBUSY;
 	if (rc && rc != -ENOENT)
 		return rc;
-	mv = (struct lode_disk_move){.kind = LODE_MOVE_INTENT, .since_ns = lode_ns_now()};
+	mv = (struct lode_disk_move){
+	    .kind = LODE_MOVE_INTENT, .since_ns = lode_ns_now(), .handle = r->handle};
 	rc = lode_rec_move_put(t, r->ino, r->generation, stripe, r->new_target, &mv);
 	if (rc)
 		return rc;
@@ -116,22 +117,26 @@ int lode_ns_move_commit(struct lode_txn *t, struct lode_placement *pl,
 	return rc;
 }
 
-int lode_ns_move_abort(struct lode_txn *t, const struct lode_wire_move_req *r)
+int lode_ns_move_abort(struct lode_txn *t, const struct lode_wire_move_req *r, uint64_t *handle)
 {
 	struct lode_disk_move mv;
 	int rc = lode_rec_move_get(t, r->ino, r->generation, r->index, r->new_target, &mv);
 
+	*handle = 0;
 	if (rc == -ENOENT)
 		return 0; /* aborted twice */
 	if (rc)
 		return rc;
 	if (mv.kind != LODE_MOVE_INTENT)
 		return -EINVAL; /* an old copy goes by the orphan path, never by a mover */
-	return lode_rec_move_del(t, r->ino, r->generation, r->index, r->new_target);
+	rc = lode_rec_move_del(t, r->ino, r->generation, r->index, r->new_target);
+	if (!rc)
+		*handle = mv.handle;
+	return rc;
 }
 
 struct list_ctx {
-	uint32_t kind, target; /* target 0: any */
+	uint32_t kind, target; /* target 0: any; kind 0: intents and old copies */
 	int64_t before_ns;
 	void *out; /* lode_wire_move_entry (intents) or lode_wire_objid (old copies) */
 	uint32_t max, n;
@@ -167,13 +172,13 @@ static int list_one(void *arg, const void *k, size_t klen, const void *v, size_t
 
 	if (rc)
 		return rc;
-	if (mv.kind != c->kind || (c->target && e.target != c->target))
+	if ((c->kind && mv.kind != c->kind) || (c->target && e.target != c->target))
 		return 0;
 	if (c->kind == LODE_MOVE_OLD && (mv.since_ns > c->before_ns || still_named(c->t, &e)))
 		return 0;
 	if (c->n == c->max)
 		return 1;
-	if (c->kind == LODE_MOVE_INTENT) {
+	if (c->kind != LODE_MOVE_OLD) {
 		((struct lode_wire_move_entry *)c->out)[c->n++] = e;
 	} else {
 		struct lode_wire_objid *id = &((struct lode_wire_objid *)c->out)[c->n++];
@@ -186,11 +191,20 @@ static int list_one(void *arg, const void *k, size_t klen, const void *v, size_t
 	return 0;
 }
 
-int lode_ns_move_list(struct lode_txn *t, struct lode_wire_move_entry *out, uint32_t max,
-		      uint32_t *n)
+int lode_ns_move_list(struct lode_txn *t, const struct lode_wire_move_list_req *q,
+		      struct lode_wire_move_entry *out, uint32_t *n)
 {
-	struct list_ctx c = {.kind = LODE_MOVE_INTENT, .out = out, .max = max, .t = t};
-	int rc = lode_kv_scan(t, LODE_DB_MOVES, NULL, 0, NULL, 0, list_one, &c);
+	struct list_ctx c = {.kind = (q->flags & LODE_MOVE_LIST_OLD) ? 0 : LODE_MOVE_INTENT,
+			     .out = out,
+			     .max = q->max,
+			     .t = t};
+	unsigned char prefix[16];
+	int rc;
+
+	lode_be64_put(prefix, q->ino);
+	lode_be64_put(prefix + 8, q->generation);
+	rc = lode_kv_scan(t, LODE_DB_MOVES, q->ino ? prefix : NULL, q->ino ? sizeof(prefix) : 0,
+			  NULL, 0, list_one, &c);
 
 	if (rc < 0)
 		return rc;

@@ -307,10 +307,12 @@ static int check_target_state(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 
 static int check_move_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 {
-	uint32_t max = ((const struct lode_wire_move_list_req *)m->fixed)->max;
+	const struct lode_wire_move_list_req *r = m->fixed;
 
 	(void)blen, (void)dlen;
-	return max == 0 || max > LODE_OBJLIST_MAX ? -EINVAL : 0;
+	if (r->flags & ~LODE_MOVE_LIST_OLD)
+		return -EINVAL;
+	return r->max == 0 || r->max > LODE_OBJLIST_MAX ? -EINVAL : 0;
 }
 
 /* Object ids: ino is never 0 and reserved is 0; the OBJ_* structs start with one. */
@@ -561,7 +563,6 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			      .roles = R_ADMIN},
     [LODE_OP_MOVE_LIST] = {.name = "MOVE_LIST",
 			   .fixed = sizeof(struct lode_wire_move_list_req),
-			   .zero = {ZERO(struct lode_wire_move_list_req, reserved)},
 			   .check = check_move_list,
 			   .roles = R_ADMIN},
     [LODE_OP_MKNOD] = {.name = "MKNOD",

@@ -605,7 +605,8 @@ _Static_assert(sizeof(struct lode_wire_set_copy_req) == 32, "set copy req");
  *   verified: if generation, old_target and seq are still what BEGIN saw, the layout names
  *   new_target, seq goes up, the intent is dropped and the old object is left to its target
  *   to delete after the orphan grace (like a deleted file's); else ESTALE and nothing changes;
- * - ABORT drops the intent (the caller removed the destination object first).
+ * - ABORT drops the intent (the caller removed the destination object first) and gives
+ *   back the write lease BEGIN's mover held (a killed mover's would keep the file busy).
  */
 enum lode_move_phase {
 	LODE_MOVE_BEGIN = 1,
@@ -632,12 +633,18 @@ struct lode_wire_move_rep {
 _Static_assert(sizeof(struct lode_wire_move_rep) == 16, "move rep");
 
 /* MOVE_LIST: up to max unfinished moves (BEGIN without COMMIT or ABORT), for a new run to
- * clean up. Reply body: lode_wire_orphan_list_rep (count); data: count records. */
+ * clean up; with LODE_MOVE_LIST_OLD also the old copies of finished moves that their
+ * targets have yet to delete (what fsck must not call strays). ino != 0: only the moves of
+ * object (ino, generation). Reply body: lode_wire_orphan_list_rep (count); data: count
+ * records. */
+#define LODE_MOVE_LIST_OLD 1u
 struct lode_wire_move_list_req {
-	uint32_t max; /* 1..LODE_OBJLIST_MAX */
-	uint32_t reserved;
+	uint32_t max;	/* 1..LODE_OBJLIST_MAX */
+	uint32_t flags; /* LODE_MOVE_LIST_* */
+	uint64_t ino;
+	uint64_t generation;
 };
-_Static_assert(sizeof(struct lode_wire_move_list_req) == 8, "move list req");
+_Static_assert(sizeof(struct lode_wire_move_list_req) == 24, "move list req");
 
 struct lode_wire_move_entry {
 	uint64_t ino;

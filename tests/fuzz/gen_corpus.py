@@ -110,7 +110,7 @@ def requests():
         (44, 'move_begin', struct.pack('<QQQQIIII', 2, 1, 1, 0, 1, 0, 1, 2), 0),
         (44, 'move_commit', struct.pack('<QQQQIIII', 2, 1, 1, 3, 2, 1, 1, 2), 0),
         (45, 'target_state', struct.pack('<II', 1, 1), 0),
-        (46, 'move_list', struct.pack('<II', 16, 0), 0),
+        (46, 'move_list', struct.pack('<IIQQ', 16, 1, 2, 1), 0),
         (50, 'obj_write', objid() + struct.pack('<QII', 0, 0, 1) + sums(wdata), len(wdata)),
         (50, 'obj_write_sync', objid() + struct.pack('<QII', 0, 1, 1) + sums(wdata),
          len(wdata)),

@@ -464,8 +464,7 @@ static const struct req_case reqs[] = {
 			 .old_target = 1, .new_target = 2)},
     {LODE_OP_TARGET_STATE,
      FIXED(struct lode_wire_target_state_req, .target_id = 1, .admin = LODE_TARGET_DRAINING)},
-    {LODE_OP_MOVE_LIST, FIXED(struct lode_wire_move_list_req, .max = 1),
-     .reserved = {FIELD(struct lode_wire_move_list_req, reserved)}},
+    {LODE_OP_MOVE_LIST, FIXED(struct lode_wire_move_list_req, .max = 1)},
 };
 
 static const struct req_case *req_case(uint8_t op)
@@ -1051,6 +1050,7 @@ static void test_moves_and_target_states_are_bounded(void **state)
 	static const struct value_case ids[] = {{0, -EINVAL}, {1, 0}};
 	static const struct value_case maxes[] = {
 	    {0, -EINVAL}, {1, 0}, {LODE_OBJLIST_MAX, 0}, {LODE_OBJLIST_MAX + 1, -EINVAL}};
+	static const struct value_case flags[] = {{0, 0}, {LODE_MOVE_LIST_OLD, 0}, {2, -EINVAL}};
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_MOVE, NULL, struct lode_wire_move_req, phase, phases);
@@ -1059,6 +1059,7 @@ static void test_moves_and_target_states_are_bounded(void **state)
 	EXPECT_FIELD(LODE_OP_TARGET_STATE, NULL, struct lode_wire_target_state_req, admin, admins);
 	EXPECT_FIELD(LODE_OP_TARGET_STATE, NULL, struct lode_wire_target_state_req, target_id, ids);
 	EXPECT_FIELD(LODE_OP_MOVE_LIST, NULL, struct lode_wire_move_list_req, max, maxes);
+	EXPECT_FIELD(LODE_OP_MOVE_LIST, NULL, struct lode_wire_move_list_req, flags, flags);
 }
 
 static void test_orphan_done_carries_whole_object_ids_up_to_a_page(void **state)

@@ -35,6 +35,7 @@
 struct mfile {
 	struct lode_wire_fsck_file h;
 	uint32_t targets[LODE_LAYOUT_TARGETS_MAX];
+	uint64_t planned; /* rebalance: copies the plan moves (one per stripe at most) */
 };
 
 struct mtarget {
@@ -205,6 +206,7 @@ static int load_files(struct mover *m)
 				goto out;
 			}
 			memset(f.targets, 0, sizeof(f.targets));
+			f.planned = 0;
 			memcpy(f.targets, buf + pos + sizeof(f.h), 4 * n);
 			pos += len;
 			if (m->nfiles == m->fcap) {
@@ -586,12 +588,23 @@ int cmd_target_undrain(struct lodectl *ctl, int argc, char **argv)
 /* ---- lodectl rebalance ---- */
 
 /*
- * The plan: the mean used fraction over the active, up targets; then, fullest target first,
- * its copies go one by one to the least used target that may take them, as long as
- * the source is above the mean by more than AIM_POINTS and the copy fits below the mean +
- * AIM_POINTS on the destination. Only bytes above the mean leave a target, so the bytes
- * moved stay within the bytes above the mean plus at most one object per target.
+ * The plan: the mean used fraction over the active, up targets. While the fullest target is
+ * above the mean + AIM_POINTS or the emptiest below the mean - AIM_POINTS, one copy of the
+ * fullest goes to the least used target below the mean that may take it, if it fits there
+ * under the mean + AIM_POINTS and leaves the source above the mean - AIM_POINTS. Bytes move
+ * only from above the mean to below it, so the bytes moved stay within the bytes above the
+ * mean plus at most one object per target.
  */
+static bool stripe_planned(const struct mfile *f, unsigned index)
+{
+	unsigned mc = f->h.mirror_count, first = index - index % mc;
+
+	for (unsigned k = first; k < first + mc; k++)
+		if (f->planned & (1ull << k))
+			return true;
+	return false;
+}
+
 static int plan_rebalance(struct mover *m, double *mean_out, uint64_t *above_out)
 {
 	uint64_t used = 0, total = 0, above = 0;
@@ -614,21 +627,29 @@ static int plan_rebalance(struct mover *m, double *mean_out, uint64_t *above_out
 	*mean_out = mean;
 	*above_out = above;
 	for (;;) {
-		struct mtarget *src = NULL;
+		struct mtarget *src = NULL, *low = NULL;
 		bool moved = false;
 
 		for (unsigned i = 0; i < m->nt; i++) {
 			struct mtarget *t = &m->t[i];
 
-			if (t->up && t->active && t->total && fraction(t) > mean + aim &&
-			    (!src || fraction(t) > fraction(src)))
+			if (!t->up || !t->active || !t->total)
+				continue;
+			if (!src || fraction(t) > fraction(src))
 				src = t;
+			if (!low || fraction(t) < fraction(low))
+				low = t;
 		}
-		if (!src)
+		/* done when the fullest and the emptiest are both near the mean */
+		if (!src || (fraction(src) <= mean + aim && fraction(low) >= mean - aim))
+			break;
+		if (fraction(src) <= mean)
 			break;
 		/* one copy off src, the next that fits where it goes: destinations only fill
 		 * up, so a copy that fits nowhere now never will, and the scan goes on from
-		 * where it stopped (the plan is linear in the files) */
+		 * where it stopped (the plan is linear in the files). A stripe moves one copy
+		 * per run: a copy moved onto a target another of its copies just left would
+		 * wait for the old object's deletion. */
 		for (; src->cursor < m->nfiles && !moved; src->cursor++) {
 			struct mfile *f = &m->files[src->cursor];
 
@@ -638,16 +659,20 @@ static int plan_rebalance(struct mover *m, double *mean_out, uint64_t *above_out
 				struct mtarget *to;
 				int rc;
 
-				if (f->targets[k] != src->id || len == 0)
+				if (f->targets[k] != src->id || len == 0 || stripe_planned(f, k))
 					continue;
 				to = least_used(m, f, k);
-				if (!to || to == src ||
-				    (double)(to->used + len) / (double)to->total > mean + aim)
+				/* only from above the mean to below it: shuffling copies between
+				 * targets near the mean would move bytes for nothing */
+				if (!to || to == src || fraction(to) >= mean ||
+				    (double)(to->used + len) / (double)to->total > mean + aim ||
+				    (double)(src->used - len) / (double)src->total < mean - aim)
 					continue;
 				rc = add_move(m, f, k, to->id);
 				if (rc)
 					return rc;
 				f->targets[k] = to->id;
+				f->planned |= 1ull << k;
 				to->used += len;
 				src->used -= len;
 				moved = true;
