@@ -3,7 +3,9 @@
 # files being moved (checking every byte) and a writer is writing a file, drain moves every
 # copy off one target; afterwards the target holds no object, every file is byte-exact and
 # fully mirrored on the other two, new files avoid it, fsck is clean, and target remove
-# (refused while anything still needs the target) works.
+# (refused while anything still needs the target) works. A reader that opened /big before
+# the drain and reads it only after the old objects were deleted still gets every byte (its
+# copies on the drained target read as empty: it fails over to the other copies).
 set -euo pipefail
 LODE_TEST_NAME=drain
 source "$(dirname "$0")/lib.sh"
@@ -24,8 +26,36 @@ import json, sys
 for s in json.load(sys.stdin)["layout"]["stripes"]:
     for c in s: print(c["target"])'
 }
-victim=2
-targets_of /big | grep -qx $victim || fail "/big has no copy on target $victim to move"
+# the victim: the target of the copy a reader of /big reads stripe 0 from (liblode reads a
+# file from copy number ino % mirror_count of each stripe)
+victim=$("$lodectl" stat --json /big | $py -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d["layout"]["stripes"][0]
+print(s[d["inode"] % len(s)]["target"])')
+
+# a reader holding /big open across the whole drain (liblode through the Python package)
+PYTHONPATH=$(cd "$(dirname "$0")/../.." && pwd)/python
+LODE_BUILD_DIR=${LODE_BUILD_DIR:-$(dirname "$(dirname "$lodectl")")}
+export PYTHONPATH LODE_BUILD_DIR
+LD_PRELOAD=${LODE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 $py - "$dir" <<'PY' &
+import os, sys, time
+import lode
+d = sys.argv[1]
+want = open(os.path.join(d, "big"), "rb").read()
+with lode.Client() as c, c.open("/big") as f:
+    assert f.pread_into(bytearray(4096), 0) == 4096
+    open(os.path.join(d, "held"), "w").close()
+    while not os.path.exists(os.path.join(d, "go")):
+        time.sleep(0.05)
+    buf = bytearray(len(want))
+    n = f.pread_into(buf, 0)
+    open(os.path.join(d, "held.result"), "w").write(
+        "ok" if n == len(want) and buf == want else "differ: %d bytes read" % n)
+PY
+held=$!
+for _ in $(seq 100); do [ -e "$dir/held" ] && break; sleep 0.1; done
+[ -e "$dir/held" ] || fail "the Python reader did not open /big"
 
 echo "remove is refused for a target that is not drained"
 "$lodectl" target remove 1 >"$dir/out" 2>&1 && fail "an active target holding copies was removed"
@@ -109,6 +139,9 @@ print({x["id"]: x for x in json.load(sys.stdin)["targets"]}['$victim']["objects"
 	sleep 0.25
 done
 [ "$objects" = 0 ] || fail "removed target $victim still reports $objects objects"
+touch "$dir/go"
+wait $held || fail "the reader holding /big open failed"
+[ "$(cat "$dir/held.result")" = ok ] || fail "the reader holding /big open: $(cat "$dir/held.result")"
 "$lodectl" fsck >"$dir/out" 2>&1 || fail "fsck after the drain: $(cat "$dir/out")"
 for i in 1 2 3 4 5 6; do check_file "/d$i" "$dir/d$i"; done
 echo "ok"
