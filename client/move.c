@@ -51,14 +51,15 @@ static int undo(struct lode_client *c, uint64_t ino, uint64_t generation, uint32
 	return move_call(c, &req, &rep);
 }
 
-/* A good source for the stripe: the copy being moved when it is up, else another up copy
- * that is not degraded; 0 if none. */
+/* A good source for the stripe: the copy being moved when it is up and not degraded, else
+ * another up copy that is not degraded; 0 if none. */
 static uint32_t pick_source(struct lode_client *c, const struct lode_wire_layout_rep *l,
 			    unsigned index)
 {
 	unsigned mc = l->layout.mirror_count, first = index - index % mc;
 
-	if (lode_client_target_is_up(c, l->layout.targets[index]))
+	if (!(l->degraded & (1ull << index)) &&
+	    lode_client_target_is_up(c, l->layout.targets[index]))
 		return l->layout.targets[index];
 	for (unsigned k = first; k < first + mc; k++)
 		if (k != index && !(l->degraded & (1ull << k)) &&

@@ -563,6 +563,19 @@ static int run_target_state(struct wreq *w, struct lode_txn *t)
 	if (r->admin == LODE_TARGET_REMOVED && now != LODE_TARGET_REMOVED) {
 		if (now != LODE_TARGET_DRAINING)
 			return -EBUSY; /* drain it first */
+		if (!lode_placement_is_up(w->m->pl, r->target_id, lode_now_ms())) {
+			/* down: its deletions will never be done there; a live target does its
+			 * own, so that it holds nothing when it goes */
+			uint64_t n = 0;
+
+			rc = lode_ns_target_forget(t, r->target_id, &n);
+			if (rc)
+				return rc;
+			if (n)
+				LODE_WARN("target %u is down: %llu deletions it had pending are "
+					  "dropped with it",
+					  r->target_id, (unsigned long long)n);
+		}
 		rc = lode_ns_target_users(t, r->target_id, &copies, &pending);
 		if (rc)
 			return rc;

@@ -202,6 +202,9 @@ int lode_ns_move_old_done(struct lode_txn *t, uint32_t target_id, const struct l
  * it has yet to delete or receive. A full scan of the inodes. */
 int lode_ns_target_users(struct lode_txn *t, uint32_t target_id, uint64_t *copies,
 			 uint64_t *pending);
+/* Drops every deletion target_id has pending (deleted files' objects, old copies of moves)
+ * as if it had done them: for a target removed while down, whose disk is gone. */
+int lode_ns_target_forget(struct lode_txn *t, uint32_t target_id, uint64_t *forgotten);
 
 /* Repair: layout.targets[index] (which must still be old_target, else -ESTALE) becomes
  * new_target, a known target holding no other copy of that stripe (else -EINVAL), and the

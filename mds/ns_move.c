@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -63,8 +64,8 @@ int lode_ns_move_begin(struct lode_txn *t, struct lode_placement *pl,
 		return rc;
 	if (!may_receive(pl, r->new_target))
 		return -EINVAL;
-	if (in.degraded & (1ull << r->index))
-		return -EAGAIN; /* a degraded copy is repair's to rebuild, not ours to move */
+	/* a degraded copy moves too (the mover copies from a good one): draining a target that
+	 * died leaves no stale copy behind */
 	stripe = r->index / in.layout.mirror_count;
 	/* an old copy of this object still waiting for deletion there would be deleted under
 	 * the new one: wait until its target has removed it */
@@ -241,6 +242,33 @@ int lode_ns_move_old_done(struct lode_txn *t, uint32_t target_id, const struct l
 	if (mv.kind != LODE_MOVE_OLD)
 		return 0; /* an intent is its mover's */
 	return lode_rec_move_del(t, id->ino, id->generation, id->stripe, target_id);
+}
+
+int lode_ns_target_forget(struct lode_txn *t, uint32_t target_id, uint64_t *forgotten)
+{
+	enum { BATCH = 1024 };
+	struct lode_wire_objid *ids = calloc(BATCH, sizeof(*ids));
+	uint64_t total = 0;
+	uint32_t n;
+	int rc;
+
+	if (!ids)
+		return -ENOMEM;
+	for (;;) {
+		/* every pending deletion, whatever its age: as if the target had done them */
+		rc = lode_ns_orphan_list(t, target_id, INT64_MAX / 2, -(INT64_MAX / 2), ids, BATCH,
+					 &n);
+		if (rc || n == 0)
+			break;
+		rc = lode_ns_orphan_done(t, target_id, ids, n);
+		if (rc)
+			break;
+		total += n;
+	}
+	free(ids);
+	if (!rc)
+		*forgotten = total;
+	return rc;
 }
 
 struct users_ctx {

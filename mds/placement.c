@@ -232,6 +232,18 @@ int lode_placement_admin(struct lode_placement *pl, uint32_t target_id)
 	return admin;
 }
 
+bool lode_placement_is_up(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms)
+{
+	struct target *t;
+	bool up;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	up = t && is_up(pl, t, now_ms);
+	pthread_mutex_unlock(&pl->lock);
+	return up;
+}
+
 int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id)
 {
 	struct lode_disk_target d;

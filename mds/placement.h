@@ -68,6 +68,8 @@ int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], cons
 int lode_placement_admin_txn(struct lode_txn *t, uint32_t target_id, uint16_t admin);
 void lode_placement_set_admin(struct lode_placement *pl, uint32_t target_id, uint16_t admin);
 int lode_placement_admin(struct lode_placement *pl, uint32_t target_id);
+/* Whether target_id is known and UP now. */
+bool lode_placement_is_up(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms);
 /* The id the uuid has, or -ENOENT (a target never registered). */
 int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id);
 /* Whether target_id is UP at an address other than addr: its holder may still be alive

@@ -424,10 +424,11 @@ LODE_API int lode_repair_progress(struct lode_client *c, const char *path,
  * old_target to delete after the orphan grace (readers that opened the file before finish
  * from it). Holds the file's write lease meanwhile. *bytes (may be NULL) gets the bytes
  * copied. Returns 0; -EBUSY: a writer holds the file (try again later); -ESTALE: the
- * layout changed meanwhile (read it again); -EAGAIN: that copy is degraded, or an old copy
- * still waits for deletion on new_target; -EINVAL: new_target may not take it; -ESTALE from
- * the open: the file is gone; or another -errno. On failure the destination object is
- * removed again and nothing changed. */
+ * layout changed meanwhile (read it again); -EAGAIN: no good copy of the stripe is up to
+ * copy from (a degraded copy, or one on a target that is down, is copied from another);
+ * -EBUSY also when an old copy of the stripe still waits for deletion on new_target; -EINVAL:
+ * new_target may not take it; -ESTALE from the open: the file is gone; or another -errno. On
+ * failure the destination object is removed again and nothing changed. */
 LODE_API int lode_move_copy(struct lode_client *c, uint64_t ino, unsigned index,
 			    uint32_t old_target, uint32_t new_target, uint64_t *bytes);
 /* Finishes what a killed mover left: removes every destination object of a move begun and

@@ -144,4 +144,29 @@ wait $held || fail "the reader holding /big open failed"
 [ "$(cat "$dir/held.result")" = ok ] || fail "the reader holding /big open: $(cat "$dir/held.result")"
 "$lodectl" fsck >"$dir/out" 2>&1 || fail "fsck after the drain: $(cat "$dir/out")"
 for i in 1 2 3 4 5 6; do check_file "/d$i" "$dir/d$i"; done
+
+echo "a dead target: drained from the other copies, then removed"
+"$lodectl" local add-oss "$c" >/dev/null
+dead_oss=oss0
+dead=$("$lodectl" --json target list | $py -c '
+import json, sys
+a = open(sys.argv[1]).read().strip()
+print([t["id"] for t in json.load(sys.stdin)["targets"] if t["address"] == a][0])' "$c/$dead_oss/addr")
+[ "$dead" != "$victim" ] || { dead_oss=oss1; dead=; }
+[ -n "$dead" ] || dead=$("$lodectl" --json target list | $py -c '
+import json, sys
+a = open(sys.argv[1]).read().strip()
+print([t["id"] for t in json.load(sys.stdin)["targets"] if t["address"] == a][0])' "$c/$dead_oss/addr")
+"$lodectl" local kill "$c" $dead_oss -9 >/dev/null
+for _ in $(seq 60); do
+	"$lodectl" target list | grep -q "^$dead  *down" && break
+	sleep 0.25
+done
+"$lodectl" target list | grep -q "^$dead  *down" || fail "target $dead is not down"
+"$lodectl" drain $dead >"$dir/out" 2>&1 || fail "drain of a dead target: $(cat "$dir/out")"
+"$lodectl" target remove $dead >"$dir/out" 2>&1 || fail "remove of a dead target: $(cat "$dir/out")"
+victim=$dead # check_file: no copy on it any more
+for i in 1 2 3 4 5 6; do check_file "/d$i" "$dir/d$i"; done
+check_file /big "$dir/big"
+"$lodectl" fsck >"$dir/out" 2>&1 || fail "fsck after a dead target's removal: $(cat "$dir/out")"
 echo "ok"

@@ -920,8 +920,14 @@ static int connect_all(struct fsck *f)
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {
-		struct tgt *t = &f->t[f->nt++];
+		struct tgt *t;
 
+		/* a removed target held nothing when it went, and may be gone for good: its
+		 * objects are no longer the cluster's (layouts that name it are the namespace
+		 * check's finding) */
+		if (ti[i].admin == LODE_TARGET_ADMIN_REMOVED)
+			continue;
+		t = &f->t[f->nt++];
 		t->id = ti[i].id;
 		snprintf(t->addr, sizeof(t->addr), "%s", ti[i].addr);
 		t->page = malloc(LODE_OBJLIST_MAX * sizeof(*t->page));

@@ -298,10 +298,10 @@ static void sleep_s(double s)
 }
 
 /*
- * Runs the planned moves. A move whose file a writer holds (EBUSY), or that waits for an
- * old copy's deletion (EAGAIN), is tried again once a second for up to wait_s seconds; a
- * move whose copy changed meanwhile (ESTALE) is dropped (the next run plans afresh).
- * Returns the moves not done.
+ * Runs the planned moves. A move whose file a writer holds or that waits for an old
+ * copy's deletion (EBUSY), or that has no good copy up to read (EAGAIN), is tried again once a
+ * second for up to wait_s seconds; a move whose copy changed meanwhile (ESTALE) is dropped (the
+ * next run plans afresh). Returns the moves not done.
  */
 static size_t run_moves(struct mover *m, struct lodectl_progress *p, int *first_err)
 {
