@@ -94,63 +94,69 @@ int lode_move_copy(struct lode_client *c, uint64_t ino, unsigned index, uint32_t
 	if (index >= LODE_LAYOUT_TARGETS_MAX || !old_target || !new_target ||
 	    old_target == new_target)
 		return -EINVAL;
-	rc = lode_ll_open(c, ino, O_WRONLY, &f); /* the lease: no writer races the copy */
-	if (rc)
-		return rc;
 	buf = malloc(LODE_CLIENT_COPY_STEP);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out_close;
-	}
+	if (!buf)
+		return -ENOMEM;
+	/* what BEGIN checks, read before the lease: between taking the lease and recording
+	 * the intent (which names the lease, so that a next run can give it back) nothing
+	 * but one request may pass, or a mover killed there keeps the file for the lease's
+	 * whole time */
 	rc = layout_get(c, ino, &l);
 	if (!rc)
 		rc = lode_client_targets_refresh(c);
 	if (rc)
-		goto out_free;
+		goto out_buf;
 	if (index >= (unsigned)l.layout.stripe_count * l.layout.mirror_count ||
 	    l.layout.targets[index] != old_target) {
 		rc = -ESTALE;
-		goto out_free;
+		goto out_buf;
 	}
 	stripe = index / l.layout.mirror_count;
-	src = pick_source(c, &l, index);
-	if (!src) {
-		rc = -EAGAIN; /* no copy to read from now */
-		goto out_free;
-	}
-	obj_size = lode_client_object_size(&l.layout, f->size, stripe);
-	id = (struct lode_wire_objid){
-	    .ino = ino, .generation = l.layout.generation, .stripe = stripe};
+	rc = lode_ll_open(c, ino, O_WRONLY, &f); /* the lease: no writer races the copy */
+	if (rc)
+		goto out_buf;
 	req.handle = f->handle;
 	req.generation = l.layout.generation;
 	req.phase = LODE_MOVE_BEGIN;
 	rc = move_call(c, &req, &rep);
 	if (rc)
-		goto out_free;
-	rc = lode_client_copy_object(c, &id, src, new_target, obj_size, buf, &copied);
+		goto out_close;
+	/* the layout again, now that no writer can change it: the source is picked from it */
+	rc = layout_get(c, ino, &l);
+	if (!rc && (l.layout.generation != req.generation || l.layout.targets[index] != old_target))
+		rc = -ESTALE;
+	src = rc ? 0 : pick_source(c, &l, index);
+	if (!rc && !src)
+		rc = -EAGAIN; /* no copy to read from now */
+	obj_size = lode_client_object_size(&l.layout, f->size, stripe);
+	id = (struct lode_wire_objid){.ino = ino, .generation = req.generation, .stripe = stripe};
+	if (!rc)
+		rc = lode_client_copy_object(c, &id, src, new_target, obj_size, buf, &copied);
 	if (!rc) {
 		req.phase = LODE_MOVE_COMMIT;
 		req.seq = rep.seq;
 		rc = move_call(c, &req, &rep);
 		if (rc && !layout_get(c, ino, &after) &&
-		    after.layout.generation == l.layout.generation &&
+		    after.layout.generation == req.generation &&
 		    after.layout.targets[index] == new_target)
 			rc = 0; /* the answer was lost, the switch was not (we hold the lease) */
 	}
 	if (rc) {
 		/* nothing switched: take the destination back (if that fails too, the intent
 		 * stays, and lode_move_cleanup removes it later) */
-		rc2 = undo(c, ino, l.layout.generation, stripe, new_target);
+		rc2 = undo(c, ino, req.generation, stripe, new_target);
 		(void)rc2;
-		goto out_free;
+		goto out_close;
 	}
 	if (bytes)
 		*bytes = copied;
-out_free:
-	free(buf);
 out_close:
 	rc2 = lode_close(f);
-	return rc ? rc : rc2;
+	if (!rc)
+		rc = rc2;
+out_buf:
+	free(buf);
+	return rc;
 }
 
 int lode_move_cleanup(struct lode_client *c)
