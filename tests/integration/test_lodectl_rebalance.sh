@@ -111,7 +111,12 @@ cat "$dir/spread"
 
 echo "fsck clean, every file byte-exact"
 "$lodectl" fsck >"$dir/out" 2>&1 || fail "fsck: $(cat "$dir/out")"
-same() { "$lodectl" get --quiet "$1" "$dir/back" && cmp -s "$2" "$dir/back" || fail "$1 changed"; }
+same() {
+	"$lodectl" get --quiet "$1" "$dir/back" && cmp -s "$2" "$dir/back" && return
+	cmp "$2" "$dir/back" || true
+	"$lodectl" stat "$1" || true
+	fail "$1 changed"
+}
 same /big "$dir/big"
 same /ckpt "$dir/ckpt"
 for i in $(seq "$n"); do same "/f$i" "$dir/f$i"; done
