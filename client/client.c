@@ -240,6 +240,7 @@ int lode_client_targets_refresh(struct lode_client *c)
 			s->id = t->target_id;
 		}
 		s->up = t->state == LODE_TARGET_UP;
+		s->admin = t->admin;
 		s->bytes_free = t->bytes_free;
 		s->suspect_until_ms = 0;
 		if (strlen(s->addr) != addr.len || memcmp(s->addr, addr.ptr, addr.len)) {
@@ -386,6 +387,7 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 			ti->bytes_free = t->bytes_free;
 			ti->objects = t->objects;
 			ti->last_seen_ms = t->last_seen_ms;
+			ti->admin = t->admin;
 			memcpy(ti->addr, addr.ptr,
 			       addr.len < sizeof(ti->addr) ? addr.len : sizeof(ti->addr) - 1);
 		}

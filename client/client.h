@@ -39,6 +39,7 @@
 struct target_slot {
 	uint32_t id;
 	int up;			   /* as the MDS last said */
+	unsigned admin;		   /* as the MDS last said: LODE_TARGET_ACTIVE, ... */
 	uint64_t bytes_free;	   /* as the MDS last said */
 	uint64_t suspect_until_ms; /* a call to it failed: treat as down until then */
 	char addr[LODE_ADDR_MAX + 1];
@@ -185,5 +186,18 @@ int lode_client_file_lease_renew_if_due(struct lode_file *f);
  * so that no reader can take a copy that missed it for a good one. */
 void lode_client_file_report(struct lode_file *f, unsigned idx, unsigned kind);
 int lode_client_file_reports_flush(struct lode_file *f);
+
+/* ---- repair.c ---- */
+
+/* Writes object id on target dst from scratch as a copy of the one on src: obj_size bytes,
+ * every chunk verified against src's checksums (which go on unchanged), then fsynced. buf
+ * holds LODE_CLIENT_COPY_STEP bytes; *copied grows by the bytes written. Returns 0,
+ * -EBADMSG (the source is bad: nothing of it spreads) or another -errno. */
+#define LODE_CLIENT_COPY_STEP (4u << 20) /* LODE_DATA_MAX: one request each way */
+int lode_client_copy_object(struct lode_client *c, const struct lode_wire_objid *id, uint32_t src,
+			    uint32_t dst, uint64_t obj_size, char *buf, uint64_t *copied);
+/* One call to target (OBJ_* requests), the reply body into reply. */
+int lode_client_obj_call(struct lode_client *c, uint32_t target, uint8_t op, const void *body,
+			 uint32_t body_len, void *reply, uint32_t reply_max);
 
 #endif

@@ -11,6 +11,11 @@
  * A piece whose target errs, times out or returns data that does not match its checksums
  * is retried on the next copy; only when every copy failed does the read fail, with -EIO
  * for corruption. Corrupt data is never copied to the caller.
+ *
+ * A copy that answers fewer bytes than the file's size says its object holds is tried on
+ * the next copy too: it may be the old object of a copy moved elsewhere (lodectl drain,
+ * rebalance), deleted once the orphan grace passed, which reads as empty. Only when every
+ * copy is that short are the missing bytes a hole (zeros): a sparse file's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +27,7 @@
 
 #include "codec.h"
 #include "io.h"
+#include "stripe.h"
 
 struct read_piece {
 	struct lode_call call;
@@ -39,6 +45,9 @@ struct read_piece {
 	unsigned mirror; /* the copy being tried */
 	uint64_t tried;	 /* copies tried, by mirror number */
 	bool reread;	 /* a mismatch was read again from the same copy */
+	bool had_short;	 /* a copy answered short of the size: a hole, or a moved copy */
+	bool take_short; /* every other copy failed: take the short copy's answer */
+	unsigned short_mirror;
 	int last_err;
 };
 
@@ -100,6 +109,23 @@ static int next_copy(struct lode_file *f, unsigned stripe, unsigned first, uint6
 	return -1;
 }
 
+/* Whether got bytes are fewer than the object holds in the piece's range, as this handle
+ * knows the file's size. */
+static bool short_of_size(struct read_piece *p, uint64_t got)
+{
+	struct lode_file *f = p->f;
+	uint64_t size, obj, end;
+
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	obj = lode_client_object_size(&f->layout, size, p->stripe);
+	end = p->req.offset + p->req.length;
+	if (end > obj)
+		end = obj;
+	return end > p->req.offset && p->req.offset + got < end;
+}
+
 static void read_piece_done(struct lode_call *call)
 {
 	struct read_piece *p = lode_container_of(call, struct read_piece, call);
@@ -114,6 +140,19 @@ static void read_piece_done(struct lode_call *call)
 					   &sums);
 	if (!rc)
 		rc = verify(data, got, sums);
+	if (!rc && !p->take_short && short_of_size(p, got)) {
+		next = next_copy(p->f, p->stripe, p->first, p->tried);
+		if (next >= 0) {
+			/* a moved copy's deleted object, or a hole: another copy says which */
+			if (!p->had_short) {
+				p->had_short = true;
+				p->short_mirror = p->mirror;
+			}
+			p->mirror = (unsigned)next;
+			read_piece_submit(p);
+			return;
+		}
+	}
 	if (rc) {
 		struct lode_file *f = p->f;
 
@@ -143,6 +182,13 @@ static void read_piece_done(struct lode_call *call)
 		next = next_copy(f, p->stripe, p->first, p->tried);
 		if (next >= 0) {
 			p->mirror = (unsigned)next;
+			read_piece_submit(p);
+			return;
+		}
+		if (p->had_short && !p->take_short) {
+			/* the others failed: the short copy's answer was a hole after all */
+			p->take_short = true;
+			p->mirror = p->short_mirror;
 			read_piece_submit(p);
 			return;
 		}

@@ -19,7 +19,7 @@
 #include "codec.h"
 #include "stripe.h"
 
-#define COPY_STEP (4u << 20) /* LODE_DATA_MAX: one request each way */
+#define COPY_STEP LODE_CLIENT_COPY_STEP
 
 static int obj_call(struct lode_client *c, uint32_t target, uint8_t op, const void *body,
 		    uint32_t body_len, const struct iovec *data, void *reply, uint32_t reply_max,
@@ -50,6 +50,12 @@ static int obj_call(struct lode_client *c, uint32_t target, uint8_t op, const vo
 	return rc;
 }
 
+int lode_client_obj_call(struct lode_client *c, uint32_t target, uint8_t op, const void *body,
+			 uint32_t body_len, void *reply, uint32_t reply_max)
+{
+	return obj_call(c, target, op, body, body_len, NULL, reply, reply_max, NULL, 0, NULL, NULL);
+}
+
 /* What lode_repair_progress() reports to: done counts the objects finished (copied or
  * given up on) whole, plus the bytes copied of the one under way. */
 struct progress {
@@ -60,7 +66,7 @@ struct progress {
 
 static void progress_report(const struct progress *p, uint64_t extra)
 {
-	if (p->fn)
+	if (p && p->fn)
 		p->fn(p->arg, p->done + extra, p->total);
 }
 
@@ -137,6 +143,12 @@ static int copy_object(struct lode_client *c, const struct lode_wire_objid *id, 
 			0, NULL, NULL);
 }
 
+int lode_client_copy_object(struct lode_client *c, const struct lode_wire_objid *id, uint32_t src,
+			    uint32_t dst, uint64_t obj_size, char *buf, uint64_t *copied)
+{
+	return copy_object(c, id, src, dst, obj_size, buf, copied, NULL);
+}
+
 /* Whether the target list (refreshed at the repair's start) has id: a layout can name a
  * target since removed from the cluster (lodectl fsck marks such copies degraded). */
 static bool target_listed(struct lode_client *c, uint32_t id)
@@ -151,6 +163,19 @@ static bool target_listed(struct lode_client *c, uint32_t id)
 	return found;
 }
 
+/* Whether the target takes new copies (neither draining nor removed). */
+static bool target_active(struct lode_client *c, uint32_t id)
+{
+	bool active = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->ntargets; i++)
+		if (c->targets[i].id == id)
+			active = c->targets[i].admin == LODE_TARGET_ACTIVE;
+	pthread_mutex_unlock(&c->lock);
+	return active;
+}
+
 /* The destination for copy idx: its own target if up, else the up target with the most
  * free space holding no other copy of the stripe; 0 if none. */
 static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_layout *l,
@@ -160,15 +185,16 @@ static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_l
 	uint64_t best_free = 0;
 	uint32_t best = 0;
 
-	if (target_listed(c, l->targets[idx]) && lode_client_target_is_up(c, l->targets[idx]))
+	if (target_listed(c, l->targets[idx]) && lode_client_target_is_up(c, l->targets[idx]) &&
+	    target_active(c, l->targets[idx]))
 		return l->targets[idx];
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < c->ntargets; i++) {
 		const struct target_slot *t = &c->targets[i];
 		bool taken = false;
 
-		if (!t->up)
-			continue;
+		if (!t->up || t->admin != LODE_TARGET_ACTIVE)
+			continue; /* down, draining or removed */
 		for (unsigned k = first; k < first + l->mirror_count; k++)
 			if (l->targets[k] == t->id)
 				taken = true;

@@ -132,6 +132,7 @@ struct wreq {
 		struct lode_wire_layout_rep layout;
 		struct lode_wire_fsck_fix_rep fix;
 		struct lode_wire_cap_rep cap;
+		struct lode_wire_move_rep move;
 	} rep;
 	size_t rep_len;
 };
@@ -555,6 +556,94 @@ static int run_set_copy(struct wreq *w, struct lode_txn *t)
 	return rc;
 }
 
+/* MOVE (admin only): BEGIN and COMMIT need the mover's write lease, so no write, truncate
+ * or repair runs while a copy is copied and switched (mds/ns_move.c). */
+static int run_move(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_move_req *r = w->msg.fixed;
+	uint64_t seq = 0;
+	int rc = 0;
+
+	if (r->phase != LODE_MOVE_ABORT)
+		rc = lode_lease_renew(w->m->leases, r->handle, r->ino, lode_now_ms());
+	if (rc)
+		return rc;
+	if (r->phase == LODE_MOVE_BEGIN)
+		rc = lode_ns_move_begin(t, w->m->pl, r, &seq);
+	else if (r->phase == LODE_MOVE_COMMIT)
+		rc = lode_ns_move_commit(t, w->m->pl, r, &seq);
+	else
+		rc = lode_ns_move_abort(t, r, &seq);
+	if (rc)
+		return rc;
+	if (r->phase == LODE_MOVE_ABORT && seq) {
+		/* the mover's lease goes with its intent: a killed mover's would keep writers
+		 * and the next run off the file for the lease's whole time */
+		lode_lease_release(w->m->leases, seq, r->ino);
+		seq = 0;
+	}
+	w->rep.move = (struct lode_wire_move_rep){.seq = seq};
+	w->rep_len = sizeof(w->rep.move);
+	if (r->phase == LODE_MOVE_COMMIT)
+		LODE_INFO("inode %llu: copy %u moved from target %u to %u",
+			  (unsigned long long)r->ino, r->index, r->old_target, r->new_target);
+	return 0;
+}
+
+/* TARGET_STATE (admin only). REMOVED only from DRAINING, and only when nothing needs the
+ * target: that check scans the inodes in this transaction (a draining target gains no
+ * copies, so lodectl asks only once the drain is done). */
+static int run_target_state(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_target_state_req *r = w->msg.fixed;
+	int now = lode_placement_admin(w->m->pl, r->target_id);
+	uint64_t copies, pending;
+	int rc;
+
+	if (now < 0)
+		return now;
+	if (r->admin == LODE_TARGET_REMOVED && now != LODE_TARGET_REMOVED) {
+		if (now != LODE_TARGET_DRAINING)
+			return -EBUSY; /* drain it first */
+		if (!lode_placement_is_up(w->m->pl, r->target_id, lode_now_ms())) {
+			/* down: its deletions will never be done there; a live target does its
+			 * own, so that it holds nothing when it goes */
+			uint64_t n = 0;
+
+			rc = lode_ns_target_forget(t, r->target_id, &n);
+			if (rc)
+				return rc;
+			if (n)
+				LODE_WARN("target %u is down: %llu deletions it had pending are "
+					  "dropped with it",
+					  r->target_id, (unsigned long long)n);
+		}
+		rc = lode_ns_target_users(t, r->target_id, &copies, &pending);
+		if (rc)
+			return rc;
+		if (copies || pending) {
+			LODE_WARN("target %u not removed: %llu copies and %llu objects pending "
+				  "still need it",
+				  r->target_id, (unsigned long long)copies,
+				  (unsigned long long)pending);
+			return -EBUSY;
+		}
+	}
+	return lode_placement_admin_txn(t, r->target_id, (uint16_t)r->admin);
+}
+
+static int done_target_state(struct wreq *w, int status)
+{
+	const struct lode_wire_target_state_req *r = w->msg.fixed;
+	static const char *const names[] = {"active", "draining", "removed"};
+
+	if (status)
+		return status;
+	lode_placement_set_admin(w->m->pl, r->target_id, (uint16_t)r->admin);
+	LODE_INFO("target %u is %s", r->target_id, names[r->admin]);
+	return 0;
+}
+
 static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 {
 	struct wreq *w = lode_container_of(op, struct wreq, op);
@@ -882,6 +971,7 @@ static int read_target_list(struct lode_mds *m, struct lode_txn *t, const struct
 		    .objects = list[i].objects,
 		    .last_seen_ms = list[i].last_seen_ms,
 		    .addr_len = list[i].addr_len,
+		    .admin = list[i].admin,
 		};
 		size_t rec = LODE_NS_TARGET_REC(w.addr_len);
 
@@ -914,6 +1004,26 @@ static int read_orphan_list(struct lode_mds *m, struct lode_txn *t, const struct
 	r->body.orphans = (struct lode_wire_orphan_list_rep){.count = n};
 	r->body_len = sizeof(r->body.orphans);
 	r->data_len = n * sizeof(*ids);
+	return rc;
+}
+
+/* MOVE_LIST (admin only): moves begun and not finished, for a new run to clean up. */
+static int read_move_list(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
+			  struct rreply *r)
+{
+	const struct lode_wire_move_list_req *q = msg->fixed;
+	struct lode_wire_move_entry *e = calloc(q->max, sizeof(*e));
+	uint32_t n = 0;
+	int rc;
+
+	(void)m;
+	if (!e)
+		return -ENOMEM;
+	r->data = e;
+	rc = lode_ns_move_list(t, q, e, &n);
+	r->body.orphans = (struct lode_wire_orphan_list_rep){.count = n};
+	r->body_len = sizeof(r->body.orphans);
+	r->data_len = n * sizeof(*e);
 	return rc;
 }
 
@@ -1010,6 +1120,9 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_SCRUB_REPORT] = MUTATE(run_scrub_report),
     [LODE_OP_BACKUP_START] = {.read = read_backup_start},
     [LODE_OP_BACKUP_READ] = {.read = read_backup_read},
+    [LODE_OP_MOVE] = MUTATE(run_move),
+    [LODE_OP_TARGET_STATE] = {.run = run_target_state, .done = done_target_state},
+    [LODE_OP_MOVE_LIST] = READ(read_move_list),
 };
 
 /* ---- dispatch ---- */

@@ -18,6 +18,7 @@
  *   xattrs    ino BE64 + name                       value bytes
  *   targets   uuid[16]                              struct lode_disk_target
  *   orphans   ino BE64 + generation BE64            struct lode_disk_orphan
+ *   moves     ino, generation BE64 + stripe, target BE32  struct lode_disk_move
  *
  * Bump LODE_MDS_FORMAT_VERSION for any change an older server would misread; a server
  * refuses a data directory whose version is newer than its own.
@@ -62,7 +63,9 @@ struct lode_disk_inode {
 	/* regular files: 1 + the 512-byte blocks one copy takes on the targets, as the last
 	 * writer measured at commit; 0: never measured (older files: st_blocks from size) */
 	uint64_t blocks_p1;
-	uint64_t reserved[1];
+	/* regular files: bumped by every move of a copy (MOVE COMMIT), so a mover's switch is a
+	 * compare-and-swap on the layout it read (the generation names the objects and stays) */
+	uint64_t move_seq;
 	/* regular files: the layout; directories: the default layout of new children
 	 * (targets unused, zero); symlinks: zero */
 	struct lode_disk_layout layout;
@@ -81,7 +84,7 @@ _Static_assert(sizeof(struct lode_disk_dirent) == 24, "disk dirent");
 struct lode_disk_target {
 	uint32_t target_id; /* >= 1; 0 marks an unused layout slot */
 	uint16_t addr_len;
-	uint16_t reserved0;
+	uint16_t admin;	      /* LODE_TARGET_ACTIVE, _DRAINING, _REMOVED (wire_spec.h) */
 	uint64_t bytes_total; /* as last registered */
 	uint64_t bytes_free;
 	uint64_t reserved1[2];
@@ -103,5 +106,27 @@ struct lode_disk_orphan {
 _Static_assert(sizeof(struct lode_disk_orphan) == 32 + sizeof(struct lode_disk_layout),
 	       "disk orphan");
 _Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "orphan pending bitmask");
+
+/*
+ * The moves db: one record per object a move of a copy left to clean up, keyed by
+ * (ino BE64, generation BE64, stripe BE32, target BE32):
+ * - INTENT: a mover began copying the stripe to target (MOVE BEGIN) and has not switched
+ *   the layout yet; the object there is the mover's until COMMIT or ABORT (a killed mover's
+ *   next run removes it, MOVE_LIST);
+ * - OLD: the layout switched away from target; its object is deleted by that target like a
+ *   deleted file's (ORPHAN_LIST after the grace, then ORPHAN_DONE drops the record).
+ */
+#define LODE_MOVE_INTENT 1
+#define LODE_MOVE_OLD	 2
+
+struct lode_disk_move {
+	uint32_t kind; /* LODE_MOVE_INTENT or LODE_MOVE_OLD */
+	uint32_t reserved;
+	int64_t since_ns; /* when it was recorded */
+	/* INTENT: the mover's write handle, whose lease ABORT gives back (a killed mover's
+	 * would otherwise keep the file from writers and the next run for the lease's time) */
+	uint64_t handle;
+};
+_Static_assert(sizeof(struct lode_disk_move) == 24, "disk move");
 
 #endif

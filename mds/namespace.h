@@ -181,6 +181,32 @@ int lode_ns_layout_get(struct lode_txn *t, uint64_t ino, struct lode_wire_layout
  * that one holds every acknowledged byte. */
 int lode_ns_report_copy(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
 			uint32_t target_id);
+/* MOVE (ns_move.c; wire_spec.h says what each step checks): BEGIN records the intent and
+ * answers the layout's move sequence; COMMIT switches the layout (the caller checked the
+ * write lease) and answers the new sequence; ABORT drops an intent. */
+int lode_ns_move_begin(struct lode_txn *t, struct lode_placement *pl,
+		       const struct lode_wire_move_req *r, uint64_t *seq);
+int lode_ns_move_commit(struct lode_txn *t, struct lode_placement *pl,
+			const struct lode_wire_move_req *r, uint64_t *seq);
+/* ABORT's *handle: the aborted mover's write handle (0: none), whose lease the caller
+ * gives back. */
+int lode_ns_move_abort(struct lode_txn *t, const struct lode_wire_move_req *r, uint64_t *handle);
+/* MOVE_LIST: up to q->max intents (unfinished moves), and old copies too if asked. */
+int lode_ns_move_list(struct lode_txn *t, const struct lode_wire_move_list_req *q,
+		      struct lode_wire_move_entry *out, uint32_t *n);
+/* Old copies target_id should delete (switched away from before before_ns, and not named
+ * by the layout again), as ORPHAN_LIST entries; and one deleted (ORPHAN_DONE). */
+int lode_ns_move_old_list(struct lode_txn *t, uint32_t target_id, int64_t before_ns,
+			  struct lode_wire_objid *out, uint32_t max, uint32_t *n);
+int lode_ns_move_old_done(struct lode_txn *t, uint32_t target_id, const struct lode_wire_objid *id);
+/* What still needs target_id: copies layouts name, and objects of deleted files or of moves
+ * it has yet to delete or receive. A full scan of the inodes. */
+int lode_ns_target_users(struct lode_txn *t, uint32_t target_id, uint64_t *copies,
+			 uint64_t *pending);
+/* Drops every deletion target_id has pending (deleted files' objects, old copies of moves)
+ * as if it had done them: for a target removed while down, whose disk is gone. */
+int lode_ns_target_forget(struct lode_txn *t, uint32_t target_id, uint64_t *forgotten);
+
 /* Repair: layout.targets[index] (which must still be old_target, else -ESTALE) becomes
  * new_target, a known target holding no other copy of that stripe (else -EINVAL), and the
  * copy is no longer degraded. The caller checked the write lease. */

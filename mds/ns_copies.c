@@ -83,8 +83,9 @@ int lode_ns_set_copy(struct lode_txn *t, struct lode_placement *pl, uint64_t ino
 		return -EINVAL;
 	if (l->targets[index] != old_target)
 		return -ESTALE; /* someone else repaired or moved it first */
-	if (!pl || !lode_placement_known(pl, new_target))
-		return -EINVAL;
+	if (!pl || !lode_placement_known(pl, new_target) ||
+	    lode_placement_admin(pl, new_target) != LODE_TARGET_ACTIVE)
+		return -EINVAL; /* unknown, or draining or removed: takes no new copies */
 	if (lode_ns_stripe_holds(l->targets, l->mirror_count, index, new_target))
 		return -EINVAL;
 	l->targets[index] = new_target;

@@ -78,6 +78,7 @@ int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, 
 {
 	struct orphan_ctx o = {
 	    .target = target_id, .before_ns = now_ns - grace_ns, .out = out, .max = max};
+	uint32_t moved = 0;
 	int rc;
 
 	if (target_id == 0)
@@ -85,7 +86,13 @@ int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, 
 	rc = lode_kv_scan(t, LODE_DB_ORPHANS, NULL, 0, NULL, 0, orphan_one, &o);
 	if (rc)
 		return rc;
-	*n = o.n;
+	/* and the old copies of moved stripes (ns_move.c): deleted the same way */
+	if (o.n < max) {
+		rc = lode_ns_move_old_list(t, target_id, o.before_ns, out + o.n, max - o.n, &moved);
+		if (rc)
+			return rc;
+	}
+	*n = o.n + moved;
 	return 0;
 }
 
@@ -110,8 +117,10 @@ int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id, const struct lod
 	for (uint32_t j = 0; j < n; j++) {
 		struct lode_disk_orphan rec;
 		unsigned mc;
-		int rc = lode_rec_orphan_get(t, ids[j].ino, ids[j].generation, &rec);
+		int rc = lode_ns_move_old_done(t, target_id, &ids[j]);
 
+		if (!rc)
+			rc = lode_rec_orphan_get(t, ids[j].ino, ids[j].generation, &rec);
 		if (rc == -ENOENT)
 			continue; /* acked twice: nothing left to do */
 		if (rc)

@@ -24,6 +24,7 @@ struct target {
 	uint64_t seen_ms; /* 0: never heard from since start */
 	bool down;	  /* known down (a probe found nothing there) until heard from */
 	bool suspect;	  /* a client's write to it failed: late until heard from */
+	uint16_t admin;	  /* LODE_TARGET_ACTIVE, _DRAINING, _REMOVED (durable: targets db) */
 };
 
 struct lode_placement {
@@ -113,6 +114,7 @@ static int load_one(void *arg, const void *k, size_t klen, const void *v, size_t
 	if (!t)
 		return -ENOSPC;
 	set_addr(t, d.addr, d.addr_len);
+	t->admin = d.admin <= LODE_TARGET_REMOVED ? d.admin : LODE_TARGET_DRAINING;
 	t->bytes_total = d.bytes_total;
 	t->bytes_free = d.bytes_free;
 	return 0;
@@ -163,6 +165,83 @@ int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], cons
 		return rc;
 	*target_id = d.target_id;
 	return 0;
+}
+
+struct admin_ctx {
+	uint32_t id;
+	uint16_t admin;
+	uint8_t uuid[16];
+	bool found;
+};
+
+static int find_id(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	struct admin_ctx *c = arg;
+	struct lode_disk_target d;
+
+	if (klen != 16 || vlen != sizeof(d))
+		return -EIO;
+	memcpy(&d, v, sizeof(d));
+	if (d.target_id != c->id)
+		return 0;
+	memcpy(c->uuid, k, 16);
+	c->found = true;
+	return 1;
+}
+
+int lode_placement_admin_txn(struct lode_txn *t, uint32_t target_id, uint16_t admin)
+{
+	struct admin_ctx c = {.id = target_id};
+	struct lode_disk_target d;
+	size_t len;
+	int rc = lode_kv_scan(t, LODE_DB_TARGETS, NULL, 0, NULL, 0, find_id, &c);
+
+	if (rc)
+		return rc;
+	if (!c.found)
+		return -ENOENT;
+	rc = lode_kv_get(t, LODE_DB_TARGETS, c.uuid, 16, &d, sizeof(d), &len);
+	if (!rc && len != sizeof(d))
+		rc = -EIO;
+	if (rc)
+		return rc;
+	d.admin = admin;
+	return lode_kv_put(t, LODE_DB_TARGETS, c.uuid, 16, &d, sizeof(d), 0);
+}
+
+void lode_placement_set_admin(struct lode_placement *pl, uint32_t target_id, uint16_t admin)
+{
+	struct target *t;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	if (t)
+		t->admin = admin;
+	pthread_mutex_unlock(&pl->lock);
+}
+
+int lode_placement_admin(struct lode_placement *pl, uint32_t target_id)
+{
+	struct target *t;
+	int admin;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	admin = t ? t->admin : -ENOENT;
+	pthread_mutex_unlock(&pl->lock);
+	return admin;
+}
+
+bool lode_placement_is_up(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms)
+{
+	struct target *t;
+	bool up;
+
+	pthread_mutex_lock(&pl->lock);
+	t = slot(pl, target_id, 0);
+	up = t && is_up(pl, t, now_ms);
+	pthread_mutex_unlock(&pl->lock);
+	return up;
 }
 
 int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id)
@@ -312,6 +391,7 @@ void lode_placement_list(struct lode_placement *pl, uint64_t now_ms,
 		o->objects = t->objects;
 		o->last_seen_ms = t->seen_ms ? now_ms - t->seen_ms : UINT64_MAX;
 		o->addr_len = t->addr_len;
+		o->admin = t->admin;
 		memcpy(o->addr, t->addr, t->addr_len + 1);
 	}
 	*n = i;
@@ -377,6 +457,8 @@ int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t s
 
 			if (!is_up(pl, t, now_ms) || is_fresh(pl, t, now_ms) != (pass == 0))
 				continue;
+			if (t->admin != LODE_TARGET_ACTIVE)
+				continue; /* draining or removed: no new copies */
 			nalive++;
 			if (is_full(t))
 				continue;

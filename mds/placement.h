@@ -45,6 +45,7 @@ struct lode_placement_target {
 	uint64_t objects;
 	uint64_t last_seen_ms; /* age: ms since last heard from (UINT64_MAX: never) */
 	uint32_t late;	       /* 1: UP but silent past late_ms */
+	uint16_t admin;	       /* LODE_TARGET_ACTIVE, _DRAINING, _REMOVED */
 	uint16_t addr_len;
 	char addr[LODE_ADDR_MAX + 1]; /* NUL-terminated too */
 };
@@ -61,6 +62,14 @@ int lode_placement_load(struct lode_placement *pl, struct lode_txn *t);
 int lode_placement_register_txn(struct lode_txn *t, const uint8_t uuid[16], const char *addr,
 				uint16_t addr_len, uint64_t bytes_total, uint64_t bytes_free,
 				uint32_t *target_id);
+/* Administrative state (lodectl drain, target remove): durable half, in a write txn
+ * (-ENOENT for an unknown id), and memory half after commit. lode_placement_admin answers
+ * the state, or -ENOENT. Placement takes only ACTIVE targets. */
+int lode_placement_admin_txn(struct lode_txn *t, uint32_t target_id, uint16_t admin);
+void lode_placement_set_admin(struct lode_placement *pl, uint32_t target_id, uint16_t admin);
+int lode_placement_admin(struct lode_placement *pl, uint32_t target_id);
+/* Whether target_id is known and UP now. */
+bool lode_placement_is_up(struct lode_placement *pl, uint32_t target_id, uint64_t now_ms);
 /* The id the uuid has, or -ENOENT (a target never registered). */
 int lode_placement_lookup_txn(struct lode_txn *t, const uint8_t uuid[16], uint32_t *target_id);
 /* Whether target_id is UP at an address other than addr: its holder may still be alive

@@ -285,6 +285,67 @@ int lode_rec_orphan_decode(const void *k, size_t klen, const void *v, size_t vle
 	return 0;
 }
 
+/* ---- moves ---- */
+
+static void move_key(unsigned char key[24], uint64_t ino, uint64_t generation, uint32_t stripe,
+		     uint32_t target)
+{
+	pair_key(key, ino, generation);
+	for (int i = 0; i < 4; i++) {
+		key[16 + i] = (unsigned char)(stripe >> (24 - 8 * i));
+		key[20 + i] = (unsigned char)(target >> (24 - 8 * i));
+	}
+}
+
+static uint32_t be32_at(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int lode_rec_move_get(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target, struct lode_disk_move *out)
+{
+	unsigned char key[24];
+
+	move_key(key, ino, generation, stripe, target);
+	return get_fixed(t, LODE_DB_MOVES, key, sizeof(key), out, sizeof(*out));
+}
+
+int lode_rec_move_put(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target, const struct lode_disk_move *m)
+{
+	unsigned char key[24];
+
+	move_key(key, ino, generation, stripe, target);
+	return lode_kv_put(t, LODE_DB_MOVES, key, sizeof(key), m, sizeof(*m), 0);
+}
+
+int lode_rec_move_del(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target)
+{
+	unsigned char key[24];
+
+	move_key(key, ino, generation, stripe, target);
+	return lode_kv_del(t, LODE_DB_MOVES, key, sizeof(key));
+}
+
+int lode_rec_move_decode(const void *k, size_t klen, const void *v, size_t vlen,
+			 struct lode_wire_move_entry *e, struct lode_disk_move *out)
+{
+	const unsigned char *key = k;
+
+	if (klen != 24 || vlen != sizeof(*out))
+		return -EIO;
+	memcpy(out, v, sizeof(*out));
+	if (out->kind != LODE_MOVE_INTENT && out->kind != LODE_MOVE_OLD)
+		return -EIO;
+	e->ino = lode_be64_get(key);
+	e->generation = lode_be64_get(key + 8);
+	e->stripe = be32_at(key + 16);
+	e->target = be32_at(key + 20);
+	return 0;
+}
+
 /* ---- what the wire shows ---- */
 
 void lode_rec_to_attr(uint64_t ino, const struct lode_disk_inode *in, struct lode_wire_attr *a)

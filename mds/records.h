@@ -82,6 +82,18 @@ int lode_rec_orphan_del(struct lode_txn *t, uint64_t ino, uint64_t generation);
 int lode_rec_orphan_decode(const void *k, size_t klen, const void *v, size_t vlen, uint64_t *ino,
 			   uint64_t *generation, struct lode_disk_orphan *out);
 
+/* ---- moves (of copies: MOVE) ---- */
+
+int lode_rec_move_get(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target, struct lode_disk_move *out);
+int lode_rec_move_put(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target, const struct lode_disk_move *m);
+int lode_rec_move_del(struct lode_txn *t, uint64_t ino, uint64_t generation, uint32_t stripe,
+		      uint32_t target);
+/* A moves record met in a scan. -EIO if damaged. */
+int lode_rec_move_decode(const void *k, size_t klen, const void *v, size_t vlen,
+			 struct lode_wire_move_entry *e, struct lode_disk_move *out);
+
 /* ---- what the wire shows ---- */
 
 void lode_rec_to_attr(uint64_t ino, const struct lode_disk_inode *in, struct lode_wire_attr *a);

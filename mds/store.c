@@ -32,7 +32,7 @@ struct lode_store {
 static const char *const db_names[LODE_DB_COUNT_] = {
     [LODE_DB_META] = "meta",	   [LODE_DB_INODES] = "inodes",	    [LODE_DB_DIRENTS] = "dirents",
     [LODE_DB_COOKIES] = "cookies", [LODE_DB_SYMLINKS] = "symlinks", [LODE_DB_XATTRS] = "xattrs",
-    [LODE_DB_TARGETS] = "targets", [LODE_DB_ORPHANS] = "orphans",
+    [LODE_DB_TARGETS] = "targets", [LODE_DB_ORPHANS] = "orphans",   [LODE_DB_MOVES] = "moves",
 };
 
 int lode_store_errno(int rc)

@@ -203,8 +203,18 @@ struct lode_target_info {
 	uint64_t bytes_total, bytes_free, objects;
 	uint64_t last_seen_ms;
 	char addr[128];	      /* NUL-terminated, cut to fit */
-	uint64_t reserved[3]; /* zero; new fields go here */
+	uint32_t admin;	      /* LODE_TARGET_ADMIN_*: placed on, draining, or removed */
+	uint32_t reserved0;   /* zero */
+	uint64_t reserved[2]; /* zero; new fields go here */
 };
+
+/* lode_target_info.admin, apart from up/down: new files and moved copies go only to ACTIVE
+ * targets; a DRAINING one is still read from while lodectl drain moves its copies off; a
+ * REMOVED one held nothing when it was removed. (The values of LODE_TARGET_ACTIVE etc. on
+ * the wire.) */
+#define LODE_TARGET_ADMIN_ACTIVE   0
+#define LODE_TARGET_ADMIN_DRAINING 1
+#define LODE_TARGET_ADMIN_REMOVED  2
 
 /* ---- namespace by path ----
  * Each resolves path with one MDS lookup per component (no cache: the answer is as fresh
@@ -405,6 +415,31 @@ typedef void (*lode_progress_fn)(void *arg, uint64_t done, uint64_t total);
  * (copies given up on count as done). */
 LODE_API int lode_repair_progress(struct lode_client *c, const char *path,
 				  struct lode_repair_result *out, lode_progress_fn fn, void *arg);
+
+/* ---- moving copies (lodectl drain, rebalance) ---- */
+
+/* Moves copy `index` of inode ino (layout.targets[index], which must be old_target) to
+ * target new_target: records the move at the MDS, copies the object from old_target
+ * verified against its checksums, makes it durable, switches the layout (one MDS
+ * transaction, conditional on the layout being unchanged), and leaves the old object to
+ * old_target to delete after the orphan grace (readers that opened the file before finish
+ * from it). Holds the file's write lease meanwhile. *bytes (may be NULL) gets the bytes
+ * copied. Returns 0; -EBUSY: a writer holds the file (try again later); -ESTALE: the
+ * layout changed meanwhile (read it again); -EAGAIN: no good copy of the stripe is up to
+ * copy from (a degraded copy, or one on a target that is down, is copied from another);
+ * -EBUSY also when an old copy of the stripe still waits for deletion on new_target; -EINVAL:
+ * new_target may not take it; -ESTALE from the open: the file is gone; or another -errno. On
+ * failure the destination object is removed again and nothing changed. */
+LODE_API int lode_move_copy(struct lode_client *c, uint64_t ino, unsigned index,
+			    uint32_t old_target, uint32_t new_target, uint64_t *bytes);
+/* Finishes what a killed mover left: removes every destination object of a move begun and
+ * never committed, and forgets the move. Returns how many, or -errno (the rest stay for a
+ * later call). */
+LODE_API int lode_move_cleanup(struct lode_client *c);
+/* Sets a target's administrative state (LODE_TARGET_ADMIN_*). REMOVED only from DRAINING
+ * and only once nothing needs the target; else -EBUSY. Admin keys only. Returns 0 or
+ * -errno (-ENOENT: no such target). */
+LODE_API int lode_target_set_admin(struct lode_client *c, uint32_t target_id, unsigned admin);
 
 /* ---- cluster ---- */
 

@@ -347,6 +347,40 @@ static int check_scrub_status(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	return r->max > LODE_SCRUB_BAD_MAX ? -EINVAL : 0;
 }
 
+static int check_move(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_move_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->ino == 0)
+		return -EPROTO;
+	if (r->phase < LODE_MOVE_BEGIN || r->phase > LODE_MOVE_ABORT)
+		return -EINVAL;
+	if (r->index >= LODE_LAYOUT_TARGETS_MAX || !r->new_target)
+		return -EINVAL;
+	if (r->phase != LODE_MOVE_ABORT && (!r->old_target || r->old_target == r->new_target))
+		return -EINVAL;
+	return 0;
+}
+
+static int check_target_state(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_target_state_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	return r->target_id == 0 || r->admin > LODE_TARGET_REMOVED ? -EINVAL : 0;
+}
+
+static int check_move_list(struct lode_msg *m, uint32_t blen, uint64_t dlen)
+{
+	const struct lode_wire_move_list_req *r = m->fixed;
+
+	(void)blen, (void)dlen;
+	if (r->flags & ~LODE_MOVE_LIST_OLD)
+		return -EINVAL;
+	return r->max == 0 || r->max > LODE_OBJLIST_MAX ? -EINVAL : 0;
+}
+
 /* Object ids: ino is never 0 and reserved is 0; the OBJ_* structs start with one. */
 static int objid_ok(const struct lode_wire_objid *o)
 {
@@ -617,6 +651,19 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			     .zero = {ZERO(struct lode_wire_backup_read_req, reserved)},
 			     .check = check_backup_read,
 			     .roles = R_ADMIN},
+    /* moving copies (lodectl drain, rebalance): admins only */
+    [LODE_OP_MOVE] = {.name = "MOVE",
+		      .fixed = sizeof(struct lode_wire_move_req),
+		      .check = check_move,
+		      .roles = R_ADMIN},
+    [LODE_OP_TARGET_STATE] = {.name = "TARGET_STATE",
+			      .fixed = sizeof(struct lode_wire_target_state_req),
+			      .check = check_target_state,
+			      .roles = R_ADMIN},
+    [LODE_OP_MOVE_LIST] = {.name = "MOVE_LIST",
+			   .fixed = sizeof(struct lode_wire_move_list_req),
+			   .check = check_move_list,
+			   .roles = R_ADMIN},
     [LODE_OP_MKNOD] = {.name = "MKNOD",
 		       .fixed = sizeof(struct lode_wire_mknod_req),
 		       CRED(struct lode_wire_mknod_req),

@@ -130,7 +130,7 @@ int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		return rc;
 	if (n.len == 0 || n.len > LODE_ADDR_MAX || memchr(n.ptr, '\0', n.len))
 		return -EPROTO;
-	if (((const struct lode_wire_target *)rec)->reserved0 ||
+	if (((const struct lode_wire_target *)rec)->admin > LODE_TARGET_REMOVED ||
 	    ((const struct lode_wire_target *)rec)->reserved1)
 		return -EPROTO;
 	*t = rec;

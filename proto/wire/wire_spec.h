@@ -92,6 +92,9 @@ enum lode_opcode {
 	LODE_OP_BACKUP_START = 42,    /* admin only: begin a compacted copy of the namespace */
 	LODE_OP_BACKUP_READ = 43,     /* admin only: one page of that copy */
 	LODE_OP_CAP_GET = 47,	      /* a capability for a file's objects (proto/net/cap.h) */
+	LODE_OP_MOVE = 44,	      /* admin only: move one copy (begin, commit, abort) */
+	LODE_OP_TARGET_STATE = 45,    /* admin only: drain, undrain or remove a target */
+	LODE_OP_MOVE_LIST = 46,	      /* admin only: moves begun and never finished */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -534,10 +537,26 @@ struct lode_wire_target {
 	uint64_t objects;
 	uint64_t last_seen_ms; /* milliseconds since the last heartbeat */
 	uint16_t addr_len;
-	uint16_t reserved0;
+	uint16_t admin; /* LODE_TARGET_ACTIVE, _DRAINING or _REMOVED (lodectl drain) */
 	uint32_t reserved1;
 };
 _Static_assert(sizeof(struct lode_wire_target) == 48, "target");
+
+/* A target's administrative state, apart from liveness: new files are placed only on
+ * ACTIVE targets, and copies are moved only to them. A DRAINING target is still read from
+ * (and its copies moved off it); a REMOVED one held nothing when it was removed. */
+#define LODE_TARGET_ACTIVE   0
+#define LODE_TARGET_DRAINING 1
+#define LODE_TARGET_REMOVED  2
+
+/* TARGET_STATE (admin only): sets a target's administrative state. ACTIVE and DRAINING
+ * any time; REMOVED only from DRAINING once no layout names the target and no move to or
+ * from it is unfinished (EBUSY otherwise). Reply empty. */
+struct lode_wire_target_state_req {
+	uint32_t target_id;
+	uint32_t admin;
+};
+_Static_assert(sizeof(struct lode_wire_target_state_req) == 8, "target state req");
 
 /* ORPHAN_LIST: objects a target should delete (of files whose last link went away).
  * Reply body: lode_wire_orphan_list_rep; data: count lode_wire_objid. ORPHAN_DONE: body
@@ -598,6 +617,67 @@ struct lode_wire_set_copy_req {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct lode_wire_set_copy_req) == 32, "set copy req");
+
+/* ---- moving copies (admin only; lodectl drain and rebalance) ---- */
+
+/*
+ * MOVE: one copy of one stripe, layout.targets[index], from old_target to new_target, in
+ * three steps (docs/design.md, "Moving copies"):
+ * - BEGIN records the intent (the destination object may exist from now on) after checking
+ *   that the layout still has old_target there and new_target may take the copy; the reply
+ *   carries the layout's move sequence, which COMMIT must present;
+ * - COMMIT, by the holder of the file's write lease (handle), after the copy was written and
+ *   verified: if generation, old_target and seq are still what BEGIN saw, the layout names
+ *   new_target, seq goes up, the intent is dropped and the old object is left to its target
+ *   to delete after the orphan grace (like a deleted file's); else ESTALE and nothing changes;
+ * - ABORT drops the intent (the caller removed the destination object first) and gives
+ *   back the write lease BEGIN's mover held (a killed mover's would keep the file busy).
+ */
+enum lode_move_phase {
+	LODE_MOVE_BEGIN = 1,
+	LODE_MOVE_COMMIT = 2,
+	LODE_MOVE_ABORT = 3,
+};
+
+struct lode_wire_move_req {
+	uint64_t ino;
+	uint64_t handle;     /* BEGIN, COMMIT: the mover's write handle */
+	uint64_t generation; /* the layout generation the mover read */
+	uint64_t seq;	     /* COMMIT: the move sequence BEGIN answered */
+	uint32_t phase;	     /* enum lode_move_phase */
+	uint32_t index;	     /* the copy: layout.targets[index] (ABORT: the stripe) */
+	uint32_t old_target;
+	uint32_t new_target;
+};
+_Static_assert(sizeof(struct lode_wire_move_req) == 48, "move req");
+
+struct lode_wire_move_rep {
+	uint64_t seq; /* the layout's move sequence (after COMMIT: the new one) */
+	uint64_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_move_rep) == 16, "move rep");
+
+/* MOVE_LIST: up to max unfinished moves (BEGIN without COMMIT or ABORT), for a new run to
+ * clean up; with LODE_MOVE_LIST_OLD also the old copies of finished moves that their
+ * targets have yet to delete (what fsck must not call strays). ino != 0: only the moves of
+ * object (ino, generation). Reply body: lode_wire_orphan_list_rep (count); data: count
+ * records. */
+#define LODE_MOVE_LIST_OLD 1u
+struct lode_wire_move_list_req {
+	uint32_t max;	/* 1..LODE_OBJLIST_MAX */
+	uint32_t flags; /* LODE_MOVE_LIST_* */
+	uint64_t ino;
+	uint64_t generation;
+};
+_Static_assert(sizeof(struct lode_wire_move_list_req) == 24, "move list req");
+
+struct lode_wire_move_entry {
+	uint64_t ino;
+	uint64_t generation;
+	uint32_t stripe;
+	uint32_t target; /* where the destination object may be */
+};
+_Static_assert(sizeof(struct lode_wire_move_entry) == 24, "move entry");
 
 /* ---- fsck (admin only; lodectl fsck) ---- */
 

@@ -44,6 +44,13 @@ FIELDS = {
     "local up": {"dir", "mds", "key_file"},
     "local add-oss": {"dir", "name", "addr", "capacity"},
     "local down": {"dir"},
+    "drain": {"target", "copies_moved", "bytes_moved", "copies_left", "moves_busy",
+              "moves_cleaned_up"},
+    "target list": {"targets"},
+    "target remove": {"target", "state"},
+    "target undrain": {"target", "state"},
+    "rebalance": {"dry_run", "mean_used_percent", "bytes_above_mean", "bytes_planned",
+                  "moves_planned", "moves_cleaned_up", "targets_before", "targets_planned"},
     "local kill": {"dir", "daemon", "signal"},
     "help": {"commands"},
 }
@@ -212,6 +219,30 @@ def main():
             fail(f"scrub of a healthy cluster: {sc}")
         if run(["scrub", "--rate", "x"], want_rc=2)["error"]["code"] != "EUSAGE":
             fail("scrub --rate x is not a usage error")
+        # targets: list, drain, undrain, remove; a dry-run rebalance
+        tl = run(["target", "list"])
+        if not tl["targets"] or any(t["state"] != "up" for t in tl["targets"]):
+            fail(f"target list: {tl}")
+        rb = run(["rebalance", "--dry-run"])
+        if rb["dry_run"] is not True or not isinstance(rb.get("plan"), list):
+            fail(f"rebalance --dry-run: {rb}")
+        add = run(["local", "add-oss", cdir])
+        if not add["name"].startswith("oss") or add["capacity"] is not None:
+            fail(f"local add-oss: {add}")
+        new = max(t["id"] for t in run(["target", "list"])["targets"])
+        if run(["target", "remove", str(new)], want_rc=1)["error"]["code"] != "EBUSY":
+            fail("an active target was removed")
+        dr = run(["drain", str(new)])
+        if dr["target"] != new or dr["copies_left"] != 0:
+            fail(f"drain: {dr}")
+        states = {t["id"]: t["state"] for t in run(["target", "list"])["targets"]}
+        if states[new] != "draining":
+            fail(f"target list after drain: {states}")
+        if run(["target", "undrain", str(new)])["state"] != "active":
+            fail("target undrain")
+        run(["drain", str(new)])
+        if run(["target", "remove", str(new)])["state"] != "removed":
+            fail("target remove")
 
         ld = run(["load", "/j/f", "--verify"])
         if ld["files"] != 1 or ld["bytes"] != 2_500_000 or ld["verified"] is not True or \

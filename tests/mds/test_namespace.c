@@ -1704,6 +1704,130 @@ static void test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target(
 	assert_int_equal(r.degraded, 0);
 }
 
+static int do_move(struct fx *f, uint32_t phase, uint64_t ino, uint32_t index, uint32_t from,
+		   uint32_t to, uint64_t seq_in, uint64_t *seq, uint64_t *handle)
+{
+	struct lode_wire_move_req r = {.ino = ino,
+				       .handle = 42,
+				       .generation = 1,
+				       .seq = seq_in,
+				       .phase = phase,
+				       .index = index,
+				       .old_target = from,
+				       .new_target = to};
+	struct lode_txn t = W(f);
+
+	if (phase == LODE_MOVE_BEGIN)
+		return end(&t, lode_ns_move_begin(&t, f->pl, &r, seq));
+	if (phase == LODE_MOVE_COMMIT)
+		return end(&t, lode_ns_move_commit(&t, f->pl, &r, seq));
+	return end(&t, lode_ns_move_abort(&t, &r, handle));
+}
+
+static uint32_t intents(struct fx *f, struct lode_wire_move_entry *e)
+{
+	struct lode_wire_move_list_req q = {.max = 8};
+	struct lode_txn t = R(f);
+	uint32_t n = 0;
+
+	assert_int_equal(lode_ns_move_list(&t, &q, e, &n), 0);
+	lode_store_abort(&t);
+	return n;
+}
+
+static void test_a_move_switches_only_the_layout_it_began_on(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_layout_rep r;
+	struct lode_wire_move_entry e[8];
+	struct lode_wire_objid ids[8];
+	uint32_t old, other, spare = 0;
+	uint64_t ino, seq = 99, seq2 = 0, handle = 0;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	r = layout_of(f, ino);
+	old = r.layout.targets[0];
+	other = r.layout.targets[1];
+	for (uint32_t id = 1; id <= 4 && !spare; id++)
+		if (id != old && id != other)
+			spare = id;
+	/* never two copies of a stripe on one target; never another generation */
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, old, other, 0, &seq, NULL), -EINVAL);
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, other, spare, 0, &seq, NULL), -ESTALE);
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, old, spare, 0, &seq, NULL), 0);
+	assert_int_equal(intents(f, e), 1);
+	assert_int_equal(e[0].ino, ino);
+	assert_int_equal(e[0].target, spare);
+	/* a commit on a layout that moved meanwhile (another sequence) changes nothing */
+	assert_int_equal(do_move(f, LODE_MOVE_COMMIT, ino, 0, old, spare, seq + 1, &seq2, NULL),
+			 -ESTALE);
+	assert_int_equal(layout_of(f, ino).layout.targets[0], old);
+	assert_int_equal(do_move(f, LODE_MOVE_COMMIT, ino, 0, old, spare, seq, &seq2, NULL), 0);
+	assert_int_equal(seq2, seq + 1);
+	r = layout_of(f, ino);
+	assert_int_equal(r.layout.targets[0], spare);
+	assert_int_equal(r.layout.targets[1], other);
+	assert_int_equal(intents(f, e), 0);
+	/* the same commit again finds the copy gone from old */
+	assert_int_equal(do_move(f, LODE_MOVE_COMMIT, ino, 0, old, spare, seq, &seq2, NULL),
+			 -ESTALE);
+	/* the old object is old's to delete, like an orphan; the new one is nobody's */
+	assert_int_equal(orphans_of(f, old, ids, 8), 1);
+	assert_int_equal(ids[0].ino, ino);
+	assert_int_equal(ids[0].stripe, 0);
+	assert_int_equal(orphans_of(f, spare, ids, 8), 0);
+	/* moving back onto old waits until old has deleted the old object */
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, spare, old, 0, &seq, NULL), -EBUSY);
+	assert_int_equal(orphans_of(f, old, ids, 8), 1);
+	assert_int_equal(do_orphan_done(f, old, ids, 1), 0);
+	assert_int_equal(orphans_of(f, old, ids, 8), 0);
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, spare, old, 0, &seq, NULL), 0);
+	/* an abort drops the intent and names the mover's handle, whose lease goes back */
+	assert_int_equal(do_move(f, LODE_MOVE_ABORT, ino, 0, 0, old, 0, NULL, &handle), 0);
+	assert_int_equal(handle, 42);
+	assert_int_equal(intents(f, e), 0);
+	assert_int_equal(do_move(f, LODE_MOVE_ABORT, ino, 0, 0, old, 0, NULL, &handle), 0);
+	assert_int_equal(handle, 0);
+}
+
+static void test_a_draining_target_takes_no_new_copy_and_its_copies_are_counted(void **state)
+{
+	struct fx *f = *state;
+	struct lode_wire_layout_rep r;
+	uint64_t ino, copies = 0, pending = 0, seq = 0;
+	uint32_t old, other, spare = 0;
+
+	assert_int_equal(do_create(f, ROOT, "f", &ino), 0);
+	r = layout_of(f, ino);
+	old = r.layout.targets[0];
+	other = r.layout.targets[1];
+	for (uint32_t id = 1; id <= 4 && !spare; id++)
+		if (id != old && id != other)
+			spare = id;
+	lode_placement_set_admin(f->pl, spare, LODE_TARGET_DRAINING);
+	assert_int_equal(do_move(f, LODE_MOVE_BEGIN, ino, 0, old, spare, 0, &seq, NULL), -EINVAL);
+	/* and placement leaves it out */
+	for (int i = 0; i < 8; i++) {
+		char name[8];
+		uint64_t n;
+
+		snprintf(name, sizeof(name), "g%d", i);
+		assert_int_equal(do_create(f, ROOT, name, &n), 0);
+		r = layout_of(f, n);
+		for (unsigned k = 0; k < (unsigned)r.layout.stripe_count * r.layout.mirror_count;
+		     k++)
+			assert_int_not_equal(r.layout.targets[k], spare);
+	}
+	{
+		struct lode_txn t = R(f);
+
+		assert_int_equal(lode_ns_target_users(&t, old, &copies, &pending), 0);
+		lode_store_abort(&t);
+	}
+	assert_true(copies > 0);
+	assert_int_equal(pending, 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1713,6 +1837,8 @@ int main(void)
 	    T(test_a_reported_copy_is_degraded_and_only_that_copy),
 	    T(test_the_last_good_copy_of_a_stripe_is_never_marked_degraded),
 	    T(test_moving_a_copy_clears_it_and_never_doubles_a_stripe_on_a_target),
+	    T(test_a_move_switches_only_the_layout_it_began_on),
+	    T(test_a_draining_target_takes_no_new_copy_and_its_copies_are_counted),
 	    T(test_store_keeps_everything_across_close_and_reopen),
 	    T(test_store_refuses_a_newer_format_version),
 	    T(test_lookup_finds_a_created_file),

@@ -504,6 +504,11 @@ static const struct req_case reqs[] = {
      .reserved = {FIELD(struct lode_wire_backup_start_req, reserved)}},
     {LODE_OP_BACKUP_READ, FIXED(struct lode_wire_backup_read_req, .backup_id = 1, .max = 1),
      .reserved = {FIELD(struct lode_wire_backup_read_req, reserved)}},
+    {LODE_OP_MOVE, FIXED(struct lode_wire_move_req, .ino = 2, .phase = LODE_MOVE_BEGIN,
+			 .old_target = 1, .new_target = 2)},
+    {LODE_OP_TARGET_STATE,
+     FIXED(struct lode_wire_target_state_req, .target_id = 1, .admin = LODE_TARGET_DRAINING)},
+    {LODE_OP_MOVE_LIST, FIXED(struct lode_wire_move_list_req, .max = 1)},
 };
 
 static const struct req_case *req_case(uint8_t op)
@@ -1105,6 +1110,33 @@ static void test_backup_pages_are_bounded(void **state)
 
 	(void)state;
 	EXPECT_FIELD(LODE_OP_BACKUP_READ, NULL, struct lode_wire_backup_read_req, max, maxes);
+}
+
+static void test_moves_and_target_states_are_bounded(void **state)
+{
+	static const struct value_case phases[] = {{0, -EINVAL},
+						   {LODE_MOVE_BEGIN, 0},
+						   {LODE_MOVE_ABORT, 0},
+						   {LODE_MOVE_ABORT + 1, -EINVAL}};
+	static const struct value_case indexes[] = {
+	    {0, 0}, {LODE_LAYOUT_TARGETS_MAX - 1, 0}, {LODE_LAYOUT_TARGETS_MAX, -EINVAL}};
+	/* moving a copy onto the target it is on, or from or to no target, means nothing */
+	static const struct value_case to[] = {{0, -EINVAL}, {1, -EINVAL}, {3, 0}};
+	static const struct value_case admins[] = {
+	    {LODE_TARGET_ACTIVE, 0}, {LODE_TARGET_REMOVED, 0}, {LODE_TARGET_REMOVED + 1, -EINVAL}};
+	static const struct value_case ids[] = {{0, -EINVAL}, {1, 0}};
+	static const struct value_case maxes[] = {
+	    {0, -EINVAL}, {1, 0}, {LODE_OBJLIST_MAX, 0}, {LODE_OBJLIST_MAX + 1, -EINVAL}};
+	static const struct value_case flags[] = {{0, 0}, {LODE_MOVE_LIST_OLD, 0}, {2, -EINVAL}};
+
+	(void)state;
+	EXPECT_FIELD(LODE_OP_MOVE, NULL, struct lode_wire_move_req, phase, phases);
+	EXPECT_FIELD(LODE_OP_MOVE, NULL, struct lode_wire_move_req, index, indexes);
+	EXPECT_FIELD(LODE_OP_MOVE, NULL, struct lode_wire_move_req, new_target, to);
+	EXPECT_FIELD(LODE_OP_TARGET_STATE, NULL, struct lode_wire_target_state_req, admin, admins);
+	EXPECT_FIELD(LODE_OP_TARGET_STATE, NULL, struct lode_wire_target_state_req, target_id, ids);
+	EXPECT_FIELD(LODE_OP_MOVE_LIST, NULL, struct lode_wire_move_list_req, max, maxes);
+	EXPECT_FIELD(LODE_OP_MOVE_LIST, NULL, struct lode_wire_move_list_req, flags, flags);
 }
 
 static void test_orphan_done_carries_whole_object_ids_up_to_a_page(void **state)
@@ -2318,7 +2350,7 @@ static void test_target_next_rejects_a_record_with_non_zero_reserved(void **stat
 	first->reserved1 = 1;
 	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), -EPROTO);
 	first->reserved1 = 0;
-	first->reserved0 = 1;
+	first->admin = LODE_TARGET_REMOVED + 1; /* no such state */
 	pos = 0;
 	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), -EPROTO);
 }
@@ -2377,6 +2409,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_fsck_pages_and_fixes_are_bounded),
 	    cmocka_unit_test(test_scrub_requests_are_bounded),
 	    cmocka_unit_test(test_backup_pages_are_bounded),
+	    cmocka_unit_test(test_moves_and_target_states_are_bounded),
 	    cmocka_unit_test(test_xattr_value_comes_with_setxattr_only_and_up_to_its_limit),
 	    cmocka_unit_test(test_xattr_flags_belong_to_setxattr_and_listxattr_takes_no_name),
 	    cmocka_unit_test(test_report_copy_needs_an_inode_a_target_and_a_known_kind),

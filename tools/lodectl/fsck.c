@@ -6,7 +6,7 @@
  *    only its findings.
  * 2. Objects: the layouts of every file (FSCK FILES, in inode order) are merged with every
  *    OSS's inventory (OBJ_LIST, in (ino, generation, stripe) order), one page of each at a
- *    time: objects no file names and no orphan record explains are strays; copies a file's
+ *    time: objects no file names and no orphan or move record explains are strays; copies a file's
  *    size needs that no OSS holds are missing, shorter ones short; stripes with fewer good
  *    copies than the layout asks are under-replicated.
  * 3. Files change while this runs (writers, deletes, repairs elsewhere), so a finding of
@@ -448,6 +448,38 @@ static int orphan_now(struct fsck *f, uint64_t ino, uint64_t gen, bool *has)
 	return 0;
 }
 
+/* Whether a move of copies (lodectl drain, rebalance) accounts for the object on target:
+ * a move under way writes it, or a finished one left it for its target to delete after
+ * the orphan grace. Either way it is no stray. */
+static int moving_now(struct fsck *f, const struct lode_wire_objid *obj, uint32_t target, bool *has)
+{
+	struct lode_wire_move_list_req q = {.max = 256,
+					    .flags = LODE_MOVE_LIST_OLD,
+					    .ino = obj->ino,
+					    .generation = obj->generation};
+	struct lode_wire_move_entry e[256];
+	struct lode_wire_orphan_list_rep rep;
+	struct lode_call c = {.opcode = LODE_OP_MOVE_LIST,
+			      .body = &q,
+			      .body_len = sizeof(q),
+			      .reply_body = &rep,
+			      .reply_body_max = sizeof(rep),
+			      .reply_data = e,
+			      .reply_data_max = sizeof(e)};
+	int rc = lode_rpc_call(f->mds, &c);
+
+	if (!rc && (c.reply_body_len != sizeof(rep) || rep.count > q.max ||
+		    c.reply_data_len != rep.count * sizeof(e[0])))
+		rc = -EPROTO;
+	if (rc)
+		return rc;
+	*has = false;
+	for (uint32_t i = 0; i < rep.count; i++)
+		if (e[i].stripe == obj->stripe && e[i].target == target)
+			*has = true;
+	return 0;
+}
+
 /* 1 if the candidate still holds, 0 if not, or -errno. */
 static int holds(struct fsck *f, const struct cand *c)
 {
@@ -466,6 +498,11 @@ static int holds(struct fsck *f, const struct cand *c)
 				if (fl.targets[c->obj.stripe * fl.h.mirror_count + m] == c->target)
 					return 0;
 		rc = orphan_now(f, c->obj.ino, c->obj.generation, &orphan);
+		if (rc)
+			return rc;
+		if (orphan)
+			return 0;
+		rc = moving_now(f, &c->obj, c->target, &orphan);
 		if (rc)
 			return rc;
 		if (orphan)
@@ -940,8 +977,14 @@ static int connect_all(struct fsck *f)
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n; i++) {
-		struct tgt *t = &f->t[f->nt++];
+		struct tgt *t;
 
+		/* a removed target held nothing when it went, and may be gone for good: its
+		 * objects are no longer the cluster's (layouts that name it are the namespace
+		 * check's finding) */
+		if (ti[i].admin == LODE_TARGET_ADMIN_REMOVED)
+			continue;
+		t = &f->t[f->nt++];
 		t->id = ti[i].id;
 		snprintf(t->addr, sizeof(t->addr), "%s", ti[i].addr);
 		t->page = malloc(LODE_OBJLIST_MAX * sizeof(*t->page));

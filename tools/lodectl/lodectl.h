@@ -148,28 +148,33 @@ void lodectl_progress_end(struct lodectl_progress *p);
 
 /* ---- commands ---- */
 
-int cmd_put(struct lodectl *ctl, int argc, char **argv);	   /* files.c */
-int cmd_get(struct lodectl *ctl, int argc, char **argv);	   /* files.c */
-int cmd_ls(struct lodectl *ctl, int argc, char **argv);		   /* files.c */
-int cmd_stat(struct lodectl *ctl, int argc, char **argv);	   /* files.c */
-int cmd_rm(struct lodectl *ctl, int argc, char **argv);		   /* files.c */
-int cmd_mkdir(struct lodectl *ctl, int argc, char **argv);	   /* namespace.c */
-int cmd_rmdir(struct lodectl *ctl, int argc, char **argv);	   /* namespace.c */
-int cmd_mv(struct lodectl *ctl, int argc, char **argv);		   /* namespace.c */
-int cmd_ln(struct lodectl *ctl, int argc, char **argv);		   /* namespace.c */
-int cmd_status(struct lodectl *ctl, int argc, char **argv);	   /* admin.c */
-int cmd_df(struct lodectl *ctl, int argc, char **argv);		   /* admin.c */
-int cmd_repair(struct lodectl *ctl, int argc, char **argv);	   /* admin.c */
-int cmd_load(struct lodectl *ctl, int argc, char **argv);	   /* load.c */
-int cmd_key_generate(struct lodectl *ctl, int argc, char **argv);  /* key.c */
-int cmd_key_derive(struct lodectl *ctl, int argc, char **argv);	   /* key.c */
-int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	   /* local.c */
-int cmd_local_add_oss(struct lodectl *ctl, int argc, char **argv); /* local.c */
-int cmd_mds_backup(struct lodectl *ctl, int argc, char **argv);	   /* mds.c */
-int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	   /* local.c */
-int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	   /* local.c */
-int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	   /* fsck.c */
-int cmd_scrub(struct lodectl *ctl, int argc, char **argv);	   /* scrub.c */
+int cmd_put(struct lodectl *ctl, int argc, char **argv);	    /* files.c */
+int cmd_get(struct lodectl *ctl, int argc, char **argv);	    /* files.c */
+int cmd_ls(struct lodectl *ctl, int argc, char **argv);		    /* files.c */
+int cmd_stat(struct lodectl *ctl, int argc, char **argv);	    /* files.c */
+int cmd_rm(struct lodectl *ctl, int argc, char **argv);		    /* files.c */
+int cmd_mkdir(struct lodectl *ctl, int argc, char **argv);	    /* namespace.c */
+int cmd_rmdir(struct lodectl *ctl, int argc, char **argv);	    /* namespace.c */
+int cmd_mv(struct lodectl *ctl, int argc, char **argv);		    /* namespace.c */
+int cmd_ln(struct lodectl *ctl, int argc, char **argv);		    /* namespace.c */
+int cmd_status(struct lodectl *ctl, int argc, char **argv);	    /* admin.c */
+int cmd_df(struct lodectl *ctl, int argc, char **argv);		    /* admin.c */
+int cmd_repair(struct lodectl *ctl, int argc, char **argv);	    /* admin.c */
+int cmd_load(struct lodectl *ctl, int argc, char **argv);	    /* load.c */
+int cmd_key_generate(struct lodectl *ctl, int argc, char **argv);   /* key.c */
+int cmd_key_derive(struct lodectl *ctl, int argc, char **argv);	    /* key.c */
+int cmd_local_up(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
+int cmd_local_add_oss(struct lodectl *ctl, int argc, char **argv);  /* local.c */
+int cmd_mds_backup(struct lodectl *ctl, int argc, char **argv);	    /* mds.c */
+int cmd_local_down(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
+int cmd_local_kill(struct lodectl *ctl, int argc, char **argv);	    /* local.c */
+int cmd_fsck(struct lodectl *ctl, int argc, char **argv);	    /* fsck.c */
+int cmd_scrub(struct lodectl *ctl, int argc, char **argv);	    /* scrub.c */
+int cmd_drain(struct lodectl *ctl, int argc, char **argv);	    /* move.c */
+int cmd_rebalance(struct lodectl *ctl, int argc, char **argv);	    /* move.c */
+int cmd_target_list(struct lodectl *ctl, int argc, char **argv);    /* move.c */
+int cmd_target_remove(struct lodectl *ctl, int argc, char **argv);  /* move.c */
+int cmd_target_undrain(struct lodectl *ctl, int argc, char **argv); /* move.c */
 
 /* For lodectl status (scrub.c): each target's current or last scrub, asked of the OSS.
  * open() returns NULL when it cannot (then peek_target adds "scrub": null); peek_target

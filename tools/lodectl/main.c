@@ -132,6 +132,39 @@ static const struct lodectl_cmd commands[] = {
      "  name and renamed to FILE. Needs the admin key. Restore, offline:\n"
      "  `lode-mds --data DIR --restore FILE`, start it, then `lodectl fsck --repair`.",
      true},
+    {"drain", cmd_drain, "move every copy off a target, so that it can be removed",
+     "drain TARGET [--wait S] [--rate MB/s]\n"
+     "  Marks the target draining (no new files or copies go to it; it is still read\n"
+     "  from), then moves every copy it holds to the least used target that may take it,\n"
+     "  each safely: copied, verified, switched at the MDS, the old object deleted by its\n"
+     "  target after the orphan grace. A file being written is tried again once a second\n"
+     "  until its writer closes it. Run again after an interruption: it resumes.\n"
+     "  --wait S              how long to keep trying files held by a writer (300)\n"
+     "  --rate MB/s           copy at most this fast on average\n"
+     "  Exit status 1 when copies are left on the target.",
+     true},
+    {"target list", cmd_target_list, "every target: state, use and objects",
+     "target list\n  Every storage target: state (up, down, draining, removed), address,\n"
+     "  capacity, bytes used and objects, as the targets last reported.",
+     true},
+    {"target remove", cmd_target_remove, "remove a drained target from the cluster",
+     "target remove TARGET\n  Marks a drained target removed. Refused while any layout\n"
+     "  names it or objects wait to be deleted from it (drain it, and let the orphan\n"
+     "  grace pass).",
+     true},
+    {"target undrain", cmd_target_undrain, "let a draining target take new copies again",
+     "target undrain TARGET\n  Makes a draining (or removed) target active again.", true},
+    {"rebalance", cmd_rebalance, "even out the targets' use by moving copies",
+     "rebalance [--dry-run] [--rate MB/s] [--wait S]\n"
+     "  Moves copies from the fullest targets to the emptiest, until every active target's\n"
+     "  used fraction is within a few points of the mean (5 at most), moving only bytes\n"
+     "  above the mean. Use is counted from the layouts; capacity is what each target\n"
+     "  reports. Each move is drain's safe move; a run killed at any point is completed by\n"
+     "  the next.\n"
+     "  -n, --dry-run         print the plan, move nothing\n"
+     "  --rate MB/s           copy at most this fast on average\n"
+     "  --wait S              how long to keep trying files held by a writer (300)",
+     true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
      "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--cap-lifetime S]\n"
      "       [--insecure]\n"
