@@ -112,7 +112,8 @@ int lode_move_copy(struct lode_client *c, uint64_t ino, unsigned index, uint32_t
 		goto out_buf;
 	}
 	stripe = index / l.layout.mirror_count;
-	rc = lode_ll_open(c, ino, O_WRONLY, &f); /* the lease: no writer races the copy */
+	/* the exclusive lease: no writer races the copy (a file with writers: EBUSY, later) */
+	rc = lode_client_ll_open(c, ino, O_WRONLY, LODE_OPEN_EXCLUSIVE, &f);
 	if (rc)
 		goto out_buf;
 	req.handle = f->handle;

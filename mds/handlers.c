@@ -556,8 +556,9 @@ static int run_set_copy(struct wreq *w, struct lode_txn *t)
 	return rc;
 }
 
-/* MOVE (admin only): BEGIN and COMMIT need the mover's write lease, so no write, truncate
- * or repair runs while a copy is copied and switched (mds/ns_move.c). */
+/* MOVE (admin only): BEGIN and COMMIT need the mover's exclusive write lease (files may
+ * have many writers: LODE_OPEN_EXCLUSIVE), so no write, truncate or repair runs while a
+ * copy is copied and switched (mds/ns_move.c). */
 static int run_move(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_move_req *r = w->msg.fixed;
@@ -565,7 +566,7 @@ static int run_move(struct wreq *w, struct lode_txn *t)
 	int rc = 0;
 
 	if (r->phase != LODE_MOVE_ABORT)
-		rc = lode_lease_renew(w->m->leases, r->handle, r->ino, lode_now_ms());
+		rc = lode_lease_renew_exclusive(w->m->leases, r->handle, r->ino, lode_now_ms());
 	if (rc)
 		return rc;
 	if (r->phase == LODE_MOVE_BEGIN)

@@ -18,7 +18,8 @@ static struct lode_wire_cred cred(uint32_t uid, uint32_t gid, unsigned n, const 
 {
 	struct lode_wire_cred c = {.uid = uid, .gid = gid, .ngroups = n};
 
-	memcpy(c.groups, groups, n * sizeof(*groups));
+	if (n)
+		memcpy(c.groups, groups, n * sizeof(*groups));
 	return c;
 }
 
