@@ -3,7 +3,14 @@
 # fail() for a one-line reason. Needs LODECTL.
 lodectl=${LODECTL:?}
 dir=$(mktemp -d "/tmp/lode-${LODE_TEST_NAME:-test}.XXXXXX")
+# background jobs a test started (readers, writers, holders) go too, also when it fails
+# half way: one left holding the test's stdout would keep meson waiting to its timeout
+kill_jobs() {
+	local j
+	for j in $(jobs -p); do kill "$j" 2>/dev/null || true; done
+}
 cleanup() {
+	kill_jobs
 	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
@@ -40,6 +47,7 @@ cleanup_mounts() {
 	done
 }
 cleanup() {
+	kill_jobs
 	cleanup_mounts
 	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
 	rm -rf "$dir"
