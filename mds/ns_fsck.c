@@ -23,6 +23,7 @@
  * if it is gone (a concurrent operation fixed or removed it).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,16 +63,19 @@ struct known {
 	unsigned n;
 };
 
+/* A target counts as known while it is in the cluster: a removed one (lodectl target
+ * remove) holds nothing a layout may name, so a copy there is as lost as on an unknown one. */
 static int known_cb(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
 	struct known *kn = arg;
 	struct lode_disk_target d;
 
 	(void)k, (void)klen;
-	if (vlen < sizeof(d.target_id) || kn->n >= LODE_TARGETS_MAX)
+	if (vlen < offsetof(struct lode_disk_target, bytes_total) || kn->n >= LODE_TARGETS_MAX)
 		return 0;
-	memcpy(&d.target_id, v, sizeof(d.target_id));
-	kn->ids[kn->n++] = d.target_id;
+	memcpy(&d, v, offsetof(struct lode_disk_target, bytes_total));
+	if (d.admin != LODE_TARGET_REMOVED)
+		kn->ids[kn->n++] = d.target_id;
 	return 0;
 }
 

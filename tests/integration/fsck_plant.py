@@ -9,6 +9,7 @@ in-memory state would not follow).
   fsck_plant.py DATA unlink-entry PARENT NAME   remove the entry and its cookie only
   fsck_plant.py DATA nlink INO N                set the inode's link count
   fsck_plant.py DATA target INO INDEX ID        point layout copy INDEX at target ID
+  fsck_plant.py DATA remove-target ID           mark target ID removed from the cluster
 Exit 77 when python3-lmdb is missing.
 """
 import struct
@@ -36,6 +37,7 @@ def main():
     inodes = env.open_db(b"inodes")
     dirents = env.open_db(b"dirents")
     cookies = env.open_db(b"cookies")
+    targets = env.open_db(b"targets")  # not inside the write txn: open_db makes its own
     with env.begin(write=True) as txn:
         if action == "unlink-entry":
             parent, name = int(args[0]), args[1].encode()
@@ -54,6 +56,17 @@ def main():
             else:
                 struct.pack_into("<I", rec, TARGETS_OFF + 4 * int(args[1]), int(args[2]))
             txn.put(be64(ino), bytes(rec), db=inodes)
+        elif action == "remove-target":
+            # struct lode_disk_target: target_id u32, addr_len u16, admin u16, ...
+            for key, val in txn.cursor(db=targets):
+                tid, = struct.unpack_from("<I", val)
+                if tid == int(args[0]):
+                    rec = bytearray(val)
+                    struct.pack_into("<H", rec, 6, 2)  # LODE_TARGET_REMOVED
+                    txn.put(key, bytes(rec), db=targets)
+                    break
+            else:
+                sys.exit("no such target")
         else:
             sys.exit("unknown action " + action)
 

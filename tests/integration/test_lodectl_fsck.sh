@@ -110,6 +110,18 @@ found_fixed_clean unknown_target
 same_bytes /f
 "$lodectl" stat --json /f | grep -q '"target": 77' && fail "/f still names target 77"
 
+echo "a layout naming a target removed from the cluster"
+# oss2's target is marked removed (as lodectl target remove would, had it been drained):
+# every copy it holds is lost to the layouts, and --repair copies them to the others
+tid=$("$lodectl" --json status | /usr/bin/python3 -c '
+import json, sys
+addr = open(sys.argv[1]).read().strip()
+print([t["id"] for t in json.load(sys.stdin)["targets"] if t["address"] == addr][0])' "$c/oss2/addr")
+restart_mds_after /usr/bin/python3 "$plant" "$c/mds" remove-target "$tid"
+found_fixed_clean unknown_target
+same_bytes /f
+"$lodectl" stat --json /f | grep -q "\"target\": $tid[,}]" && fail "/f still names removed target $tid"
+
 echo "an operational error: an OSS down"
 "$lodectl" local kill "$c" oss1 -9 >/dev/null
 for _ in $(seq 200); do "$lodectl" status | grep -q " down " && break; sleep 0.05; done
