@@ -370,9 +370,18 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, co
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
+		char uuid[PATH_MAX + 16];
+		bool fresh;
+
 		make_oss_dir(dir, i, capacity, path, sizeof(path));
+		snprintf(uuid, sizeof(uuid), "%s/oss.uuid", path);
+		fresh = access(uuid, F_OK) != 0;
 		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL,
 				  key[0] ? key : NULL, addr, sizeof(addr), err, errlen);
+		/* a new OSS registers before the next starts, so ossK is target K + 1 (the MDS
+		 * numbers targets as they first register; tests and users count on it) */
+		if (!rc && fresh)
+			rc = wait_targets(mds_addr, key, i + 1, err, errlen);
 		if (rc)
 			return rc;
 	}
