@@ -197,6 +197,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	lode_server_stop(f->srv);
+	lode_oss_fini(&f->oss);
 	oss_fixture_store_close(f->dir, f->st);
 	pthread_cond_destroy(&f->mds.cond);
 	pthread_mutex_destroy(&f->mds.lock);
