@@ -155,8 +155,8 @@ static void report(struct fsck *f, json_object *o, const char *kind, bool fixed,
 
 /* ---- talking to the MDS and the OSSes ---- */
 
-static int mds_page(struct fsck *f, uint32_t what, uint64_t cursor, uint32_t max,
-		    struct lode_wire_fsck_rep *rep, void *data, size_t cap)
+int lodectl_fsck_page(struct lode_rpc_conn *mds, uint32_t what, uint64_t cursor, uint32_t max,
+		      struct lode_wire_fsck_rep *rep, void *data, size_t cap)
 {
 	struct lode_wire_fsck_req q = {.what = what, .max = max, .cursor = cursor};
 	struct lode_call c = {.opcode = LODE_OP_FSCK,
@@ -166,11 +166,17 @@ static int mds_page(struct fsck *f, uint32_t what, uint64_t cursor, uint32_t max
 			      .reply_body_max = sizeof(*rep),
 			      .reply_data = data,
 			      .reply_data_max = cap};
-	int rc = lode_rpc_call(f->mds, &c);
+	int rc = lode_rpc_call(mds, &c);
 
 	if (!rc && c.reply_body_len != sizeof(*rep))
 		rc = -EPROTO;
 	return rc ? rc : (int)c.reply_data_len;
+}
+
+static int mds_page(struct fsck *f, uint32_t what, uint64_t cursor, uint32_t max,
+		    struct lode_wire_fsck_rep *rep, void *data, size_t cap)
+{
+	return lodectl_fsck_page(f->mds, what, cursor, max, rep, data, cap);
 }
 
 static int mds_fix(struct fsck *f, uint32_t action, uint64_t ino, uint64_t parent, uint64_t cookie,

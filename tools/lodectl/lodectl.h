@@ -148,6 +148,14 @@ void lodectl_progress_end(struct lodectl_progress *p);
 
 /* ---- commands ---- */
 
+/* One page of the MDS's FSCK listing `what` (LODE_FSCK_*) from cursor, at most max records,
+ * into data (cap bytes) and *rep (fsck.c; rebalance and scrub read the same pages). Returns
+ * the data's length or -errno (-EPROTO for a reply of the wrong shape). */
+struct lode_rpc_conn;
+struct lode_wire_fsck_rep;
+int lodectl_fsck_page(struct lode_rpc_conn *mds, uint32_t what, uint64_t cursor, uint32_t max,
+		      struct lode_wire_fsck_rep *rep, void *data, size_t cap);
+
 int cmd_put(struct lodectl *ctl, int argc, char **argv);	    /* files.c */
 int cmd_get(struct lodectl *ctl, int argc, char **argv);	    /* files.c */
 int cmd_ls(struct lodectl *ctl, int argc, char **argv);		    /* files.c */

@@ -172,28 +172,19 @@ static int load_files(struct mover *m)
 	for (unsigned i = 0; i < m->nt; i++)
 		m->t[i].used = 0;
 	for (;;) {
-		struct lode_wire_fsck_req q = {
-		    .what = LODE_FSCK_FILES, .max = PAGE_FILES, .cursor = cursor};
 		struct lode_wire_fsck_rep rep;
-		struct lode_call c = {.opcode = LODE_OP_FSCK,
-				      .body = &q,
-				      .body_len = sizeof(q),
-				      .reply_body = &rep,
-				      .reply_body_max = sizeof(rep),
-				      .reply_data = buf,
-				      .reply_data_max = cap};
-		size_t pos = 0;
+		size_t pos = 0, got;
 
-		rc = lode_rpc_call(m->mds, &c);
-		if (!rc && c.reply_body_len != sizeof(rep))
-			rc = -EPROTO;
-		if (rc)
+		rc = lodectl_fsck_page(m->mds, LODE_FSCK_FILES, cursor, PAGE_FILES, &rep, buf, cap);
+		if (rc < 0)
 			break;
+		got = (size_t)rc;
+		rc = 0;
 		for (uint32_t i = 0; i < rep.count; i++) {
 			struct mfile f;
 			size_t n, len;
 
-			if (pos + sizeof(f.h) > c.reply_data_len) {
+			if (pos + sizeof(f.h) > got) {
 				rc = -EPROTO;
 				goto out;
 			}
@@ -201,7 +192,7 @@ static int load_files(struct mover *m)
 			n = (size_t)f.h.stripe_count * f.h.mirror_count;
 			len = (sizeof(f.h) + 4 * n + 7) & ~(size_t)7;
 			if (n == 0 || n > LODE_LAYOUT_TARGETS_MAX || !f.h.stripe_size ||
-			    pos + len > c.reply_data_len) {
+			    pos + len > got) {
 				rc = -EPROTO;
 				goto out;
 			}

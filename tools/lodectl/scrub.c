@@ -447,20 +447,12 @@ static int collect(struct scrub *s)
 /* The path of inode ino ("" when no name leads to it), from the MDS. */
 static int path_of(struct scrub *s, uint64_t ino, char *path, size_t cap)
 {
-	struct lode_wire_fsck_req q = {.what = LODE_FSCK_PATH, .max = 1, .cursor = ino};
 	struct lode_wire_fsck_rep rep;
-	struct lode_call c = {.opcode = LODE_OP_FSCK,
-			      .body = &q,
-			      .body_len = sizeof(q),
-			      .reply_body = &rep,
-			      .reply_body_max = sizeof(rep),
-			      .reply_data = path,
-			      .reply_data_max = cap - 1};
-	int rc = lode_rpc_call(s->mds, &c);
+	int n = lodectl_fsck_page(s->mds, LODE_FSCK_PATH, ino, 1, &rep, path, cap - 1);
 
-	if (rc)
-		return rc;
-	path[c.reply_data_len] = '\0';
+	if (n < 0)
+		return n;
+	path[n] = '\0';
 	return 0;
 }
 
