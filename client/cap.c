@@ -3,20 +3,52 @@
  * liblode: a handle's capability for its file's objects (proto/net/cap.h). The OSS
  * serves a client's object request only with a capability the MDS signed: read for a
  * read-only handle; read and write for a write handle, which the MDS grants only to the
- * holder of the file's write lease. It is fetched (CAP_GET) before the handle's first
- * object request and renewed before it expires: once two thirds of its lifetime have
- * passed, the next request on a caller's thread fetches a new one, so a file open for days
- * (or a read spanning many lifetimes) goes on without an error. Requests copy it, so a
- * renewal never changes the bytes of a request in flight; a request that still meets an
- * expired one fails with -EKEYEXPIRED, and the operation renews and runs once more. A
- * renewal the MDS cannot answer (it is restarting) leaves the one held in use until it
- * expires: the data path does not stop with the MDS.
+ * holder of the file's write lease. It comes with the OPEN or CREATE reply that made the
+ * handle (from CAP_GET if that reply had none) and is renewed by CAP_GET before it
+ * expires: once two thirds of its lifetime have passed, the next request on a caller's
+ * thread fetches a new one, so a file open for days (or a read spanning many lifetimes)
+ * goes on without an error. Requests copy it, so a renewal never changes the bytes of a
+ * request in flight; a request that still meets an expired one fails with -EKEYEXPIRED,
+ * and the operation renews and runs once more. A renewal the MDS cannot answer (it is
+ * restarting) leaves the one held in use until it expires: the data path does not stop
+ * with the MDS.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "client.h"
 #include "io.h"
+
+/* Whether rep is a capability for f's objects. */
+static bool cap_fits(const struct lode_file *f, const struct lode_wire_cap_rep *rep)
+{
+	return rep->cap.ino == f->ino && rep->cap.generation == f->layout.generation &&
+	       rep->lifetime_ms;
+}
+
+/* Makes rep f's capability (f->lock held). Its lifetime is counted from sent_ms, before
+ * the request that brought it: the MDS's clock started no earlier. */
+static void cap_take(struct lode_file *f, const struct lode_wire_cap_rep *rep, uint64_t sent_ms)
+{
+	uint64_t got = lode_now_ms();
+
+	f->cap = rep->cap;
+	f->cap_fetched_ms = got;
+	f->cap_renew_ms = sent_ms + (uint64_t)rep->lifetime_ms * 2 / 3;
+	if (f->cap_renew_ms <= got)
+		f->cap_renew_ms = got + 1;
+	f->cap_expire_ms = sent_ms + rep->lifetime_ms;
+}
+
+void lode_client_file_cap_init(struct lode_file *f, const struct lode_wire_cap_rep *rep,
+			       uint64_t sent_ms)
+{
+	if (!cap_fits(f, rep))
+		return; /* none: the first object request fetches one */
+	pthread_mutex_lock(&f->lock);
+	cap_take(f, rep, sent_ms);
+	pthread_mutex_unlock(&f->lock);
+}
 
 int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *out)
 {
@@ -49,20 +81,11 @@ int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *
 	    (f->flags & 3) == 0 /* O_RDONLY */ ? LODE_CAP_READ : LODE_CAP_READ | LODE_CAP_WRITE;
 	rc = lode_client_mds_call(f->c, LODE_OP_CAP_GET, &req, sizeof(req), NULL, 0, &rep,
 				  sizeof(rep), NULL, 0, NULL);
-	if (!rc && (rep.cap.ino != f->ino || rep.cap.generation != f->layout.generation ||
-		    !rep.lifetime_ms))
+	if (!rc && !cap_fits(f, &rep))
 		rc = -EPROTO;
 	if (!rc) {
-		uint64_t got = lode_now_ms();
-
 		pthread_mutex_lock(&f->lock);
-		f->cap = rep.cap;
-		f->cap_fetched_ms = got;
-		/* measured from before the request: the MDS's clock started no earlier */
-		f->cap_renew_ms = now + (uint64_t)rep.lifetime_ms * 2 / 3;
-		if (f->cap_renew_ms <= got)
-			f->cap_renew_ms = got + 1;
-		f->cap_expire_ms = now + rep.lifetime_ms;
+		cap_take(f, &rep, now);
 		if (rep.cap.rights & LODE_CAP_WRITE) /* CAP_GET renewed the lease too */
 			f->lease_renewed_ms = now;
 		*out = f->cap;

@@ -128,6 +128,11 @@ struct lode_file {
  * wait for the MDS). Returns 0 or -errno. */
 int lode_client_file_cap(struct lode_file *f, bool force, struct lode_wire_cap *out);
 
+/* Gives a new handle the capability of its OPEN or CREATE reply, sent at sent_ms (our
+ * clock, before the request); one that is not for the handle's file is ignored. */
+void lode_client_file_cap_init(struct lode_file *f, const struct lode_wire_cap_rep *rep,
+			       uint64_t sent_ms);
+
 /* ---- client.c ---- */
 
 /* Credentials for a request from this thread: its override, else the client's. */
@@ -170,12 +175,13 @@ int lode_client_resolve_regular(struct lode_client *c, const char *path, uint64_
 
 /* ---- handle.c ---- */
 
-/* A handle for an OPEN or CREATE reply (flags: the O_ACCMODE of the handle). */
 /* lode_ll_open with more LODE_OPEN_* flags (LODE_OPEN_EXCLUSIVE). */
 int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t wire_flags,
 			struct lode_file **out);
-int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-			 struct lode_file **out);
+/* A handle for an OPEN or CREATE reply, whose request was sent at sent_ms (flags: the
+ * O_ACCMODE of the handle). */
+int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep,
+			 uint64_t sent_ms, int flags, struct lode_file **out);
 void lode_client_file_free(struct lode_file *f);
 /* Sends COMMIT (op LODE_OP_COMMIT) or CLOSE with the size and mtime this handle knows. */
 int lode_client_file_commit(struct lode_file *f, uint8_t op);

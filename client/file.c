@@ -27,13 +27,13 @@ static uint32_t open_flags_to_wire(int flags)
 
 /* The handle for an OPEN or CREATE reply, truncated first for O_TRUNC (objects before the
  * size, as every truncate). */
-static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-		       int handle_flags, struct lode_file **out)
+static int open_finish(struct lode_client *c, const struct lode_wire_open_rep *rep,
+		       uint64_t sent_ms, int flags, int handle_flags, struct lode_file **out)
 {
 	struct lode_file *f;
 	int rc;
 
-	rc = lode_client_file_new(c, rep, handle_flags, &f);
+	rc = lode_client_file_new(c, rep, sent_ms, handle_flags, &f);
 	if (rc)
 		return rc;
 	/* O_TRUNC empties the file whatever the access mode (Linux truncates on O_RDONLY too,
@@ -59,6 +59,7 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 {
 	struct lode_wire_open_req req = {.ino = ino, .cred = lode_client_cred(c)};
 	struct lode_wire_open_rep rep;
+	uint64_t sent_ms;
 	int rc;
 
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) == O_RDONLY) {
@@ -68,11 +69,12 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 			return rc;
 	}
 	req.flags = open_flags_to_wire(flags) | wire_flags;
+	sent_ms = lode_now_ms();
 	rc = lode_client_mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 				  NULL, 0, NULL);
 	if (rc)
 		return rc;
-	return open_finish(c, &rep, flags, flags, out);
+	return open_finish(c, &rep, sent_ms, flags, flags, out);
 }
 
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
@@ -82,6 +84,7 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_open_rep rep;
 	size_t nlen = strlen(name);
+	uint64_t sent_ms;
 	int rc;
 
 	rc = lode_name_check(name, nlen);
@@ -107,13 +110,15 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 	}
 	memcpy(body, &req, sizeof(req));
 	memcpy(body + sizeof(req), name, nlen);
+	sent_ms = lode_now_ms();
 	rc = lode_client_mds_call(c, LODE_OP_CREATE, body, (uint32_t)(sizeof(req) + nlen), NULL, 0,
 				  &rep, sizeof(rep), NULL, 0, NULL);
 	if (rc)
 		return rc;
 	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of
 	 * an existing file works); reads are allowed if the caller asked for them */
-	return open_finish(c, &rep, flags, (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, out);
+	return open_finish(c, &rep, sent_ms, flags,
+			   (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, out);
 }
 
 int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,

@@ -13,8 +13,8 @@
 #include "codec.h"
 #include "io.h"
 
-int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep, int flags,
-			 struct lode_file **out)
+int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep,
+			 uint64_t sent_ms, int flags, struct lode_file **out)
 {
 	struct lode_file *f;
 
@@ -37,6 +37,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	pthread_rwlock_init(&f->rw, NULL);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->cap_lock, NULL);
+	lode_client_file_cap_init(f, &rep->cap, sent_ms);
 	*out = f;
 	return 0;
 }

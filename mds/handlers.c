@@ -113,6 +113,21 @@ void lode_mds_fini(struct lode_mds *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* A capability for rights on the objects of (ino, generation), signed unless --insecure:
+ * CAP_GET's reply, and the one OPEN and CREATE hand out with a handle. */
+static void cap_make(const struct lode_mds *m, uint64_t ino, uint64_t generation, uint32_t rights,
+		     struct lode_wire_cap_rep *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->cap.ino = ino;
+	rep->cap.generation = generation;
+	rep->cap.rights = rights;
+	rep->cap.expiry_ms = lode_cap_now_ms() + m->cap_lifetime_ms;
+	rep->lifetime_ms = m->cap_lifetime_ms;
+	if (m->cap_signed)
+		lode_cap_sign(m->cap_key, &rep->cap);
+}
+
 /* ---- mutations, on the writer thread ---- */
 
 struct wreq {
@@ -198,6 +213,7 @@ static int take_lease(struct wreq *w, uint32_t flags)
 	if (!(flags & LODE_OPEN_WRITE)) {
 		o->handle = lode_lease_read_handle();
 		o->lease_ms = 0;
+		cap_make(w->m, o->attr.ino, o->layout.generation, LODE_CAP_READ, &o->cap);
 		return 0;
 	}
 	rc = lode_lease_acquire(w->m->leases, o->attr.ino, lode_now_ms(),
@@ -206,6 +222,7 @@ static int take_lease(struct wreq *w, uint32_t flags)
 		return rc;
 	o->handle = w->handle;
 	o->lease_ms = lode_leases_ms(w->m->leases);
+	cap_make(w->m, o->attr.ino, o->layout.generation, LODE_CAP_READ | LODE_CAP_WRITE, &o->cap);
 	return 0;
 }
 
@@ -809,12 +826,12 @@ static int read_open(struct lode_mds *m, struct lode_txn *t, const struct lode_m
 	struct lode_wire_open_rep *o = &r->body.open;
 	int rc;
 
-	(void)m;
 	memset(o, 0, sizeof(*o));
 	rc = lode_ns_open(t, &q->cred, q->ino, q->flags, &o->attr, &o->layout);
 	if (!rc)
 		rc = open_degraded(t, o);
 	o->handle = lode_lease_read_handle();
+	cap_make(m, o->attr.ino, o->layout.generation, LODE_CAP_READ, &o->cap);
 	r->body_len = sizeof(*o);
 	return rc;
 }
@@ -884,14 +901,7 @@ static int cap_issue(struct lode_mds *m, struct lode_txn *t, const struct lode_w
 	if (gen > lr.layout.generation ||
 	    ((rights & LODE_CAP_WRITE) && gen != lr.layout.generation))
 		return -ESTALE;
-	memset(rep, 0, sizeof(*rep));
-	rep->cap.ino = q->ino;
-	rep->cap.generation = gen;
-	rep->cap.rights = rights;
-	rep->cap.expiry_ms = lode_cap_now_ms() + m->cap_lifetime_ms;
-	rep->lifetime_ms = m->cap_lifetime_ms;
-	if (m->cap_signed)
-		lode_cap_sign(m->cap_key, &rep->cap);
+	cap_make(m, q->ino, gen, rights, rep);
 	return 0;
 }
 

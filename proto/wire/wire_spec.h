@@ -317,6 +317,36 @@ struct lode_wire_open_req {
 };
 _Static_assert(sizeof(struct lode_wire_open_req) == 160, "open req");
 
+/* Capabilities (proto/net/cap.h). */
+
+#define LODE_CAP_READ  0x1u
+#define LODE_CAP_WRITE 0x2u
+#define LODE_CAP_ALL_  0x3u
+
+/*
+ * What the MDS allows on one file's objects, signed with the capability key that only the
+ * MDS and the OSS hold (derived from the cluster key): rights on the objects of (ino,
+ * generation) until expiry_ms (wall clock, ms since the epoch). mac = keyed BLAKE2b-256 of
+ * the 32 bytes before it. The OSS verifies it locally, without asking the MDS.
+ */
+struct lode_wire_cap {
+	uint64_t ino;
+	uint64_t generation; /* the layout generation */
+	uint64_t expiry_ms;
+	uint32_t rights; /* LODE_CAP_* */
+	uint32_t reserved;
+	uint8_t mac[32];
+};
+_Static_assert(sizeof(struct lode_wire_cap) == 64, "cap");
+
+/* A capability and how long it was issued for: CAP_GET's reply, and part of OPEN's. */
+struct lode_wire_cap_rep {
+	struct lode_wire_cap cap;
+	uint32_t lifetime_ms; /* how long it was issued for (the client renews before) */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct lode_wire_cap_rep) == 72, "cap rep");
+
 /* Reply of OPEN and CREATE. A write handle holds a write lease (shared with the file's
  * other writers, unless one of them is LODE_OPEN_EXCLUSIVE) until CLOSE or until lease_ms
  * pass without a COMMIT. degraded: bit i set when the copy in
@@ -329,9 +359,10 @@ struct lode_wire_open_rep {
 	uint32_t lease_ms; /* 0 for read handles */
 	uint32_t reserved;
 	uint64_t degraded;
+	struct lode_wire_cap_rep cap; /* for the handle's rights, as CAP_GET would answer */
 };
 _Static_assert(sizeof(struct lode_wire_open_rep) ==
-		   sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24,
+		   sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24 + 72,
 	       "open rep");
 _Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "degraded is a 64-bit mask");
 
@@ -813,27 +844,7 @@ struct lode_wire_backup_read_rep {
 	uint8_t hash[32]; /* BLAKE2b-256 of the whole copy */
 };
 _Static_assert(sizeof(struct lode_wire_backup_read_rep) == 48, "backup read rep");
-/* ---- capabilities (proto/net/cap.h) ---- */
-
-#define LODE_CAP_READ  0x1u
-#define LODE_CAP_WRITE 0x2u
-#define LODE_CAP_ALL_  0x3u
-
-/*
- * What the MDS allows on one file's objects, signed with the capability key that only the
- * MDS and the OSS hold (derived from the cluster key): rights on the objects of (ino,
- * generation) until expiry_ms (wall clock, ms since the epoch). mac = keyed BLAKE2b-256 of
- * the 32 bytes before it. The OSS verifies it locally, without asking the MDS.
- */
-struct lode_wire_cap {
-	uint64_t ino;
-	uint64_t generation; /* the layout generation */
-	uint64_t expiry_ms;
-	uint32_t rights; /* LODE_CAP_* */
-	uint32_t reserved;
-	uint8_t mac[32];
-};
-_Static_assert(sizeof(struct lode_wire_cap) == 64, "cap");
+/* ---- capabilities (the types are with OPEN above) ---- */
 
 /* CAP_GET: a capability for the objects of the file ino at layout generation (0: the
  * current one; an older one for a reader that opened before the objects moved; ESTALE for
@@ -849,13 +860,6 @@ struct lode_wire_cap_req {
 	uint64_t generation;
 };
 _Static_assert(sizeof(struct lode_wire_cap_req) == 176, "cap req");
-
-struct lode_wire_cap_rep {
-	struct lode_wire_cap cap;
-	uint32_t lifetime_ms; /* how long it was issued for (the client renews before) */
-	uint32_t reserved;
-};
-_Static_assert(sizeof(struct lode_wire_cap_rep) == 72, "cap rep");
 
 /* ---- objects ---- */
 

@@ -7,6 +7,8 @@
 #     and mode show on this mount and (after open) on the other
 #   - a read-only open and close: one OPEN, no CLOSE; the size and bytes the writer's
 #     close published, on a mount that had the file's old attributes cached
+#   - reading and writing data fetch no capability (CAP_GET): OPEN's and CREATE's replies
+#     carry it
 #   - ls -l of a directory: READDIRPLUS pages, no LOOKUP or GETATTR per file; the sizes and
 #     modes are the ones written on the other mount
 #   - system.* extended attributes are refused without the MDS; user.* still work
@@ -149,10 +151,17 @@ counted cmp -s "$WORK/src2" "$A/d/f64" ||
 echo "   cat of a file: $DELTA"
 [ "$(n open)" -eq 1 ] || fail "a read-only open sent $(n open) OPENs: $DELTA"
 [ "$(n close)" -eq 0 ] || fail "a read-only close went to the MDS: $DELTA"
+[ "$(n cap_get)" -eq 0 ] || fail "reading asked for a capability besides OPEN's: $DELTA"
 [ "$(stat -c %s "$A/d/f64")" = 100000 ] ||
 	fail "after the open, mount A shows size $(stat -c %s "$A/d/f64"), not 100000"
 counted cat "$A/d/f64" >/dev/null
 [ "$(n close)" -eq 0 ] && [ "$TOTAL" -le 2 ] || fail "a second cat cost $DELTA"
+
+echo "== a write of a new file: the CREATE reply's capability writes"
+counted cp "$WORK/src" "$A/d/w64"
+echo "   cp of a 64 KiB file: $DELTA"
+[ "$(n cap_get)" -eq 0 ] || fail "writing asked for a capability besides CREATE's: $DELTA"
+cmp -s "$WORK/src" "$B/d/w64" || fail "the other mount does not read what cp wrote"
 
 echo "== ls -l: READDIRPLUS, no LOOKUP or GETATTR per file"
 mkdir "$B/many"

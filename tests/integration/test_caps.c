@@ -4,8 +4,9 @@
  * MDS's --cap-lifetime 2): a raw peer holding a client key, talking to an OSS directly,
  * can read, write, truncate, remove or list nothing without a capability the MDS signed;
  * a forged one, one for another file, a read-only one used for a write and an expired one
- * are refused, and the object on disk stays as it was. A chained write naming a hop the
- * MDS does not list is not forwarded there (nothing connects to it). And liblode, holding
+ * are refused, and the object on disk stays as it was. OPEN's reply carries the handle's
+ * capability: read for a reader, read and write for the lease's holder. A chained write naming a
+ * hop the MDS does not list is not forwarded there (nothing connects to it). And liblode, holding
  * a client key, reads and writes a file across several capability lifetimes without an
  * error: it renews them as it goes.
  */
@@ -384,6 +385,64 @@ static void test_forged_foreign_read_only_and_expired_capabilities_are_refused(v
 	lode_disconnect(c);
 }
 
+/* OPEN at the MDS as a raw client with flags: 0 and *out, or -errno. */
+static int raw_open(struct lode_rpc_conn *mds, uint64_t ino, uint32_t flags,
+		    struct lode_wire_open_rep *out)
+{
+	struct lode_wire_open_req req = {.ino = ino, .flags = flags};
+
+	req.cred.uid = (uint32_t)getuid();
+	req.cred.gid = (uint32_t)getgid();
+	return lode_rpc_simple(mds, LODE_OP_OPEN, &req, sizeof(req), out, sizeof(*out));
+}
+
+static void test_open_replies_carry_the_handles_capability(void **state)
+{
+	static char buf[FILE_LEN];
+	struct lode_client *c = client_as(client_key, 0);
+	struct lode_wire_objid id = target_file(c, "/opened");
+	struct lode_wire_open_rep ro, rw;
+	struct lode_wire_commit_req cl = {.ino = id.ino};
+	struct lode_wire_attr attr;
+	struct lode_rpc *mrpc, *orpc;
+	struct lode_rpc_conn *mds, *oss;
+
+	(void)state;
+	learn_targets();
+	mds = raw_conn(&mrpc, tc.mds, LODE_AUTH_CLIENT);
+	oss = raw_conn(&orpc, oss_addr[0], LODE_AUTH_CLIENT);
+
+	/* a read-only OPEN's reply holds a read capability for the file's objects */
+	assert_int_equal(raw_open(mds, id.ino, LODE_OPEN_READ, &ro), 0);
+	assert_int_equal(ro.cap.cap.ino, id.ino);
+	assert_int_equal(ro.cap.cap.generation, id.generation);
+	assert_int_equal(ro.cap.cap.rights, LODE_CAP_READ);
+	assert_int_equal(ro.cap.lifetime_ms, LIFE_S * 1000);
+	assert_int_equal(obj_read(oss, &id, &ro.cap.cap, buf), 0);
+	assert_int_equal(pattern_check(buf, sizeof(buf), 7, 0), -1);
+	assert_int_equal(obj_write(oss, &id, &ro.cap.cap, -1, NULL, NULL), -EACCES);
+
+	/* a write OPEN's, read and write, for the lease's holder */
+	assert_int_equal(raw_open(mds, id.ino, LODE_OPEN_READ | LODE_OPEN_WRITE, &rw), 0);
+	assert_true(rw.lease_ms > 0);
+	assert_int_equal(rw.cap.cap.rights, LODE_CAP_READ | LODE_CAP_WRITE);
+	assert_int_equal(obj_write(oss, &id, &rw.cap.cap, -1, NULL, NULL), 0);
+	memset(buf, 0x11, sizeof(buf));
+	assert_int_equal(obj_read(oss, &id, &rw.cap.cap, buf), 0);
+	for (size_t i = 0; i < LODE_CHUNK_SIZE; i++)
+		assert_int_equal(buf[i], 0);
+	cl.handle = rw.handle;
+	assert_int_equal(lode_rpc_simple(mds, LODE_OP_CLOSE, &cl, sizeof(cl), &attr, sizeof(attr)),
+			 0);
+
+	/* they expire as CAP_GET's do */
+	usleep((LIFE_S * 1000 + 300) * 1000);
+	assert_int_equal(obj_read(oss, &id, &ro.cap.cap, buf), -EKEYEXPIRED);
+	lode_rpc_destroy(orpc);
+	lode_rpc_destroy(mrpc);
+	lode_disconnect(c);
+}
+
 static void test_a_chain_hop_the_mds_does_not_list_is_never_contacted(void **state)
 {
 	struct lode_client *c = client_as(client_key, 0);
@@ -503,6 +562,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_a_raw_client_touches_no_object_without_a_capability),
 	    cmocka_unit_test(test_forged_foreign_read_only_and_expired_capabilities_are_refused),
+	    cmocka_unit_test(test_open_replies_carry_the_handles_capability),
 	    cmocka_unit_test(test_a_chain_hop_the_mds_does_not_list_is_never_contacted),
 	    cmocka_unit_test(test_reads_and_writes_span_several_capability_lifetimes),
 	};
