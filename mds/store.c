@@ -20,6 +20,7 @@
 
 #include "mds_spec.h"
 #include "store.h"
+#include "store_sync.h"
 
 #define DEFAULT_MAP_SIZE (64ull << 30)
 
@@ -27,6 +28,11 @@ struct lode_store {
 	MDB_env *env;
 	MDB_dbi dbi[LODE_DB_COUNT_];
 	uint64_t cluster_id; /* read-only after open */
+	/* The last durable snapshot (store_sync.h): the sync record names it, and pin, a read
+	 * transaction on it, keeps commits from reusing its pages. Writer thread only. */
+	struct lode_sync_record *rec;
+	MDB_txn *pin;
+	char note[512]; /* what lode_store_open() found worth saying, or "" */
 };
 
 static const char *const db_names[LODE_DB_COUNT_] = {
@@ -109,6 +115,36 @@ int lode_store_commit(struct lode_txn *t)
 
 	t->txn = NULL;
 	return lode_store_errno(rc);
+}
+
+int lode_store_sync(struct lode_store *st)
+{
+	MDB_envinfo info;
+	int rc = lode_store_errno(mdb_env_sync(st->env, 1));
+
+	if (!rc)
+		rc = lode_store_errno(mdb_env_info(st->env, &info));
+	if (!rc)
+		rc = lode_sync_record_write(st->rec, (uint64_t)info.me_last_txnid);
+	if (rc)
+		return rc;
+	/* the pin moves to the snapshot just made durable */
+	if (st->pin) {
+		mdb_txn_reset(st->pin);
+		rc = lode_store_errno(mdb_txn_renew(st->pin));
+		if (rc) {
+			mdb_txn_abort(st->pin);
+			st->pin = NULL;
+		}
+	}
+	if (!st->pin)
+		rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->pin));
+	return rc;
+}
+
+const char *lode_store_open_note(const struct lode_store *st)
+{
+	return st->note;
 }
 
 uint64_t lode_store_last_txnid(struct lode_store *st)
@@ -426,6 +462,8 @@ static int open_dbs(struct lode_store *st, int was_empty, int format, char *why,
 	}
 
 	rc = lode_store_commit(&t);
+	if (!rc)
+		rc = lode_store_sync(st);
 	if (rc)
 		snprintf(why, why_len, "cannot commit: %s", strerror(-rc));
 	return rc;
@@ -485,6 +523,21 @@ static int check_pages(struct lode_store *st, const char *path, char *why, size_
 	return lode_store_check_pages(path, ms.ms_psize, why, why_len);
 }
 
+/* Opens the sync record of the environment just opened (store_sync.h). */
+static int open_record(struct lode_store *st, const char *dir, char *why, size_t why_len)
+{
+	MDB_stat ms;
+	int fd, rc = lode_store_errno(mdb_env_get_fd(st->env, &fd));
+
+	if (!rc)
+		rc = lode_store_errno(mdb_env_stat(st->env, &ms));
+	if (!rc)
+		rc = lode_sync_record_open(dir, fd, ms.ms_psize, &st->rec);
+	if (rc)
+		snprintf(why, why_len, "cannot open %s/data.sync: %s", dir, strerror(-rc));
+	return rc;
+}
+
 int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out, char *why,
 		    size_t why_len)
 {
@@ -523,7 +576,14 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 	}
 	snprintf(path, sizeof(path), "%s/data.mdb", opts->dir);
 	was_empty = stat(path, &sb) == -1 || sb.st_size == 0;
-	rc = lode_store_errno(mdb_env_open(st->env, opts->dir, 0, 0600));
+	if (!was_empty) {
+		/* a power cut may have left commits that were never synced half on disk */
+		rc = lode_sync_record_recover(opts->dir, st->note, sizeof(st->note), why, why_len);
+		if (rc)
+			goto close_env;
+	}
+	/* commits sync only when a client waits for it: lode_store_sync (store_sync.h) */
+	rc = lode_store_errno(mdb_env_open(st->env, opts->dir, MDB_NOSYNC | MDB_NOTLS, 0600));
 	if (rc) {
 		snprintf(why, why_len, "cannot open LMDB environment in %s: %s", opts->dir,
 			 strerror(-rc));
@@ -533,6 +593,8 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 	if (!rc && !was_empty)
 		rc = check_pages(st, path, why, why_len);
 	if (!rc)
+		rc = open_record(st, opts->dir, why, why_len);
+	if (!rc)
 		rc = open_dbs(st, was_empty, opts->format, why, why_len);
 	if (rc)
 		goto close_env;
@@ -540,7 +602,10 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 	return 0;
 
 close_env:
+	if (st->pin)
+		mdb_txn_abort(st->pin);
 	mdb_env_close(st->env);
+	lode_sync_record_close(st->rec);
 free_st:
 	free(st);
 	return rc;
@@ -550,7 +615,11 @@ void lode_store_close(struct lode_store *st)
 {
 	if (!st)
 		return;
+	lode_store_sync(st); /* what lazy clients were answered for, too */
+	if (st->pin)
+		mdb_txn_abort(st->pin);
 	mdb_env_close(st->env);
+	lode_sync_record_close(st->rec);
 	free(st);
 }
 

@@ -8,8 +8,8 @@
  * success. Values are copied out before the call returns, so nothing a caller holds
  * points into the map once its transaction ends.
  *
- * Transactions: any thread may run read-only transactions (one at a time per thread);
- * write transactions belong to the writer thread (mds/writer.c). A write transaction may
+ * Transactions: any thread may run read-only transactions; write transactions belong to
+ * the writer thread (mds/writer.c). A write transaction may
  * have nested children, so a failed operation rolls back alone.
  */
 #ifndef LODE_MDS_STORE_H
@@ -78,8 +78,19 @@ uint64_t lode_store_cluster_id(const struct lode_store *st);
 int lode_store_read_begin(struct lode_store *st, struct lode_txn *t);
 /* Begins a write transaction, nested in `parent` if non-NULL. */
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t);
-/* Commits (durably, for a top-level write txn). The txn is gone either way. */
+/* Commits. A top-level write txn is then visible to every new transaction and written to
+ * the data file, but not synced: it is durable once lode_store_sync() returns. A crash of
+ * the process loses nothing; a crash of the machine before the sync undoes the commits
+ * since the last one, and never breaks the store (store_sync.h). The txn is gone either
+ * way. */
 int lode_store_commit(struct lode_txn *t);
+/* Makes every commit so far durable: syncs the data file and records the snapshot in the
+ * sync record. The writer thread only (or while no write txn can run). Returns 0 or
+ * -errno. */
+int lode_store_sync(struct lode_store *st);
+/* What lode_store_open() did that an operator should hear of (a rollback after a power
+ * cut), or "". */
+const char *lode_store_open_note(const struct lode_store *st);
 /* The id of the last write transaction that changed the database. A commit that changed
  * nothing leaves it (LMDB then writes and syncs nothing). Any thread. */
 uint64_t lode_store_last_txnid(struct lode_store *st);

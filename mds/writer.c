@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "writer.h"
 
@@ -26,6 +27,8 @@ struct lode_writer {
 	struct lode_wop *tail; /* protected by lock */
 	int stopping;	       /* protected by lock */
 	unsigned long batches; /* writer thread only (read after join or racily for stats) */
+	uint64_t unsynced_ms;  /* writer thread only: when a lazy batch was committed and not
+				* yet synced (0: everything committed is durable) */
 	struct lode_writer_stats stats; /* written by the writer thread, read atomically */
 };
 
@@ -43,17 +46,40 @@ static void count_batch(struct lode_writer *w, unsigned n)
 	__atomic_store_n(&w->stats.ops, w->stats.ops + n, __ATOMIC_RELAXED);
 }
 
+/* Milliseconds of CLOCK_MONOTONIC, the clock of the writer's condition variable. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Makes every commit so far durable. Returns 0 or -errno. */
+static int sync_now(struct lode_writer *w)
+{
+	int rc = lode_store_sync(w->st);
+
+	if (!rc) {
+		w->unsynced_ms = 0;
+		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
+	}
+	return rc;
+}
+
 static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 {
 	struct lode_txn top, child;
 	struct lode_wop *op, *next;
 	uint64_t last = lode_store_last_txnid(w->st);
+	bool lazy = true; /* every op of the batch is */
 	unsigned n = 0;
 	int rc;
 
 	rc = lode_store_write_begin(w->st, NULL, &top);
 	for (op = batch; op; op = op->next) {
 		n++;
+		lazy = lazy && op->lazy;
 		if (rc) {
 			op->status = rc;
 			continue;
@@ -68,11 +94,18 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 			op->status = lode_store_commit(&child);
 	}
 	if (!rc) {
+		bool changed;
+
 		rc = lode_store_commit(&top);
 		w->batches++;
 		/* a batch of reads only (a CLOSE without commit) writes and syncs nothing */
-		if (!rc && lode_store_last_txnid(w->st) != last)
+		changed = !rc && lode_store_last_txnid(w->st) != last;
+		if (changed)
 			__atomic_store_n(&w->stats.written, w->stats.written + 1, __ATOMIC_RELAXED);
+		if (changed && lazy && !w->unsynced_ms)
+			w->unsynced_ms = now_ms();
+		else if (!rc && !lazy && (changed || w->unsynced_ms))
+			rc = sync_now(w);
 	}
 	count_batch(w, n);
 	for (op = batch; op; op = next) {
@@ -96,6 +129,15 @@ static struct lode_wop *take_batch(struct lode_writer *w)
 	return batch;
 }
 
+/* Waits on cond until deadline_ms (now_ms's clock), lock held. */
+static void wait_until(struct lode_writer *w, uint64_t deadline_ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
+			      .tv_nsec = (long)(deadline_ms % 1000) * 1000000};
+
+	pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+}
+
 static void *writer_main(void *arg)
 {
 	struct lode_writer *w = arg;
@@ -104,10 +146,26 @@ static void *writer_main(void *arg)
 	for (;;) {
 		struct lode_wop *batch;
 
-		while (!w->head && !w->stopping)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (!w->head)
-			break; /* stopping and drained */
+		while (!w->head && !w->stopping) {
+			if (!w->unsynced_ms) {
+				pthread_cond_wait(&w->cond, &w->lock);
+				continue;
+			}
+			/* lazy changes wait at most LODE_WRITER_LAZY_MS for a sync */
+			if (now_ms() >= w->unsynced_ms + LODE_WRITER_LAZY_MS) {
+				pthread_mutex_unlock(&w->lock);
+				if (sync_now(w))
+					w->unsynced_ms = now_ms(); /* try again later */
+				pthread_mutex_lock(&w->lock);
+				continue;
+			}
+			wait_until(w, w->unsynced_ms + LODE_WRITER_LAZY_MS);
+		}
+		if (!w->head) {
+			if (w->unsynced_ms)
+				sync_now(w); /* stopping: what was answered is durable */
+			break;		     /* stopping and drained */
+		}
 		batch = take_batch(w);
 		pthread_mutex_unlock(&w->lock);
 		run_batch(w, batch);
@@ -115,6 +173,20 @@ static void *writer_main(void *arg)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
+}
+
+static int cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int rc = pthread_condattr_init(&a);
+
+	if (rc)
+		return rc;
+	rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return rc;
 }
 
 int lode_writer_start(struct lode_writer **out, struct lode_store *st)
@@ -126,7 +198,12 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
 		return -ENOMEM;
 	w->st = st;
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	rc = cond_init_monotonic(&w->cond);
+	if (rc) {
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return -rc;
+	}
 	rc = pthread_create(&w->thread, NULL, writer_main, w);
 	if (rc) {
 		pthread_cond_destroy(&w->cond);
@@ -182,4 +259,5 @@ void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out)
 		out->batch_sizes[i] = __atomic_load_n(&w->stats.batch_sizes[i], __ATOMIC_RELAXED);
 	out->ops = __atomic_load_n(&w->stats.ops, __ATOMIC_RELAXED);
 	out->written = __atomic_load_n(&w->stats.written, __ATOMIC_RELAXED);
+	out->syncs = __atomic_load_n(&w->stats.syncs, __ATOMIC_RELAXED);
 }

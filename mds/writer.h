@@ -7,7 +7,11 @@
  * transaction (so a failing op rolls back alone and the others still commit), commits that
  * transaction durably, and only then calls every op's done() with its final status: the
  * op's own result, or the commit's error if the commit failed. A mutation is thus
- * acknowledged only once it is on disk, and one fsync covers a whole batch.
+ * acknowledged only once it is on disk, and one sync covers a whole batch. The exception
+ * is a batch of lazy ops only (a client's choice, LODE_WIRE_F_LAZY): it is committed
+ * (consistent on disk, visible to every reader) and answered before the sync that makes
+ * it durable, which the next batch with an op that is not lazy does, or the writer once
+ * idle for LODE_WRITER_LAZY_MS.
  *
  * run() and done() are called on the writer thread, in submission order; done() is where
  * the reply is sent and in-memory state that must follow the commit is updated. done()
@@ -15,6 +19,8 @@
  */
 #ifndef LODE_MDS_WRITER_H
 #define LODE_MDS_WRITER_H
+
+#include <stdbool.h>
 
 #include "store.h"
 
@@ -27,7 +33,14 @@ struct lode_wop {
 	int (*run)(struct lode_wop *op, struct lode_txn *t);
 	/* After the batch's commit (status: 0 or -errno). Must not touch the store. */
 	void (*done)(struct lode_wop *op, int status);
+	/* Set by the caller: done() may come before the commit is durable (the client sent
+	 * LODE_WIRE_F_LAZY). A batch of lazy ops only is not synced; the next batch with an
+	 * op that is not lazy syncs it, and so does the writer after LODE_WRITER_LAZY_MS. */
+	bool lazy;
 };
+
+/* The longest a lazy op's change stays not durable while the writer is idle. */
+#define LODE_WRITER_LAZY_MS 1000
 
 /* Starts the writer thread. Returns 0 or -errno. */
 int lode_writer_start(struct lode_writer **out, struct lode_store *st);
@@ -44,7 +57,8 @@ extern const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS];
 struct lode_writer_stats {
 	uint64_t batch_sizes[LODE_WRITER_BATCH_BOUNDS + 1];
 	uint64_t ops;
-	uint64_t written; /* group commits that changed the database: one fsync each */
+	uint64_t written; /* group commits that changed the database: one fdatasync each */
+	uint64_t syncs;	  /* syncs that made them durable: one more fdatasync each */
 };
 /* A copy of the counts so far. Any thread (the counts are read atomically, one by one). */
 void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out);

@@ -5,7 +5,9 @@
  * reason, never mapped blindly (SIGBUS) nor formatted over (a new cluster on old data).
  * Damage is done with LMDB itself, by cutting the file, or by rewriting a page header in
  * place, in a temporary directory. A damaged page must be refused before LMDB maps it: LMDB
- * trusts its pages, and a bad header there is a heap overflow, not an error.
+ * trusts its pages, and a bad header there is a heap overflow, not an error. Commits the
+ * store never synced are all there after its process dies, and after a power cut the store
+ * is back at its last sync, whole (store_sync.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -343,6 +346,216 @@ static void test_a_child_past_the_last_page_is_refused(void **state)
 	damage_and_open(*state, CHILD, "outside the pages in use");
 }
 
+/* ---- commits that skip the sync, and a power cut (mds/store_sync.h) ---- */
+
+#define PSIZE 4096 /* LMDB's page size here: the system's */
+
+/* Commits n keys PREFIX.i with 1 KiB values of byte fill into the meta database, with no
+ * sync: as the writer commits a batch of lazy requests. 0 or -errno. */
+static int put_keys(struct lode_store *st, const char *prefix, int n, char fill)
+{
+	static char val[1024];
+	struct lode_txn t;
+	int rc = lode_store_write_begin(st, NULL, &t);
+
+	memset(val, fill, sizeof(val));
+	for (int i = 0; i < n && !rc; i++) {
+		char key[64];
+		int len = snprintf(key, sizeof(key), "%s.%d", prefix, i);
+
+		rc = lode_kv_put(&t, LODE_DB_META, key, (size_t)len, val, sizeof(val), 0);
+	}
+	if (rc) {
+		lode_store_abort(&t);
+		return rc;
+	}
+	return lode_store_commit(&t);
+}
+
+/* How many of the keys PREFIX.0 .. PREFIX.(n-1) the store holds with values of byte fill. */
+static int count_keys(struct lode_store *st, const char *prefix, int n, char fill)
+{
+	struct lode_txn t;
+	int found = 0;
+
+	assert_int_equal(lode_store_read_begin(st, &t), 0);
+	for (int i = 0; i < n; i++) {
+		char key[64], val[1024];
+		int len = snprintf(key, sizeof(key), "%s.%d", prefix, i);
+		size_t vlen;
+
+		if (!lode_kv_get(&t, LODE_DB_META, key, (size_t)len, val, sizeof(val), &vlen))
+			found +=
+			    vlen == sizeof(val) && val[0] == fill && val[sizeof(val) - 1] == fill;
+	}
+	lode_store_abort(&t);
+	return found;
+}
+
+/* Copies len bytes at offset 0 of src (len 0: all of it) to dst. 0 or -1. */
+static int copy_file(const char *src, const char *dst, size_t len)
+{
+	static char buf[1 << 16];
+	int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	size_t done = 0;
+	ssize_t n = 1;
+
+	while (in >= 0 && out >= 0 && (!len || done < len) && n > 0) {
+		size_t want = len && len - done < sizeof(buf) ? len - done : sizeof(buf);
+
+		n = read(in, buf, want);
+		if (n > 0 && write(out, buf, (size_t)n) != n)
+			n = -1;
+		done += n > 0 ? (size_t)n : 0;
+	}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in < 0 || out < 0 || n < 0 ? -1 : 0;
+}
+
+/*
+ * In a child process that dies without closing the store (kill -9, or a power cut): opens
+ * it, commits DURABLE keys and syncs them (as for a client that waits), saves the data file
+ * as it now is on disk (DIR/image), rewrites them (value bytes 'L') and commits LAZY keys
+ * more, in 20 commits without a sync, and saves the meta
+ * pages they wrote (DIR/metas) and the whole file (DIR/live). Returns when the child has
+ * exited.
+ */
+#define DURABLE 40
+#define LAZY	300
+static void crash_after_lazy_commits(struct fx *f)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+		struct lode_store *st;
+		char data[128], path[128];
+
+		snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
+		    put_keys(st, "durable", DURABLE, 'D') || lode_store_sync(st))
+			_exit(1);
+		snprintf(path, sizeof(path), "%s/image", f->dir);
+		if (copy_file(data, path, 0))
+			_exit(2);
+		/* many commits, each rewriting the synced keys: they free the synced snapshot's
+		 * pages, which a later commit would reuse if nothing held them */
+		for (int i = 0; i < 10; i++)
+			if (put_keys(st, "durable", DURABLE, 'L') ||
+			    put_keys(st, "lazy", LAZY, 'L'))
+				_exit(2);
+		snprintf(path, sizeof(path), "%s/metas", f->dir);
+		if (copy_file(data, path, 2 * PSIZE))
+			_exit(3);
+		snprintf(path, sizeof(path), "%s/live", f->dir);
+		if (copy_file(data, path, 0))
+			_exit(4);
+		_exit(0); /* no lode_store_close: it would sync */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A crash of the process only: the page cache kept every commit, synced or not. */
+static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store *st;
+
+	crash_after_lazy_commits(f);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_string_equal(lode_store_open_note(st), "");
+	assert_int_equal(count_keys(st, "durable", DURABLE, 'L'), DURABLE);
+	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), LAZY);
+	lode_store_close(st);
+}
+
+/*
+ * A power cut after commits that were never synced, at its worst: their meta page reached
+ * the disk, their tree pages did not. Without the sync record that store is broken (here:
+ * shorter than its meta page says, so it is refused); after a restart of the machine (a
+ * new boot id) the record puts the synced snapshot back, whole: every synced key, no
+ * unsynced one.
+ */
+static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char data[128], image[128], metas[128];
+	struct lode_store *st;
+	static char pages[2 * PSIZE];
+	int fd;
+
+	crash_after_lazy_commits(f);
+	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+	snprintf(image, sizeof(image), "%s/image", f->dir);
+	snprintf(metas, sizeof(metas), "%s/metas", f->dir);
+	/* the disk after the cut: the synced image, under the unsynced commits' meta pages */
+	assert_int_equal(copy_file(image, data, 0), 0);
+	fd = open(metas, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, pages, sizeof(pages)), (ssize_t)sizeof(pages));
+	close(fd);
+	fd = open(data, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, pages, sizeof(pages), 0), (ssize_t)sizeof(pages));
+	close(fd);
+
+	/* the same boot says the page cache survived: nothing is rolled back, and the torn
+	 * store is refused, not opened */
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), -EUCLEAN);
+
+	/* another boot: the record's snapshot comes back */
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
+	assert_int_equal(count_keys(st, "durable", DURABLE, 'D'), DURABLE);
+	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), 0);
+	/* and it is a store that takes commits again */
+	assert_int_equal(put_keys(st, "after", 10, 'A'), 0);
+	assert_int_equal(lode_store_sync(st), 0);
+	lode_store_close(st);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_string_equal(lode_store_open_note(st), "");
+	assert_int_equal(count_keys(st, "after", 10, 'A'), 10);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/*
+ * The other end of the same cut: every page the unsynced commits wrote reached the disk,
+ * their meta pages too (the kernel wrote them back). Rolled back to the synced snapshot,
+ * the store must still be whole: the commits after the sync never overwrote one of its
+ * pages (the store holds it with a read transaction).
+ */
+static void test_commits_after_a_sync_never_overwrite_the_synced_snapshot(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char data[128], live[128];
+	struct lode_store *st;
+
+	crash_after_lazy_commits(f);
+	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+	snprintf(live, sizeof(live), "%s/live", f->dir);
+	/* in place, so that the data file stays the one the record names */
+	assert_int_equal(copy_file(live, data, 0), 0);
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
+	assert_int_equal(count_keys(st, "durable", DURABLE, 'D'), DURABLE);
+	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), 0);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +584,13 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_a_node_offset_outside_its_page_is_refused, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_crashed_process_loses_no_unsynced_commit, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_commits_after_a_sync_never_overwrite_the_synced_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_child_past_the_last_page_is_refused, setup,
 					    teardown),
 	};

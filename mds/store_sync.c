@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sync record: see store_sync.h for why. A slot is
+ *   magic u64, version u32, psize u32, seq u64, txnid u64, dev u64, ino u64,
+ *   boot[40] (the boot id), then the two meta pages (2 x psize), then xxh3-64 of all before.
+ * Slot i lives at i * SLOT; the one with the higher seq and a good checksum counts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "store_sync.h"
+
+#define MAGIC	     0x434e5953454c4f4cull /* "LOLESYNC" */
+#define VERSION	     1u
+#define PSIZE_MAX    32768u
+#define SLOT	     (2 * PSIZE_MAX + 4096)
+#define META_TXNID   144u /* where an LMDB meta page keeps its transaction id */
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+
+struct slot_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t psize;
+	uint64_t seq;
+	uint64_t txnid;
+	uint64_t dev;
+	uint64_t ino;
+	char boot[40];
+};
+_Static_assert(sizeof(struct slot_hdr) == 88, "sync slot header");
+
+struct lode_sync_record {
+	int fd;
+	int data_fd;
+	unsigned psize;
+	uint64_t seq; /* of the last slot written */
+	uint64_t dev, ino;
+	char boot[40];
+	uint8_t *buf; /* one slot */
+};
+
+/* This boot's id; LODE_MDS_BOOT_ID stands in for it (tests simulate a restart). */
+static void boot_id(char out[40])
+{
+	const char *env = getenv("LODE_MDS_BOOT_ID");
+	int fd;
+	ssize_t n = 0;
+
+	memset(out, 0, 40);
+	if (env && *env) {
+		strncpy(out, env, 39);
+		return;
+	}
+	fd = open(BOOT_ID_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, out, 39);
+		close(fd);
+	}
+	if (n > 0 && out[n - 1] == '\n')
+		out[n - 1] = 0;
+}
+
+static size_t slot_len(unsigned psize)
+{
+	return sizeof(struct slot_hdr) + 2 * (size_t)psize + 8;
+}
+
+static int pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads slot i into buf (SLOT bytes); 0 when it is whole, else -EBADMSG or -errno. */
+static int slot_read(int fd, unsigned i, uint8_t *buf)
+{
+	struct slot_hdr h;
+	uint64_t sum;
+	int rc = pread_all(fd, buf, sizeof(h), (off_t)i * SLOT);
+
+	if (rc)
+		return rc == -ENODATA ? -EBADMSG : rc;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != MAGIC || h.version != VERSION || h.psize < 512 || h.psize > PSIZE_MAX ||
+	    (h.psize & (h.psize - 1)))
+		return -EBADMSG;
+	rc = pread_all(fd, buf, slot_len(h.psize), (off_t)i * SLOT);
+	if (rc)
+		return rc == -ENODATA ? -EBADMSG : rc;
+	memcpy(&sum, buf + slot_len(h.psize) - 8, 8);
+	return sum == XXH3_64bits(buf, slot_len(h.psize) - 8) ? 0 : -EBADMSG;
+}
+
+int lode_sync_record_open(const char *dir, int data_fd, unsigned psize,
+			  struct lode_sync_record **out)
+{
+	struct lode_sync_record *r;
+	char path[4096];
+	struct stat sb;
+
+	if (psize < 512 || psize > PSIZE_MAX || fstat(data_fd, &sb))
+		return psize > PSIZE_MAX ? -EINVAL : -errno;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->buf = calloc(1, SLOT);
+	if (!r->buf) {
+		free(r);
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "%s/data.sync", dir);
+	r->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->fd < 0) {
+		int rc = -errno;
+
+		free(r->buf);
+		free(r);
+		return rc;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		struct slot_hdr h;
+
+		if (!slot_read(r->fd, i, r->buf)) {
+			memcpy(&h, r->buf, sizeof(h));
+			if (h.seq > r->seq)
+				r->seq = h.seq;
+		}
+	}
+	r->data_fd = data_fd;
+	r->psize = psize;
+	r->dev = (uint64_t)sb.st_dev;
+	r->ino = (uint64_t)sb.st_ino;
+	boot_id(r->boot);
+	*out = r;
+	return 0;
+}
+
+int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid)
+{
+	struct slot_hdr h = {.magic = MAGIC,
+			     .version = VERSION,
+			     .psize = r->psize,
+			     .seq = r->seq + 1,
+			     .txnid = txnid,
+			     .dev = r->dev,
+			     .ino = r->ino};
+	size_t len = slot_len(r->psize);
+	uint64_t sum;
+	int rc;
+
+	memcpy(h.boot, r->boot, sizeof(h.boot));
+	memcpy(r->buf, &h, sizeof(h));
+	rc = pread_all(r->data_fd, r->buf + sizeof(h), 2 * (size_t)r->psize, 0);
+	if (rc)
+		return rc == -ENODATA ? -EIO : rc;
+	sum = XXH3_64bits(r->buf, len - 8);
+	memcpy(r->buf + len - 8, &sum, 8);
+	rc = pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
+	if (!rc && fdatasync(r->fd))
+		rc = -errno;
+	if (!rc)
+		r->seq = h.seq;
+	return rc;
+}
+
+void lode_sync_record_close(struct lode_sync_record *r)
+{
+	if (!r)
+		return;
+	close(r->fd);
+	free(r->buf);
+	free(r);
+}
+
+int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char *why,
+			     size_t why_len)
+{
+	char path[4096], boot[40];
+	uint8_t *buf[2] = {malloc(SLOT), malloc(SLOT)}, cur[2][META_TXNID + 8];
+	struct slot_hdr h[2];
+	int best = -1, rc = 0, fd = -1, dfd = -1;
+	struct stat sb;
+
+	if (note_len)
+		note[0] = 0;
+	if (!buf[0] || !buf[1]) {
+		rc = -ENOMEM;
+		snprintf(why, why_len, "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/data.sync", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		goto out; /* none yet (a new store, or one an older lode-mds wrote: it synced all)
+			   */
+	for (int i = 0; i < 2; i++) {
+		if (slot_read(fd, (unsigned)i, buf[i]))
+			continue;
+		memcpy(&h[i], buf[i], sizeof(h[i]));
+		if (best < 0 || h[i].seq > h[best].seq)
+			best = i;
+	}
+	if (best < 0)
+		goto out; /* never written whole: no commit ever went unsynced after it */
+	boot_id(boot);
+	if (!memcmp(boot, h[best].boot, sizeof(boot)))
+		goto out; /* the same boot: the page cache kept every commit */
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	dfd = open(path, O_RDWR | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &sb)) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot open %s: %s", path, strerror(-rc));
+		goto out;
+	}
+	if ((uint64_t)sb.st_dev != h[best].dev || (uint64_t)sb.st_ino != h[best].ino)
+		goto out; /* another data file (restored, or copied here): not ours to touch */
+	rc = pread_all(dfd, cur[0], sizeof(cur[0]), 0);
+	if (!rc)
+		rc = pread_all(dfd, cur[1], sizeof(cur[1]), h[best].psize);
+	if (rc) {
+		snprintf(why, why_len, "cannot read %s's meta pages: %s", path, strerror(-rc));
+		goto out;
+	}
+	{
+		uint64_t t0, t1, newest;
+		const uint8_t *metas = buf[best] + sizeof(struct slot_hdr);
+
+		memcpy(&t0, cur[0] + META_TXNID, 8);
+		memcpy(&t1, cur[1] + META_TXNID, 8);
+		newest = t0 > t1 ? t0 : t1;
+		if (newest <= h[best].txnid)
+			goto out; /* synced up to its last commit: nothing to undo */
+		rc = pwrite_all(dfd, metas, 2 * (size_t)h[best].psize, 0);
+		if (!rc && fdatasync(dfd))
+			rc = -errno;
+		if (rc) {
+			snprintf(why, why_len, "cannot write %s's meta pages back: %s", path,
+				 strerror(-rc));
+			goto out;
+		}
+		snprintf(note, note_len,
+			 "the machine restarted before transactions %llu..%llu were synced "
+			 "(changes of lazy clients): the store is back at transaction %llu, its "
+			 "last durable one",
+			 (unsigned long long)h[best].txnid + 1, (unsigned long long)newest,
+			 (unsigned long long)h[best].txnid);
+	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (fd >= 0)
+		close(fd);
+	free(buf[0]);
+	free(buf[1]);
+	return rc;
+}
