@@ -151,6 +151,7 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 		    .reply_body_max = reply_max,
 		    .reply_data = reply_data,
 		    .reply_data_max = reply_data_max,
+		    .lazy = c->lazy && lode_op_may_be_lazy(op),
 		};
 		uint64_t now, gone, until;
 
@@ -464,6 +465,8 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	pthread_mutex_init(&c->lock, NULL);
 	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
+	c->lazy = o.size >= offsetof(struct lode_client_opts, lazy_namespace) + sizeof(int) &&
+		  o.lazy_namespace;
 	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
 		c->creds = creds_pack((uint32_t)geteuid(), (uint32_t)getegid());
 		process_groups(c);

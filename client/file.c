@@ -164,7 +164,7 @@ int lode_fsync(struct lode_file *f)
 	int rc;
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
-		return 0;
+		return lode_sync(f->c);
 	pthread_mutex_lock(&f->lock);
 	stripes = f->dirty_stripes;
 	f->dirty_stripes = 0;
@@ -178,7 +178,15 @@ int lode_fsync(struct lode_file *f)
 			return rc;
 		}
 	}
-	return lode_client_file_commit(f, LODE_OP_COMMIT);
+	rc = lode_client_file_commit(f, LODE_OP_COMMIT);
+	return rc ? rc : lode_sync(f->c); /* a lazy client's COMMIT was not durable yet */
+}
+
+int lode_sync(struct lode_client *c)
+{
+	if (!c->lazy)
+		return 0; /* every change it was answered for is durable */
+	return lode_client_mds_call(c, LODE_OP_SYNC, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL);
 }
 
 int lode_flush(struct lode_file *f)

@@ -55,6 +55,8 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	rc = lode_store_open(&so, &m->st, why, why_len);
 	if (rc)
 		return rc;
+	if (*lode_store_open_note(m->st))
+		LODE_WARN("store: %s", lode_store_open_note(m->st));
 	m->cluster_id = lode_store_cluster_id(m->st);
 	rc = lode_placement_create(&m->pl, opts->down_ms);
 	if (rc)
@@ -704,6 +706,7 @@ static void submit(struct lode_mds *m, struct lode_req *req, const struct mds_op
 	}
 	w->op.run = wreq_run;
 	w->op.done = wreq_done;
+	w->op.lazy = lode_req_hdr(req)->flags & LODE_WIRE_F_LAZY;
 	w->m = m;
 	w->req = req;
 	w->row = row;
@@ -945,6 +948,14 @@ static int run_cap(struct wreq *w, struct lode_txn *t)
 	return cap_issue(w->m, t, q, LODE_CAP_READ | LODE_CAP_WRITE, &w->rep.cap);
 }
 
+/* SYNC changes nothing: as a request that is not lazy, it makes the writer sync what lazy
+ * requests (LODE_WIRE_F_LAZY) left not yet durable, and is answered after. */
+static int run_sync(struct wreq *w, struct lode_txn *t)
+{
+	(void)w, (void)t;
+	return 0;
+}
+
 /* Health lives in memory only: it is not durable, and never waits for the writer. */
 static int read_heartbeat(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
 			  struct rreply *r)
@@ -1124,6 +1135,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_REPORT_COPY] = MUTATE(run_report),
     [LODE_OP_LAYOUT_GET] = READ(read_layout),
     [LODE_OP_LAYOUT_SET_COPY] = MUTATE(run_set_copy),
+    [LODE_OP_SYNC] = {.run = run_sync},
     [LODE_OP_CAP_GET] = {.read = read_cap, .txn = true, .run = run_cap, .mutates = cap_mutates},
     /* admin only (the role column comes with cluster keys) */
     [LODE_OP_FSCK] = READ(read_fsck),

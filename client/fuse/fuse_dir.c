@@ -242,11 +242,13 @@ void lf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-/* Every namespace change is durable at the MDS before it is acknowledged. */
+/* Every namespace change is durable at the MDS before it is acknowledged, except on a
+ * mount with namespace=lazy: there the directory's (and every other) change is made
+ * durable now. */
 void lf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	lf_reply_status(req, lode_sync(lf_req(req)->c));
 }

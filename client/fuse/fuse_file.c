@@ -443,6 +443,8 @@ void lf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 		rc = lf_writer_sync_err(w, false);
 		if (!rc)
 			rc = lode_fsync(w->f);
+	} else {
+		rc = lode_sync(lf_req(req)->c); /* namespace=lazy: the file's creation, say */
 	}
 	lf_reply_status(req, rc);
 }

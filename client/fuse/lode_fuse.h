@@ -57,6 +57,7 @@ struct lf_opts {
 	int replication;	/* LODE_REPLICATION_*: how writes reach the copies */
 	char *mount_abs;	/* the mount point as /proc/self/mountinfo shows it */
 	int root_squash;
+	int lazy_namespace; /* -o namespace=lazy: changes durable at fsync, fsyncdir or 1 s */
 	int ro;
 	int foreground;
 	int debug;

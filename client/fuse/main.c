@@ -83,6 +83,9 @@ static void usage(FILE *out)
 	    "     replication=M    fanout or chain: how writes reach a file's copies (default:\n"
 	    "                      $LODE_REPLICATION, else liblode's)\n"
 	    "     root_squash      uid/gid 0 act as 65534 towards the cluster\n"
+	    "     namespace=M      durable (default): every create, rename, unlink... is\n"
+	    "                      durable when it returns; lazy: durable at the next fsync,\n"
+	    "                      fsync of a directory, or within a second (docs/fuse.md)\n"
 	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
 	    "     key=FILE         as --key FILE (for mount -t lode and fstab)\n"
 	    "     metrics=HOST:PORT  as --metrics (for fstab and mount -t lode)\n"
@@ -206,11 +209,16 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
 			o->root_squash = 0;
-		else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
-			 !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
-			 !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			 !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
-			 !strcmp(opt, "log") || !strcmp(opt, "metrics"))
+		else if (!strcmp(opt, "namespace") && v) {
+			if (strcmp(v, "lazy") && strcmp(v, "durable"))
+				bad("namespace: expected durable or lazy, got '%s'", v);
+			o->lazy_namespace = !strcmp(v, "lazy");
+		} else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
+			   !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
+			   !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
+			   !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
+			   !strcmp(opt, "log") || !strcmp(opt, "metrics") ||
+			   !strcmp(opt, "namespace"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
@@ -395,6 +403,7 @@ static int connect_cluster(struct lode_fuse *lf)
 	    .timeout_ms = lf->o.timeout_s * 1000,
 	    .use_process_creds = 1, /* each request sets its caller's: lode_thread_creds_set() */
 	    .key_file = lf->o.key_file,
+	    .lazy_namespace = lf->o.lazy_namespace,
 	};
 
 	int rc = lode_connect(lf->o.mds, &co, &lf->c);

@@ -70,6 +70,12 @@ struct lode_client_opts {
 	 * cluster run --insecure answers). With a cluster or admin key the client connects
 	 * as an admin, else as a client. */
 	const char *key_file;
+	/* 1: namespace changes (create, rename, unlink, setattr, close, ...) may be answered
+	 * before they are durable at the MDS; lode_fsync and lode_sync make them durable, and
+	 * the MDS does within a second (docs/fuse.md, "lazy namespace"). A crash of the MDS's
+	 * process loses none of them; a crash of its machine may lose the last second's.
+	 * 0 (default): every change is durable when its call returns. */
+	int lazy_namespace;
 };
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT",
@@ -353,6 +359,9 @@ LODE_API ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, u
  * the MDS. Returns 0 (also for a read-only handle) or -errno (-EIO: a stripe has no copy
  * left that took it). */
 LODE_API int lode_fsync(struct lode_file *f);
+/* Makes every namespace change this client was answered for durable at the MDS (for a
+ * client with lazy_namespace; on others they are already). Returns 0 or -errno. */
+LODE_API int lode_sync(struct lode_client *c);
 /* Commits the size and mtime written so far to the MDS (what a reader opening after this
  * sees), without making the data durable: close-to-open without the cost of fsync.
  * Returns 0 (also when there is nothing to commit) or -errno. */

@@ -305,6 +305,7 @@ static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
 	pending_add(conn, call);
 	cs->call = call;
 	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
+	cs->send.hdr.flags = call->lazy ? LODE_WIRE_F_LAZY : 0;
 	cs->send.body = call->body;
 	cs->send.body_len = call->body_len;
 	if (call->cap) {
@@ -313,7 +314,7 @@ static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
 		memcpy((char *)cs->body + call->body_len, call->cap, sizeof(*call->cap));
 		cs->send.body = cs->body;
 		cs->send.body_len = (uint32_t)extra;
-		cs->send.hdr.flags = LODE_WIRE_F_CAP;
+		cs->send.hdr.flags |= LODE_WIRE_F_CAP;
 	}
 	cs->send.data = call->data;
 	cs->send.data_iovcnt = call->data_iovcnt;

@@ -18,6 +18,7 @@
 #define LODE_PROTO_RPC_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -37,6 +38,8 @@ struct lode_call {
 	/* object data requests: the capability sent with it (LODE_WIRE_F_CAP), or NULL; read
 	 * when the call is sent, so it must stay valid until done() */
 	const struct lode_wire_cap *cap;
+	/* MDS namespace changes: may be answered before they are durable (LODE_WIRE_F_LAZY) */
+	bool lazy;
 	/* where the reply goes, set by the caller */
 	void *reply_body;
 	uint32_t reply_body_max; /* a longer reply body fails the call with -EPROTO */

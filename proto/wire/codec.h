@@ -63,6 +63,8 @@ bool lode_group_name_ok(const char *name);
 unsigned lode_op_roles(unsigned opcode);
 /* 1 when opcode's requests may carry a capability (LODE_WIRE_F_CAP): object data ones. */
 int lode_op_takes_cap(unsigned opcode);
+/* 1 when opcode's requests may be sent LODE_WIRE_F_LAZY: the MDS's namespace changes. */
+int lode_op_may_be_lazy(unsigned opcode);
 
 /* A path component: 1..LODE_NAME_MAX bytes, no '/', no NUL, not "." or "..".
  * Returns 0, -EINVAL or -ENAMETOOLONG. */

@@ -660,6 +660,7 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			      .fixed = sizeof(struct lode_wire_target_state_req),
 			      .check = check_target_state,
 			      .roles = R_ADMIN},
+    [LODE_OP_SYNC] = {.name = "SYNC", .roles = R_USER},
     [LODE_OP_MOVE_LIST] = {.name = "MOVE_LIST",
 			   .fixed = sizeof(struct lode_wire_move_list_req),
 			   .check = check_move_list,
@@ -810,17 +811,41 @@ static void request_bounds(const struct msg_spec *s, size_t *body, uint64_t *dat
 	*data = data_max(s->data);
 }
 
+int lode_op_may_be_lazy(unsigned opcode)
+{
+	switch (opcode) {
+	case LODE_OP_SETATTR:
+	case LODE_OP_CREATE:
+	case LODE_OP_MKDIR:
+	case LODE_OP_MKNOD:
+	case LODE_OP_UNLINK:
+	case LODE_OP_RMDIR:
+	case LODE_OP_RENAME:
+	case LODE_OP_LINK:
+	case LODE_OP_SYMLINK:
+	case LODE_OP_SETXATTR:
+	case LODE_OP_REMOVEXATTR:
+	case LODE_OP_OPEN:
+	case LODE_OP_CLOSE:
+	case LODE_OP_COMMIT:
+		return 1;
+	}
+	return 0;
+}
+
 int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 {
 	if (hdr->magic != LODE_WIRE_MAGIC || hdr->version != LODE_WIRE_VERSION)
 		return -EPROTO;
 	if (!lode_op_known(hdr->opcode))
 		return -EPROTO;
-	if (expect_reply ? hdr->flags != LODE_WIRE_F_REPLY
-			 : (hdr->flags & ~LODE_WIRE_F_CAP) ||
-			       ((hdr->flags & LODE_WIRE_F_CAP) &&
-				(!lode_op_takes_cap(hdr->opcode) ||
-				 hdr->body_len < sizeof(struct lode_wire_cap))))
+	if (expect_reply
+		? hdr->flags != LODE_WIRE_F_REPLY
+		: (hdr->flags & ~(LODE_WIRE_F_CAP | LODE_WIRE_F_LAZY)) ||
+		      ((hdr->flags & LODE_WIRE_F_CAP) &&
+		       (!lode_op_takes_cap(hdr->opcode) ||
+			hdr->body_len < sizeof(struct lode_wire_cap))) ||
+		      ((hdr->flags & LODE_WIRE_F_LAZY) && !lode_op_may_be_lazy(hdr->opcode)))
 		return -EPROTO;
 	if (hdr->reserved != 0)
 		return -EPROTO;

@@ -49,6 +49,10 @@
  * for the object's file): object data requests only. The server takes it off the body
  * before the opcode's decoder sees it, so bodies keep their shapes. */
 #define LODE_WIRE_F_CAP 0x0002u
+/* A namespace change the client lets the MDS answer before it is durable (a mount's lazy
+ * namespace, docs/fuse.md): it is made durable by the next request without this flag, a
+ * SYNC, or the MDS within a second. MDS namespace changes only (lode_op_may_be_lazy). */
+#define LODE_WIRE_F_LAZY 0x0004u
 
 enum lode_opcode {
 	/* any server */
@@ -95,6 +99,7 @@ enum lode_opcode {
 	LODE_OP_MOVE = 44,	      /* admin only: move one copy (begin, commit, abort) */
 	LODE_OP_TARGET_STATE = 45,    /* admin only: drain, undrain or remove a target */
 	LODE_OP_MOVE_LIST = 46,	      /* admin only: moves begun and never finished */
+	LODE_OP_SYNC = 48,	      /* every change answered so far is durable */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,

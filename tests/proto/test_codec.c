@@ -223,6 +223,32 @@ static void test_hdr_check_takes_a_capability_only_on_object_data_requests(void 
 	assert_int_equal(lode_hdr_check(&h, 1), -EPROTO);
 }
 
+/* LODE_WIRE_F_LAZY: on the MDS's namespace changes only, never on a reply. */
+static void test_hdr_check_takes_lazy_only_on_namespace_changes(void **state)
+{
+	static const uint8_t lazy[] = {LODE_OP_CREATE,	LODE_OP_RENAME, LODE_OP_UNLINK,
+				       LODE_OP_SETATTR, LODE_OP_CLOSE,	LODE_OP_COMMIT};
+	static const uint8_t never[] = {LODE_OP_LOOKUP,	   LODE_OP_GETATTR,
+					LODE_OP_SYNC,	   LODE_OP_FSCK_FIX,
+					LODE_OP_OBJ_WRITE, LODE_OP_TARGET_REGISTER};
+	struct lode_wire_hdr h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lazy); i++) {
+		lode_hdr_init(&h, lazy[i], 1, 200, 0);
+		h.flags = LODE_WIRE_F_LAZY;
+		assert_int_equal(lode_hdr_check(&h, 0), 0);
+	}
+	for (size_t i = 0; i < sizeof(never); i++) {
+		lode_hdr_init(&h, never[i], 1, 200, 0);
+		h.flags = LODE_WIRE_F_LAZY;
+		assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+	}
+	lode_hdr_init(&h, LODE_OP_CREATE, 1, 0, 0);
+	h.flags = LODE_WIRE_F_REPLY | LODE_WIRE_F_LAZY;
+	assert_int_equal(lode_hdr_check(&h, 1), -EPROTO);
+}
+
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
 	static const unsigned bad[] = {0, 4, 9, 49, 63, 64, 200, 255};
@@ -427,6 +453,7 @@ static const struct req_case reqs[] = {
     BY_INO(LODE_OP_READLINK),
     {LODE_OP_READDIR, FIXED(struct lode_wire_readdir_req, .ino = 1, .max_entries = 1)},
     {LODE_OP_STATFS, NULL, 0},
+    {LODE_OP_SYNC, NULL, 0},
     XATTR(LODE_OP_SETXATTR, LODE_XATTR_CREATE, "user.a", 10),
     XATTR(LODE_OP_GETXATTR, 0, "user.a", 0),
     {LODE_OP_LISTXATTR, FIXED(struct lode_wire_xattr_req, .ino = 1, .size = 100),
@@ -2390,6 +2417,7 @@ int main(int argc, char **argv)
 		test_every_request_refuses_a_reserved_field_set_or_a_required_one_zero),
 	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
 	    cmocka_unit_test(test_hdr_check_takes_a_capability_only_on_object_data_requests),
+	    cmocka_unit_test(test_hdr_check_takes_lazy_only_on_namespace_changes),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_auth_accepts_the_steps_roles_and_flags_it_knows),

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# A mount with -o namespace=lazy (docs/fuse.md): namespace changes are answered before
+# they are durable and made durable by fsync, fsyncdir, or the MDS within a second.
+#   - lazy creates cost the MDS no sync each (lode_mds_syncs_total), durable ones (the
+#     other mount, the default) one each; both mounts see every file at once
+#   - fsync of a directory reaches the MDS (SYNC) and makes them durable
+#   - kill -9 of the MDS loses no lazily answered change (its page cache keeps them)
+#   - a restart of the machine (simulated: the MDS comes back with another boot id) keeps
+#     everything the fsyncdir covered, and the store it opens is whole (lodectl fsck)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_prog curl
+MDS_BIN=${LODE_MDS_BIN:?LODE_MDS_BIN is not set (run through meson test)}
+OSS_BIN=${LODE_OSS_BIN:?LODE_OSS_BIN is not set (run through meson test)}
+
+pids=()
+mnts=()
+lz_cleanup() {
+	local rc=$? m p
+	set +e
+	trap - EXIT INT TERM
+	for m in "${mnts[@]}"; do
+		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
+	for p in "${pids[@]}"; do
+		timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null
+	done
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+		tail -n 20 "$WORK"/*.log >&2 2>/dev/null
+	fi
+	rm -rf "$WORK"
+	exit $rc
+}
+trap lz_cleanup EXIT
+trap 'echo "interrupted (timeout?)" >&2; exit 124' INT TERM
+
+wait_file() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 was not written"
+}
+
+"$LODECTL" key generate "$WORK/key" >/dev/null
+export LODE_KEY_FILE=$WORK/key
+"$MDS_BIN" --data "$WORK/mds" --listen tcp://127.0.0.1:0 --port-file "$WORK/mds.addr" \
+	--key "$WORK/key" --metrics 127.0.0.1:0 --metrics-port-file "$WORK/mds.metrics" \
+	2>"$WORK/mds.log" &
+pids+=($!)
+wait_file "$WORK/mds.addr"
+wait_file "$WORK/mds.metrics"
+MDS=$(cat "$WORK/mds.addr")
+export LODE_MDS=$MDS
+for i in 0 1; do
+	"$OSS_BIN" --data "$WORK/oss$i" --listen tcp://127.0.0.1:0 --mds "$MDS" --key "$WORK/key" \
+		--port-file "$WORK/oss$i.addr" 2>"$WORK/oss$i.log" &
+	pids+=($!)
+done
+for _ in $(seq 100); do
+	[ "$("$LODECTL" status 2>/dev/null | grep -c ' up ')" -ge 2 ] && break
+	sleep 0.1
+done
+A=$WORK/a B=$WORK/b
+mkdir "$A" "$B"
+"$LODE_FUSE" --mds "$MDS" "$A" -f -o namespace=lazy 2>"$WORK/fuse-a.log" &
+pids+=($!)
+mnts+=("$A")
+"$LODE_FUSE" --mds "$MDS" "$B" -f 2>"$WORK/fuse-b.log" &
+pids+=($!)
+mnts+=("$B")
+for m in "$A" "$B"; do
+	for _ in $(seq 100); do
+		mountpoint -q "$m" && break
+		sleep 0.1
+	done
+	mountpoint -q "$m" || skip "lode-fuse could not mount here: $(tail -n 3 "$WORK"/fuse-*.log)"
+done
+URL=http://$(cat "$WORK/mds.metrics")/metrics
+MDS_ADDR=$MDS
+restart_mds() { # ENV...: kill -9 the MDS, start it again on its address with ENV set
+	kill -9 "${pids[0]}"
+	wait "${pids[0]}" 2>/dev/null || true
+	env "$@" "$MDS_BIN" --data "$WORK/mds" --listen "$MDS_ADDR" --key "$WORK/key" \
+		--metrics "$(cat "$WORK/mds.metrics")" 2>>"$WORK/mds.log" &
+	pids[0]=$!
+	for _ in $(seq 200); do
+		[ "$("$LODECTL" status 2>/dev/null | grep -c ' up ')" -ge 2 ] && return 0
+		sleep 0.1
+	done
+	fail "the MDS did not come back with both targets up: $(tail -n 5 "$WORK/mds.log")"
+}
+metric() { curl -sf "$URL" | awk -v m="$1" '$1 == m { print $2 }'; }
+syncs() { metric lode_mds_syncs_total; }
+sync_requests() { metric 'lode_requests_total{op="sync"}'; }
+mkfiles() { # DIR PREFIX N
+	"$PYTHON" -c 'import os, sys
+d, p, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    os.close(os.open(f"{d}/{p}{i}", os.O_CREAT | os.O_WRONLY, 0o644))' "$@"
+}
+fsyncdir() { "$PYTHON" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd); os.close(fd)' "$1"; }
+count() { find "$1" -maxdepth 1 -name "$2*" | wc -l; }
+
+mkdir "$A/d"
+fsyncdir "$A/d"
+
+echo "== 200 lazy creates: no sync each; 50 durable ones: a sync each"
+s0=$(syncs)
+mkfiles "$A/d" lazy 200
+s1=$(syncs)
+echo "   syncs during 200 lazy creates: $((s1 - s0))"
+[ $((s1 - s0)) -le 20 ] || fail "200 lazy creates cost $((s1 - s0)) syncs (one per batch at most every second)"
+[ "$(count "$B/d" lazy)" -eq 200 ] || fail "the durable mount sees $(count "$B/d" lazy) of 200 lazy creates"
+s0=$(syncs)
+mkfiles "$B/d" durable 50
+s1=$(syncs)
+echo "   syncs during 50 durable creates: $((s1 - s0))"
+[ $((s1 - s0)) -ge 50 ] || fail "50 durable creates cost only $((s1 - s0)) syncs"
+[ "$(count "$A/d" durable)" -eq 50 ] || fail "the lazy mount sees $(count "$A/d" durable) of 50 creates"
+
+echo "== fsync of a directory sends SYNC"
+q0=$(sync_requests)
+fsyncdir "$A/d"
+q1=$(sync_requests)
+[ $((q1 - q0)) -eq 1 ] || fail "fsyncdir on the lazy mount sent $((q1 - q0)) SYNC requests"
+
+echo "== kill -9 of the MDS right after lazy creates loses none"
+mkfiles "$A/d" killed 100
+restart_mds
+[ "$(count "$A/d" killed)" -eq 100 ] || fail "after kill -9 of the MDS, $(count "$A/d" killed) of 100 lazy creates are left"
+[ "$(count "$B/d" lazy)" -eq 200 ] || fail "after kill -9 of the MDS, $(count "$B/d" lazy) of 200 lazy creates are left"
+
+echo "== a restart of the machine keeps what fsyncdir covered"
+mkfiles "$A/d" synced 100
+fsyncdir "$A/d"
+mkfiles "$A/d" unsynced 100
+restart_mds LODE_MDS_BOOT_ID="another boot of $(hostname)"
+[ "$(count "$B/d" synced)" -eq 100 ] || fail "after a simulated reboot, $(count "$B/d" synced) of 100 fsyncdir'ed creates are left"
+[ "$(count "$B/d" killed)" -eq 100 ] || fail "after a simulated reboot, $(count "$B/d" killed) of 100 earlier creates are left"
+echo "   unsynced lazy creates left: $(count "$B/d" unsynced) of 100 (the MDS: $(grep -c 'restarted before' "$WORK/mds.log") rollback)"
+"$LODECTL" fsck >"$WORK/fsck.txt" 2>&1 || fail "fsck after the simulated reboot: $(tail -n 5 "$WORK/fsck.txt")"
+echo "PASS"
