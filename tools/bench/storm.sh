@@ -3,21 +3,25 @@
 # same run on the same machine.
 #
 #   tools/bench/storm.sh [--procs "1 8 64"] [--files N] [--single N] [--no-moosefs]
-#                        [--out FILE] [--work DIR]
+#                        [--no-lazy] [--out FILE] [--work DIR]
 #
 # Storm: for each shard size (64 KiB, 1 MiB) and each process count, that many processes
 # spread over two mounts each create, write, fsync, close and rename into place their own
 # shard files in one checkpoint directory (tools/bench/storm.py), N files in all per point
 # (default 256). Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
-# metrics during the point: fsyncs per file (group commits that wrote,
-# lode_mds_commits_written_total), group commits per file and the mean requests per group
-# commit (lode_mds_commit_batch_size).
+# metrics during the point: syncs per file (fdatasyncs: one per group commit that wrote,
+# lode_mds_commits_written_total, plus one per sync that made commits durable,
+# lode_mds_syncs_total), group commits per file and the mean requests per group commit
+# (lode_mds_commit_batch_size). Each point runs twice on Lode: on two mounts with the
+# default durable namespace, and on two more with -o namespace=lazy (changes durable at
+# fsync, fsyncdir or within a second; docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000) and fs_io small (64 KiB files written, then read back with the client cache
 # dropped) on one mount of each.
 #
-# Lode: lode-mds (--metrics on loopback) and 3 lode-oss started here, two lode-fuse mounts.
+# Lode: lode-mds (--metrics on loopback) and 3 lode-oss started here, two lode-fuse mounts
+# (and two lazy ones).
 # MooseFS: tools/bench/peers/moosefs.sh (goal 1, network namespaces), and a second
 # mfsmount from its client namespace. Needs root and a build in build/ (LODE_BUILD=dir);
 # builds nothing. Everything started is stopped on exit, also on failure.
@@ -25,7 +29,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LODE_BUILD:-$root/build}
-procs="1 8 64" files=256 single=2000 moosefs=1 out="" workbase=/var/tmp
+procs="1 8 64" files=256 single=2000 moosefs=1 lazy=1 out="" workbase=/var/tmp
 num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
 while (($#)); do
 	case $1 in
@@ -33,9 +37,10 @@ while (($#)); do
 	--files) num "$1" "${2:-}"; files=$2; shift 2 ;;
 	--single) num "$1" "${2:-}"; single=$2; shift 2 ;;
 	--no-moosefs) moosefs=0; shift ;;
+	--no-lazy) lazy=0; shift ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -87,15 +92,17 @@ for _ in $(seq 200); do
 	[[ $("$build/tools/lodectl" status 2>/dev/null | grep -c ' up ') -ge 3 ]] && break
 	sleep 0.1
 done
-lode_mnt=()
-for m in a b; do
+lode_mnt=() lazy_mnt=()
+for m in a b la lb; do
+	[[ $m == l* ]] && ((!lazy)) && continue
 	mkdir -p "$work/$m"
-	"$build/client/fuse/lode-fuse" -f --mds "$mds" "$work/$m" 2>>"$work/fuse.log" &
+	"$build/client/fuse/lode-fuse" -f --mds "$mds" "$work/$m" \
+		$([[ $m == l* ]] && echo -o namespace=lazy) 2>>"$work/fuse.log" &
 	pids+=($!)
 	mounts+=("$work/$m")
-	lode_mnt+=("$work/$m")
+	if [[ $m == l* ]]; then lazy_mnt+=("$work/$m"); else lode_mnt+=("$work/$m"); fi
 done
-for m in "${lode_mnt[@]}"; do
+for m in "${lode_mnt[@]}" "${lazy_mnt[@]}"; do
 	for _ in $(seq 200); do mountpoint -q "$m" && break; sleep 0.1; done
 	mountpoint -q "$m" || { echo "storm.sh: lode-fuse did not mount $m: $(tail -3 "$work/fuse.log")" >&2; exit 1; }
 done
@@ -115,13 +122,27 @@ if ((moosefs)); then
 	mfs_mnt=("$m1" "$mfs_dir/mnt2")
 fi
 
-# MDS counters: group commits, requests in them, group commits that wrote (fsyncs)
+# MDS counters: group commits, requests in them, fdatasyncs (commits that wrote, and
+# syncs that made them durable)
 mds_counts() {
 	curl -sf "$metrics_url" | awk '
 		/^lode_mds_commit_batch_size_count / { c = $2 }
 		/^lode_mds_commit_batch_size_sum / { s = $2 }
-		/^lode_mds_commits_written_total / { k = $2 }
+		/^lode_mds_commits_written_total / { k += $2 }
+		/^lode_mds_syncs_total / { k += $2 }
 		END { printf "%d %d %d\n", c, s, k }'
+}
+# lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures
+lode_point() {
+	local c0 s0 k0 c1 s1 k1 j
+	read -r c0 s0 k0 < <(mds_counts)
+	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
+		--dir "$1" --dir "$2" --tag "$6")
+	read -r c1 s1 k1 < <(mds_counts)
+	rm -rf "${1:?}/$6"
+	echo "$j"
+	awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$(jget "$j" files)" -v k=$((k1 - k0)) \
+		'BEGIN { printf "%.2f syncs, %.2f commits; %.1f req/commit\n", k / f, c / f, (c ? s / c : 0) }'
 }
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])' "$1" "$2"; }
 
@@ -131,25 +152,24 @@ emit() { printf '%s\n' "$*" | tee -a "$table"; }
 
 emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point"
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); MooseFS goal 1 $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
-emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %-44s | %s' size procs \
-	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio \
-	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file: fsyncs, group commits; requests/commit')"
+emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' size procs \
+	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
+	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file (durable | lazy): syncs, group commits; requests/commit')"
 for size in 65536 1048576; do
 	for n in $procs; do
 		per=$(((files + n - 1) / n))
 		tag=ckpt-$size-$n
-		read -r c0 s0 k0 < <(mds_counts)
-		lj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
-			--dir "${lode_mnt[0]}" --dir "${lode_mnt[1]}" --tag "$tag")
-		read -r c1 s1 k1 < <(mds_counts)
-		rm -rf "${lode_mnt[0]:?}/$tag"
+		{ read -r lj; read -r mdsfig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
 		steps=""
 		for s in create write fsync close rename; do
 			steps+="$(jget "$lj" ${s}_p50_ms)/$(jget "$lj" ${s}_p99_ms) "
 		done
-		nf=$(jget "$lj" files)
-		mdsfig=$(awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$nf" -v k=$((k1 - k0)) \
-			'BEGIN { printf "%.2f fsyncs, %.2f commits; %.1f req/commit", k / f, c / f, (c ? s / c : 0) }')
+		zf="-" zratio="-"
+		if ((lazy)); then
+			{ read -r zj; read -r zfig; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
+			zf=$(jget "$zj" files_per_s)
+			mdsfig+=" | $zfig"
+		fi
 		mf="-" m50="-" m99="-" ratio="-"
 		if ((moosefs)); then
 			mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
@@ -157,10 +177,11 @@ for size in 65536 1048576; do
 			rm -rf "${mfs_mnt[0]:?}/$tag"
 			mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
 			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
+			((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 		fi
-		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %-44s | %s' \
+		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' \
 			"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
-			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$steps" "$mdsfig")"
+			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig")"
 	done
 done
 
@@ -176,13 +197,15 @@ single_fig() { # DIR: "create stat unlink write64k read64k"
 		printf "%s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"] }'
 }
 read -r lc ls lu lw lr < <(single_fig "${lode_mnt[0]}")
+read -r zc zs zu zw zr < <(if ((lazy)); then single_fig "${lazy_mnt[0]}"; else echo "- - - - -"; fi)
 read -r mc ms mu mw mr < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}"; else echo "- - - - -"; fi)
-emit "$(printf '%-26s %12s %12s %8s' figure Lode MooseFS ratio)"
-for row in "creates/s $lc $mc" "stats/s $ls $ms" "unlinks/s $lu $mu" "64 KiB files written/s $lw $mw" \
-	"64 KiB files read cold/s $lr $mr"; do
+emit "$(printf '%-26s %12s %12s %8s %12s %8s' figure Lode MooseFS ratio 'Lode lazy' ratio)"
+for row in "creates/s $lc $mc $zc" "stats/s $ls $ms $zs" "unlinks/s $lu $mu $zu" \
+	"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr"; do
 	set -- $row
-	while (($# > 3)); do set -- "$1 $2" "${@:3}"; done
-	emit "$(awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-26s %12.0f %12s %8s", n, a, b, (b == "-" || b == 0) ? "-" : sprintf("%.2f", a / b) }')"
+	while (($# > 4)); do set -- "$1 $2" "${@:3}"; done
+	emit "$(awk -v n="$1" -v a="$2" -v b="$3" -v z="$4" 'function r(x, y) { return (x == "-" || y == "-" || y == 0) ? "-" : sprintf("%.2f", x / y) }
+		BEGIN { printf "%-26s %12.0f %12s %8s %12s %8s", n, a, b, r(a, b), z == "-" ? "-" : sprintf("%.0f", z), r(z, b) }')"
 done
 [[ -n $out ]] && cp "$table" "$out"
 log "done"
