@@ -167,12 +167,13 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			       LODE_WRITER_BATCH_BOUNDS, ws.batch_sizes, (double)ws.ops);
 	lode_metrics_family(
 	    b, "lode_mds_commits_written_total", "counter",
-	    "Group commits that changed the database: one fdatasync of their pages each (a "
-	    "batch that changed nothing, such as a CLOSE without commit, writes nothing).");
+	    "Group commits that changed the database (a batch that changed nothing, such as "
+	    "a CLOSE without commit, writes nothing).");
 	lode_metrics_sample_u64(b, "lode_mds_commits_written_total", NULL, ws.written);
 	lode_metrics_family(b, "lode_mds_syncs_total", "counter",
-			    "Syncs that made commits durable: one per group commit, except "
-			    "that commits of lazy requests only share the next one.");
+			    "Syncs that made commits durable, two fdatasyncs each (the data "
+			    "file, the sync record): one per group commit, except that commits "
+			    "of lazy requests only share the next one.");
 	lode_metrics_sample_u64(b, "lode_mds_syncs_total", NULL, ws.syncs);
 
 	lode_metrics_family(b, "lode_mds_copy_reports_total", "counter",

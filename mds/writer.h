@@ -57,8 +57,8 @@ extern const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS];
 struct lode_writer_stats {
 	uint64_t batch_sizes[LODE_WRITER_BATCH_BOUNDS + 1];
 	uint64_t ops;
-	uint64_t written; /* group commits that changed the database: one fdatasync each */
-	uint64_t syncs;	  /* syncs that made them durable: one more fdatasync each */
+	uint64_t written; /* group commits that changed the database */
+	uint64_t syncs;	  /* syncs that made them durable (lode_store_sync) */
 };
 /* A copy of the counts so far. Any thread (the counts are read atomically, one by one). */
 void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out);

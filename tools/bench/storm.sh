@@ -10,9 +10,9 @@
 # shard files in one checkpoint directory (tools/bench/storm.py), N files in all per point
 # (default 256). Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
-# metrics during the point: syncs per file (fdatasyncs: one per group commit that wrote,
-# lode_mds_commits_written_total, plus one per sync that made commits durable,
-# lode_mds_syncs_total), group commits per file and the mean requests per group commit
+# metrics during the point: fdatasyncs per file (two per sync that made commits durable,
+# lode_mds_syncs_total: the data file's and the sync record's), group commits per file
+# and the mean requests per group commit
 # (lode_mds_commit_batch_size). Each point runs twice on Lode: on two mounts with the
 # default durable namespace, and on two more with -o namespace=lazy (changes durable at
 # fsync, fsyncdir or within a second; docs/fuse.md), unless --no-lazy.
@@ -122,14 +122,13 @@ if ((moosefs)); then
 	mfs_mnt=("$m1" "$mfs_dir/mnt2")
 fi
 
-# MDS counters: group commits, requests in them, fdatasyncs (commits that wrote, and
-# syncs that made them durable)
+# MDS counters: group commits, requests in them, fdatasyncs (two per sync that made
+# commits durable: the data file's and the sync record's)
 mds_counts() {
 	curl -sf "$metrics_url" | awk '
 		/^lode_mds_commit_batch_size_count / { c = $2 }
 		/^lode_mds_commit_batch_size_sum / { s = $2 }
-		/^lode_mds_commits_written_total / { k += $2 }
-		/^lode_mds_syncs_total / { k += $2 }
+		/^lode_mds_syncs_total / { k = 2 * $2 }
 		END { printf "%d %d %d\n", c, s, k }'
 }
 # lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures
@@ -142,7 +141,7 @@ lode_point() {
 	rm -rf "${1:?}/$6"
 	echo "$j"
 	awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$(jget "$j" files)" -v k=$((k1 - k0)) \
-		'BEGIN { printf "%.2f syncs, %.2f commits; %.1f req/commit\n", k / f, c / f, (c ? s / c : 0) }'
+		'BEGIN { printf "%.2f fdatasyncs, %.2f commits; %.1f req/commit\n", k / f, c / f, (c ? s / c : 0) }'
 }
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])' "$1" "$2"; }
 
@@ -154,7 +153,7 @@ emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync,
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); MooseFS goal 1 $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
 emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' size procs \
 	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
-	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file (durable | lazy): syncs, group commits; requests/commit')"
+	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit')"
 for size in 65536 1048576; do
 	for n in $procs; do
 		per=$(((files + n - 1) / n))
