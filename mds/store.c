@@ -820,6 +820,8 @@ int lode_store_restore(const char *dir, const char *backup, struct lode_restore_
 		goto unlink_tmp;
 	}
 	unlink(lock); /* the reader table of the store that was */
+	snprintf(lock, sizeof(lock), "%s/data.sync", dir);
+	unlink(lock); /* and its sync record (store_sync.h): it names the old data file */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);

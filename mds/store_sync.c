@@ -207,6 +207,30 @@ void lode_sync_record_close(struct lode_sync_record *r)
 	free(r);
 }
 
+/* Copies the data file's two meta pages to DIR/data.mdb.metas-before-rollback, synced. */
+static int keep_metas(const char *dir, int dfd, unsigned psize)
+{
+	char path[4096];
+	uint8_t *buf = malloc(2 * (size_t)psize);
+	int fd, rc;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/data.mdb.metas-before-rollback", dir);
+	rc = pread_all(dfd, buf, 2 * (size_t)psize, 0);
+	fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (!rc && fd < 0)
+		rc = -errno;
+	if (!rc)
+		rc = pwrite_all(fd, buf, 2 * (size_t)psize, 0);
+	if (!rc && fsync(fd))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
 int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char *why,
 			     size_t why_len)
 {
@@ -265,6 +289,13 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 		newest = t0 > t1 ? t0 : t1;
 		if (newest <= h[best].txnid)
 			goto out; /* synced up to its last commit: nothing to undo */
+		/* keep the meta pages that go, so that the rollback can be undone by hand */
+		rc = keep_metas(dir, dfd, h[best].psize);
+		if (rc) {
+			snprintf(why, why_len, "cannot save %s's meta pages before a rollback: %s",
+				 path, strerror(-rc));
+			goto out;
+		}
 		rc = pwrite_all(dfd, metas, 2 * (size_t)h[best].psize, 0);
 		if (!rc && fdatasync(dfd))
 			rc = -errno;
@@ -276,7 +307,8 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 		snprintf(note, note_len,
 			 "the machine restarted before transactions %llu..%llu were synced "
 			 "(changes of lazy clients): the store is back at transaction %llu, its "
-			 "last durable one",
+			 "last durable one (the meta pages it replaced are in "
+			 "data.mdb.metas-before-rollback)",
 			 (unsigned long long)h[best].txnid + 1, (unsigned long long)newest,
 			 (unsigned long long)h[best].txnid);
 	}

@@ -490,7 +490,7 @@ static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	char data[128], image[128], metas[128];
 	struct lode_store *st;
-	static char pages[2 * PSIZE];
+	static char pages[2 * PSIZE], kept[2 * PSIZE];
 	int fd;
 
 	crash_after_lazy_commits(f);
@@ -512,10 +512,16 @@ static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(
 	 * store is refused, not opened */
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), -EUCLEAN);
 
-	/* another boot: the record's snapshot comes back */
+	/* another boot: the record's snapshot comes back, the meta pages it replaced kept */
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
 	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
+	snprintf(metas, sizeof(metas), "%s/data.mdb.metas-before-rollback", f->dir);
+	fd = open(metas, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, kept, sizeof(kept)), (ssize_t)sizeof(kept));
+	close(fd);
+	assert_memory_equal(kept, pages, sizeof(pages));
 	assert_int_equal(count_keys(st, "durable", DURABLE, 'D'), DURABLE);
 	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), 0);
 	/* and it is a store that takes commits again */
