@@ -7,8 +7,9 @@
 # Two local clusters (MDS + 3 OSS on loopback each) run at once: one keyed, the client
 # proving a client key (`lodectl key derive --role client`), so every connection runs the
 # handshake and every object request carries a capability the OSS checks; one started
-# --insecure, the client holding no key. Rounds alternate between them (the machine is
-# shared and noisy: only figures of the same run compare), and each figure is the median:
+# --insecure, the client holding no key. Rounds alternate between them, each round in the
+# other order than the last (the machine is shared and noisy: only figures of the same
+# run compare), and each figure is the median:
 #   write       lode_io write --mirrors 2: SIZE MiB, 1 MiB stripes over every OSS
 #   warm read   lode_io read of that file again, the objects in the OSS's page cache
 #   creates     lode_io write of FILES files of 64 KiB at once (create, write, fsync,
@@ -75,7 +76,11 @@ secs() { sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
 
 paths=()
 for r in $(seq "$rounds"); do
-	for kind in keyed open; do
+	# ABBA: which cluster goes first alternates, so that neither always runs right after
+	# the other's writes (their writeback) or always first
+	order="keyed open"
+	((r % 2 == 0)) && order="open keyed"
+	for kind in $order; do
 		log "round $r/$rounds: $kind"
 		run "$kind" write --mirrors 2 --size "${size_mib}M" "/w$r" | secs >>"$work/$kind.write"
 		run "$kind" read --req 16M "/w$r" >/dev/null # the OSS's page cache holds it now
