@@ -100,7 +100,7 @@ static size_t build(const uint8_t *data, size_t size, uint64_t base, uint8_t **o
 	FUZZ_ASSERT(s);
 	*n = 0;
 	while (in.left && *n < FRAMES_MAX) {
-		uint8_t op = map_opcode((uint8_t)fuzz_take(&in, 1));
+		uint8_t raw = (uint8_t)fuzz_take(&in, 1), op = map_opcode(raw & 0x7f);
 		size_t blen_want = (size_t)fuzz_take(&in, 2), dlen_want = (size_t)fuzz_take(&in, 2);
 		size_t blen, dlen;
 		const uint8_t *b = fuzz_bytes(&in, blen_want, &blen);
@@ -115,6 +115,8 @@ static size_t build(const uint8_t *data, size_t size, uint64_t base, uint8_t **o
 		if (patch)
 			patch(op, body, (uint32_t)blen, dlen);
 		lode_hdr_init(&h, op, base + *n, (uint32_t)blen, dlen);
+		if ((raw & 0x80) && lode_op_may_be_lazy(op))
+			h.flags = LODE_WIRE_F_LAZY; /* a lazy client's namespace change */
 		memcpy(s + len, &h, sizeof(h));
 		len += sizeof(h);
 		memcpy(s + len, body, blen);

@@ -91,6 +91,7 @@ def requests():
         (21, 'readdir', struct.pack('<QQ', 1, 0) + CRED + struct.pack('<II', 64, 0), 0),
         (21, 'readdirplus', struct.pack('<QQ', 1, 0) + CRED + struct.pack('<II', 64, 1), 0),
         (22, 'statfs', b'', 0),
+        (48, 'sync', b'', 0),
         (23, 'setxattr', xattr_req(1, b'user.a', 5), 5),
         (24, 'getxattr', xattr_req(1, b'user.a', 64), 0),
         (25, 'listxattr', xattr_req(1, b'', 256), 0),
@@ -246,6 +247,10 @@ def mds_handler():
                                           req('report_copy'), req('layout_set_copy'),
                                           req('link'), req('readlink'), req('statfs'),
                                           req('ping')]))
+    # a lazy client (the opcode's top bit: LODE_WIRE_F_LAZY), then a SYNC
+    lazy = [(op | 0x80, body, data) for op, body, data in
+            [req('mkdir'), req('create'), req('setattr'), req('rename'), req('unlink')]]
+    write('mds_handler', 'lazy', frames(lazy + [req('sync'), req('close')]))
     for op, name, body, dlen in requests():
         if op < 50:
             write('mds_handler', 'one_' + name, frames([(op, body, b'v' * dlen)]))
