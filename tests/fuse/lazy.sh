@@ -11,74 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_prog curl
-MDS_BIN=${LODE_MDS_BIN:?LODE_MDS_BIN is not set (run through meson test)}
-OSS_BIN=${LODE_OSS_BIN:?LODE_OSS_BIN is not set (run through meson test)}
-
-pids=()
-mnts=()
-lz_cleanup() {
-	local rc=$? m p
-	set +e
-	trap - EXIT INT TERM
-	for m in "${mnts[@]}"; do
-		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
-	done
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
-	for p in "${pids[@]}"; do
-		timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null
-	done
-	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-		tail -n 20 "$WORK"/*.log >&2 2>/dev/null
-	fi
-	rm -rf "$WORK"
-	exit $rc
-}
-trap lz_cleanup EXIT
-trap 'echo "interrupted (timeout?)" >&2; exit 124' INT TERM
-
-wait_file() {
-	for _ in $(seq 100); do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-	done
-	fail "$1 was not written"
-}
-
-"$LODECTL" key generate "$WORK/key" >/dev/null
-export LODE_KEY_FILE=$WORK/key
-"$MDS_BIN" --data "$WORK/mds" --listen tcp://127.0.0.1:0 --port-file "$WORK/mds.addr" \
-	--key "$WORK/key" --metrics 127.0.0.1:0 --metrics-port-file "$WORK/mds.metrics" \
-	2>"$WORK/mds.log" &
-pids+=($!)
-wait_file "$WORK/mds.addr"
-wait_file "$WORK/mds.metrics"
-MDS=$(cat "$WORK/mds.addr")
-export LODE_MDS=$MDS
-for i in 0 1; do
-	"$OSS_BIN" --data "$WORK/oss$i" --listen tcp://127.0.0.1:0 --mds "$MDS" --key "$WORK/key" \
-		--port-file "$WORK/oss$i.addr" 2>"$WORK/oss$i.log" &
-	pids+=($!)
-done
-for _ in $(seq 100); do
-	[ "$("$LODECTL" status 2>/dev/null | grep -c ' up ')" -ge 2 ] && break
-	sleep 0.1
-done
-A=$WORK/a B=$WORK/b
-mkdir "$A" "$B"
-"$LODE_FUSE" --mds "$MDS" "$A" -f -o namespace=lazy 2>"$WORK/fuse-a.log" &
-pids+=($!)
-mnts+=("$A")
-"$LODE_FUSE" --mds "$MDS" "$B" -f 2>"$WORK/fuse-b.log" &
-pids+=($!)
-mnts+=("$B")
-for m in "$A" "$B"; do
-	for _ in $(seq 100); do
-		mountpoint -q "$m" && break
-		sleep 0.1
-	done
-	mountpoint -q "$m" || skip "lode-fuse could not mount here: $(tail -n 3 "$WORK"/fuse-*.log)"
-done
-URL=http://$(cat "$WORK/mds.metrics")/metrics
+own_cluster "-o namespace=lazy" ""
 MDS_ADDR=$MDS
 restart_mds() { # ENV...: kill -9 the MDS, start it again on its address with ENV set
 	kill -9 "${pids[0]}"
