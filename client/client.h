@@ -89,7 +89,8 @@ struct lode_file {
 	uint64_t handle;
 	int flags; /* O_ACCMODE bits of the open */
 	struct lode_wire_layout layout;
-	struct lode_wire_attr attr; /* as the open returned them */
+	struct lode_wire_attr attr;   /* as the open returned them */
+	struct lode_wire_attr parent; /* CREATE: the parent's, after it; else ino 0 */
 	unsigned lease_ms;
 
 	/* Readers and writers take it shared (the OSS merges partial chunks and orders writes

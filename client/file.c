@@ -182,6 +182,14 @@ int lode_fsync(struct lode_file *f)
 	return rc ? rc : lode_sync(f->c); /* a lazy client's COMMIT was not durable yet */
 }
 
+int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st)
+{
+	if (!f->parent.ino)
+		return -ENODATA;
+	lode_client_attr_to_stat(&f->parent, st);
+	return 0;
+}
+
 int lode_sync(struct lode_client *c)
 {
 	if (!c->lazy)

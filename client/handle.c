@@ -29,6 +29,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->flags = flags;
 	f->layout = rep->layout;
 	f->attr = rep->attr;
+	f->parent = rep->parent;
 	f->lease_ms = rep->lease_ms;
 	f->size = rep->attr.size;
 	f->mtime_ns = rep->attr.mtime_ns;

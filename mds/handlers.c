@@ -267,6 +267,8 @@ static int run_create(struct wreq *w, struct lode_txn *t)
 	rc = lode_ns_create(t, &a, &w->rep.open.attr, &w->rep.open.layout, &created);
 	if (!rc)
 		rc = open_degraded(t, &w->rep.open);
+	if (!rc)
+		rc = lode_ns_getattr(t, r->parent, &w->rep.open.parent);
 	return rc ? rc : take_lease(w, r->flags);
 }
 

@@ -26,9 +26,19 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
 	struct lode_stat st;
+	double ttl;
 	int rc;
 
 	(void)fi;
+	if (lf_dirattr_take(lf, ino, &st, &ttl)) {
+		/* a directory a create of ours just changed: its reply said how it is now */
+		struct stat attr;
+
+		lf_ok(lf);
+		lf_stat_to_attr(&st, &attr);
+		fuse_reply_attr(req, &attr, ttl);
+		return;
+	}
 	rc = lf_getattr(lf, ino, &st);
 	if (!rc)
 		lf_odir_note(lf, &st);
@@ -148,7 +158,9 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			goto err;
 		/* the reply carries the attributes after the change: no GETATTR after it
 		 * (the writes before it are committed; a writer's size stays the truth) */
+		lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
 		rc = lode_ll_setattr(lf->c, ino, &sa, &st);
+		lf_dirattr_forget(lf);
 		if (rc)
 			goto err;
 		lf_fix_size(lf, &st);

@@ -54,7 +54,9 @@ void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_mkdir(lf->c, parent, name, mode & 07777, &st);
+	lf_dirattr_forget(lf);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -75,16 +77,20 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 	if (!S_ISREG(mode)) {
 		/* FIFOs, sockets, devices: stored with type and device number; the kernel
 		 * gives them their behaviour */
+		lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 		rc = lode_ll_mknod(lf->c, parent, name, mode & (S_IFMT | 07777), (uint32_t)rdev,
 				   &st);
+		lf_dirattr_forget(lf);
 		if (rc)
 			lf_reply_err(req, rc);
 		else
 			lf_reply_entry(req, lf, &st);
 		return;
 	}
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_create(lf->c, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode & 07777, NULL,
 			    &f);
+	lf_dirattr_forget(lf);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -105,7 +111,9 @@ void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_unlink(lf->c, parent, name);
+	lf_dirattr_forget(lf);
 	lf_reply_status(req, rc);
 }
 
@@ -116,7 +124,9 @@ void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_rmdir(lf->c, parent, name);
+	lf_dirattr_forget(lf);
 	lf_reply_status(req, rc);
 }
 
@@ -137,7 +147,9 @@ void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		lflags |= LODE_RENAME_NOREPLACE_FLAG;
 	if (flags & RENAME_EXCHANGE)
 		lflags |= LODE_RENAME_EXCHANGE_FLAG;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_rename(lf->c, parent, name, newparent, newname, lflags);
+	lf_dirattr_forget(lf);
 	lf_reply_status(req, rc);
 }
 
@@ -149,7 +161,9 @@ void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_link(lf->c, ino, newparent, newname, &st);
+	lf_dirattr_forget(lf);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -166,7 +180,9 @@ void lf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char 
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_symlink(lf->c, link, parent, name, &st);
+	lf_dirattr_forget(lf);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;

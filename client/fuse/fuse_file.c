@@ -216,6 +216,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	bool readable = true, shared = false;
 	struct lode_stat st;
 	struct lf_handle *h;
+	uint64_t gen;
 	int rc = -EEXIST;
 
 	if (lf_refuse_ro(req, lf))
@@ -225,6 +226,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	gen = lf_dirattr_gen(lf);
 	/* The kernel sends CREATE for a name its lookup just did not find: nearly always a new
 	 * file. Asked exclusively, a new file needs no truncate for O_TRUNC (one MDS commit
 	 * less for open(O_CREAT|O_TRUNC), as most programs create); a name that exists by
@@ -243,6 +245,11 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			rc = S_ISREG(st.mode) ? lf_writer_open(lf, st.ino, fi->flags, &h->w)
 					      : -EBUSY;
 	} else if (!rc) {
+		struct lode_stat pst;
+
+		/* the parent's attributes after the create, for the kernel's next GETATTR */
+		if (!lode_file_parent_stat(f, &pst) && pst.ino == parent)
+			lf_dirattr_learn(lf, gen, &pst);
 		rc = lf_writer_adopt(lf, f, readable, &h->w);
 		if (rc)
 			lode_close(f);

@@ -45,7 +45,9 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 		lflags |= LODE_XATTR_CREATE_FLAG;
 	if (flags & XATTR_REPLACE)
 		lflags |= LODE_XATTR_REPLACE_FLAG;
+	lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
 	rc = lode_ll_setxattr(lf->c, ino, name, value, size, lflags);
+	lf_dirattr_forget(lf);
 	lf_reply_status(req, rc);
 }
 
@@ -119,6 +121,8 @@ void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
 	rc = lode_ll_removexattr(lf->c, ino, name);
+	lf_dirattr_forget(lf);
 	lf_reply_status(req, rc);
 }

@@ -131,6 +131,14 @@ struct lf_odir {
 	struct lf_odir *next;
 };
 
+/* A directory's attributes from a CREATE reply, and when (fuse_dirattr.c). */
+#define LF_DIRATTR_SLOTS 64
+struct lf_dirattr {
+	struct lode_stat st; /* st.ino 0: empty */
+	uint64_t gen;	     /* lode_fuse.agen when learned: valid while it is the same */
+	double learned_s;    /* CLOCK_MONOTONIC */
+};
+
 struct lode_fuse {
 	struct lode_client *c;
 	struct fuse_session *se;
@@ -149,9 +157,25 @@ struct lode_fuse {
 	pthread_mutex_t glock;
 	struct lf_groups *groups; /* protected by glock: LF_GROUPS_SLOTS */
 
+	pthread_mutex_t alock;
+	uint64_t agen;				   /* protected by alock */
+	struct lf_dirattr attrs[LF_DIRATTR_SLOTS]; /* protected by alock */
+
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
+
+/* fuse_dirattr.c: a directory's attributes from the last create in it, for the kernel's
+ * next GETATTR of it. Any thread. */
+/* The generation to pass to lf_dirattr_learn: take it before the create's MDS call. */
+uint64_t lf_dirattr_gen(struct lode_fuse *lf);
+/* Keeps st (a directory's attributes from a CREATE reply) unless this mount changed a
+ * directory since gen was taken. */
+void lf_dirattr_learn(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
+/* Forgets every entry: call before and after any other change to a directory. */
+void lf_dirattr_forget(struct lode_fuse *lf);
+/* The entry for ino, taken (it answers once), and the seconds left of attr_timeout. */
+bool lf_dirattr_take(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 
 /* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
 uint64_t lf_metrics_now_ns(void);

@@ -559,6 +559,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->clock, NULL);
 	pthread_mutex_init(&lf->glock, NULL);
 	pthread_mutex_init(&lf->dlock, NULL);
+	pthread_mutex_init(&lf->alock, NULL);
 	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
 	lf->groups = calloc(LF_GROUPS_SLOTS, sizeof(*lf->groups));
 	if (!lf->cver || !lf->groups) {
@@ -688,6 +689,7 @@ out_free:
 	}
 	pthread_mutex_destroy(&lf->glock);
 	pthread_mutex_destroy(&lf->dlock);
+	pthread_mutex_destroy(&lf->alock);
 	free(lf->o.mount_abs);
 	pthread_mutex_destroy(&lf->clock);
 	pthread_cond_destroy(&lf->wcond);

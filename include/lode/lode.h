@@ -479,6 +479,11 @@ LODE_API int lode_ll_open(struct lode_client *c, uint64_t ino, int flags, struct
 LODE_API int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
 			    uint32_t mode, const struct lode_layout *layout,
 			    struct lode_file **out);
+/* The attributes the directory a handle was created in had right after lode_ll_create
+ * made it (its mtime and ctime moved), as the MDS answered: lode-fuse gives them to the
+ * kernel, which asks for them after every create. Returns 0, or -ENODATA for a handle
+ * that lode_ll_create did not make. */
+LODE_API int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st);
 /* Creates directory name in parent; st (may be NULL) receives the new inode's attributes.
  * Returns 0, -EEXIST, ... */
 LODE_API int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint32_t mode,

@@ -365,9 +365,13 @@ struct lode_wire_open_rep {
 	uint32_t reserved;
 	uint64_t degraded;
 	struct lode_wire_cap_rep cap; /* for the handle's rights, as CAP_GET would answer */
+	/* CREATE: the parent directory's attributes after it (its mtime and ctime moved; a
+	 * client may answer for the directory with them, as with any reply's attributes);
+	 * OPEN: zero (ino 0) */
+	struct lode_wire_attr parent;
 };
 _Static_assert(sizeof(struct lode_wire_open_rep) ==
-		   sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24 + 72,
+		   2 * sizeof(struct lode_wire_attr) + sizeof(struct lode_wire_layout) + 24 + 72,
 	       "open rep");
 _Static_assert(LODE_LAYOUT_TARGETS_MAX <= 64, "degraded is a 64-bit mask");
 

@@ -3,6 +3,8 @@
 # metrics (lode_requests_total by opcode), and what users rely on around each cut:
 #   - a create costs LOOKUP (the kernel's, of the new name), CREATE and the CLOSE that
 #     gives the lease back: no GETATTR after CREATE; and another mount finds the file
+#   - creates in a row cost no GETATTR of their directory (the CREATE reply carries its
+#     attributes), and the directory's mtime this mount shows is the MDS's
 #   - touch/chmod of an existing file: one SETATTR, no GETATTR after it; the new mtime
 #     and mode show on this mount and (after open) on the other
 #   - a read-only open and close: one OPEN, no CLOSE; the size and bytes the writer's
@@ -57,6 +59,15 @@ echo "   create of an empty file: $DELTA"
 [ "$TOTAL" -le 3 ] || fail "a create cost $TOTAL MDS requests (LOOKUP, CREATE, CLOSE at most): $DELTA"
 stat "$B/d/new" >/dev/null || fail "the other mount does not find the file just created"
 [ "$(stat -c %s "$B/d/new")" = 0 ] || fail "the other mount sees size $(stat -c %s "$B/d/new") of an empty file"
+
+echo "== creates in a row: the parent's attributes come with each CREATE, no GETATTR of it"
+counted sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do : >"$1/row$i"; done' sh "$A/d"
+echo "   10 creates: $DELTA"
+[ "$(n create)" -eq 10 ] || fail "10 creates sent $(n create) CREATEs: $DELTA"
+[ "$(n getattr)" -eq 0 ] || fail "10 creates in one directory cost $(n getattr) GETATTRs (of the parent): $DELTA"
+sleep 1.2 # the other mount's cached attributes of d expire
+[ "$(stat -c %.9Y:%a:%h "$A/d")" = "$(stat -c %.9Y:%a:%h "$B/d")" ] ||
+	fail "after the creates this mount shows d as $(stat -c %.9Y:%a:%h "$A/d"), the MDS (other mount) as $(stat -c %.9Y:%a:%h "$B/d")"
 
 echo "== utimes and chmod of an existing file: SETATTR only"
 stat "$A/d" >/dev/null # the kernel dropped the directory's attributes at the create
