@@ -296,9 +296,21 @@ int lode_ll_mknod(struct lode_client *c, uint64_t parent, const char *name, uint
 	return attr_reply(rc, &attr, st);
 }
 
-static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, uint8_t op)
+/* A reply's lode_wire_dirs_rep into after[0..n-1] (zero where it said nothing). */
+static void dirs_out(const struct lode_wire_dirs_rep *rep, struct lode_stat *after, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		memset(&after[i], 0, sizeof(after[i]));
+		if (rep->dir[i].ino)
+			lode_client_attr_to_stat(&rep->dir[i], &after[i]);
+	}
+}
+
+static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, uint8_t op,
+		     struct lode_stat *after)
 {
 	struct lode_wire_lookup_req req = {.parent = parent, .cred = lode_client_cred(c)};
+	struct lode_wire_dirs_rep rep;
 	char body[sizeof(req) + LODE_NAME_MAX];
 	size_t nlen = strlen(name);
 	uint32_t len;
@@ -309,23 +321,40 @@ static int ll_remove(struct lode_client *c, uint64_t parent, const char *name, u
 		return rc;
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
-	return lode_client_mds_call(c, op, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+	rc = lode_client_mds_call(c, op, body, len, NULL, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	if (!rc && after)
+		dirs_out(&rep, after, 1);
+	return rc;
 }
 
 int lode_ll_unlink(struct lode_client *c, uint64_t parent, const char *name)
 {
-	return ll_remove(c, parent, name, LODE_OP_UNLINK);
+	return ll_remove(c, parent, name, LODE_OP_UNLINK, NULL);
 }
 
 int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *name)
 {
-	return ll_remove(c, parent, name, LODE_OP_RMDIR);
+	return ll_remove(c, parent, name, LODE_OP_RMDIR, NULL);
+}
+
+int lode_ll_remove_dirs(struct lode_client *c, uint64_t parent, const char *name, int dir,
+			struct lode_stat *parent_after)
+{
+	return ll_remove(c, parent, name, dir ? LODE_OP_RMDIR : LODE_OP_UNLINK, parent_after);
 }
 
 int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uint64_t new_parent,
 		   const char *new_name, unsigned flags)
 {
+	return lode_ll_rename_dirs(c, parent, name, new_parent, new_name, flags, NULL);
+}
+
+int lode_ll_rename_dirs(struct lode_client *c, uint64_t parent, const char *name,
+			uint64_t new_parent, const char *new_name, unsigned flags,
+			struct lode_stat after[2])
+{
 	struct lode_wire_rename_req req = {.old_parent = parent, .new_parent = new_parent};
+	struct lode_wire_dirs_rep rep;
 	char body[sizeof(req) + 2 * LODE_NAME_MAX];
 	size_t alen = strlen(name), blen = strlen(new_name);
 	uint32_t len;
@@ -345,7 +374,11 @@ int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name, uin
 	req.flags = (flags & LODE_RENAME_NOREPLACE_FLAG ? LODE_RENAME_NOREPLACE : 0) |
 		    (flags & LODE_RENAME_EXCHANGE_FLAG ? LODE_RENAME_EXCHANGE : 0);
 	len = body2(body, &req, sizeof(req), name, alen, new_name, blen);
-	return lode_client_mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, NULL, 0, NULL, 0, NULL);
+	rc = lode_client_mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, &rep, sizeof(rep), NULL, 0,
+				  NULL);
+	if (!rc && after)
+		dirs_out(&rep, after, 2);
+	return rc;
 }
 
 int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const char *new_name,

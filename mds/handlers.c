@@ -150,6 +150,7 @@ struct wreq {
 		struct lode_wire_fsck_fix_rep fix;
 		struct lode_wire_cap_rep cap;
 		struct lode_wire_move_rep move;
+		struct lode_wire_dirs_rep dirs;
 	} rep;
 	size_t rep_len;
 };
@@ -405,27 +406,41 @@ static int run_mknod(struct wreq *w, struct lode_txn *t)
 			     r->mode, r->rdev, &w->rep.attr);
 }
 
+/* The reply of a change to directories a and b (0: none): their attributes after it. */
+static int reply_dirs(struct wreq *w, struct lode_txn *t, uint64_t a, uint64_t b)
+{
+	int rc = lode_ns_getattr(t, a, &w->rep.dirs.dir[0]);
+
+	if (!rc && b && b != a)
+		rc = lode_ns_getattr(t, b, &w->rep.dirs.dir[1]);
+	w->rep_len = sizeof(w->rep.dirs);
+	return rc;
+}
+
 static int run_unlink(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_lookup_req *r = w->msg.fixed;
+	int rc = lode_ns_unlink(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
 
-	return lode_ns_unlink(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
+	return rc ? rc : reply_dirs(w, t, r->parent, 0);
 }
 
 static int run_rmdir(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_lookup_req *r = w->msg.fixed;
+	int rc = lode_ns_rmdir(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
 
-	return lode_ns_rmdir(t, &r->cred, r->parent, w->msg.name[0].ptr, w->msg.name[0].len);
+	return rc ? rc : reply_dirs(w, t, r->parent, 0);
 }
 
 static int run_rename(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_rename_req *r = w->msg.fixed;
 	const struct lode_name *n = w->msg.name;
+	int rc = lode_ns_rename(t, &r->cred, r->old_parent, n[0].ptr, n[0].len, r->new_parent,
+				n[1].ptr, n[1].len, r->flags);
 
-	return lode_ns_rename(t, &r->cred, r->old_parent, n[0].ptr, n[0].len, r->new_parent,
-			      n[1].ptr, n[1].len, r->flags);
+	return rc ? rc : reply_dirs(w, t, r->old_parent, r->new_parent);
 }
 
 static int run_link(struct wreq *w, struct lode_txn *t)

@@ -108,6 +108,7 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	struct lode_setattr sa = {0};
 	struct lode_stat st;
 	int rc;
@@ -158,9 +159,9 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			goto err;
 		/* the reply carries the attributes after the change: no GETATTR after it
 		 * (the writes before it are committed; a writer's size stays the truth) */
-		lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
+		gen = lf_dirattr_begin(lf); /* a directory may change (fuse_dirattr.c) */
 		rc = lode_ll_setattr(lf->c, ino, &sa, &st);
-		lf_dirattr_forget(lf);
+		lf_dirattr_end(lf, gen, NULL, 0);
 		if (rc)
 			goto err;
 		lf_fix_size(lf, &st);

@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode-fuse: a directory's attributes as the last create in it left them.
+ * lode-fuse: a directory's attributes as the last create, unlink or rename in it left them.
  *
  * After every create the kernel drops what it knows of the parent directory's attributes
  * (its mtime moved) and asks for them again before the next path walk through it:
  * default_permissions checks search permission with them. That GETATTR was one of the
- * three MDS round trips of every create. The MDS's CREATE reply carries the parent's
- * attributes as they are after the create (lode_file_parent_stat), so the next GETATTR of
- * that directory is answered from them, once, within attr_timeout of the create: what a
- * GETATTR to the MDS would have said unless another client changed the directory since,
- * which attr_timeout allows for anyway.
+ * three MDS round trips of every create, and so for unlinks and renames. The MDS's
+ * CREATE, UNLINK, RMDIR and RENAME replies carry the directories' attributes as they are
+ * after the change (lode_file_parent_stat, lode_ll_remove_dirs, lode_ll_rename_dirs), so
+ * the next GETATTR of such a directory is answered from them, once, within attr_timeout:
+ * what a GETATTR to the MDS would have said unless another client changed the directory
+ * since, which attr_timeout allows for anyway.
  *
- * This mount's own other changes to any directory (unlink, rename, mkdir, setattr, ...)
- * forget every entry, at their start and their end (lf_dirattr_forget): a create whose
- * reply arrived around one of them keeps nothing, since its parent's attributes may be
- * from before it.
+ * Every change to a directory through this mount (create, unlink, rename, mkdir, setattr,
+ * xattrs, ...) runs between lf_dirattr_begin and lf_dirattr_end, each of which begins a
+ * new generation: an entry is good only in the generation its change ended in, so any
+ * later change makes it stale, and a change keeps what its reply said only if no other
+ * change began, ended or ran beside it (its reply might then be older than the other's
+ * effect at the MDS). Concurrent changes thus cost the GETATTR they always did.
  */
 #include <string.h>
 #include <time.h>
@@ -29,36 +32,35 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-uint64_t lf_dirattr_gen(struct lode_fuse *lf)
+uint64_t lf_dirattr_begin(struct lode_fuse *lf)
 {
 	uint64_t g;
 
 	pthread_mutex_lock(&lf->alock);
-	g = lf->agen;
+	lf->ainflight++;
+	g = ++lf->agen; /* every entry learned before is of an older generation now */
 	pthread_mutex_unlock(&lf->alock);
 	return g;
 }
 
-void lf_dirattr_forget(struct lode_fuse *lf)
+void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n)
 {
 	pthread_mutex_lock(&lf->alock);
-	lf->agen++; /* every entry learned before is of an older generation now */
-	pthread_mutex_unlock(&lf->alock);
-}
+	/* kept only when no other change ran beside this one: one that overlapped it may
+	 * have reached the MDS after it, and then these attributes are older than it */
+	bool alone = lf->ainflight == 1 && lf->agen == gen;
 
-void lf_dirattr_learn(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st)
-{
-	struct lf_dirattr *e = &lf->attrs[st->ino % LF_DIRATTR_SLOTS];
+	lf->agen++;
+	for (unsigned i = 0; alone && i < n; i++) {
+		struct lf_dirattr *e = &lf->attrs[st[i].ino % LF_DIRATTR_SLOTS];
 
-	pthread_mutex_lock(&lf->alock);
-	/* nothing changed through this mount since the create began; of two creates, the
-	 * later attributes win */
-	if (gen == lf->agen &&
-	    (e->gen != gen || e->st.ino != st->ino || e->st.ctime_ns <= st->ctime_ns)) {
-		e->st = *st;
-		e->gen = gen;
+		if (!st[i].ino)
+			continue;
+		e->st = st[i];
+		e->gen = lf->agen;
 		e->learned_s = now_s();
 	}
+	lf->ainflight--;
 	pthread_mutex_unlock(&lf->alock);
 }
 

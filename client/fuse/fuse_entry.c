@@ -49,14 +49,15 @@ void lf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	struct lode_stat st;
 	int rc;
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_mkdir(lf->c, parent, name, mode & 07777, &st);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -68,6 +69,7 @@ void lf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	struct lode_file *f;
 	struct lode_stat st;
 	int rc;
@@ -77,20 +79,20 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 	if (!S_ISREG(mode)) {
 		/* FIFOs, sockets, devices: stored with type and device number; the kernel
 		 * gives them their behaviour */
-		lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
+		gen = lf_dirattr_begin(lf); /* a directory changes (fuse_dirattr.c) */
 		rc = lode_ll_mknod(lf->c, parent, name, mode & (S_IFMT | 07777), (uint32_t)rdev,
 				   &st);
-		lf_dirattr_forget(lf);
+		lf_dirattr_end(lf, gen, NULL, 0);
 		if (rc)
 			lf_reply_err(req, rc);
 		else
 			lf_reply_entry(req, lf, &st);
 		return;
 	}
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_create(lf->c, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode & 07777, NULL,
 			    &f);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -104,6 +106,18 @@ void lf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 	lf_reply_entry(req, lf, &st);
 }
 
+/* UNLINK (dir 0) or RMDIR: the parent's attributes after it answer the kernel's next
+ * GETATTR of the parent (fuse_dirattr.c). */
+static int remove_entry(struct lode_fuse *lf, fuse_ino_t parent, const char *name, int dir)
+{
+	uint64_t gen = lf_dirattr_begin(lf);
+	struct lode_stat after;
+	int rc = lode_ll_remove_dirs(lf->c, parent, name, dir, &after);
+
+	lf_dirattr_end(lf, gen, &after, !rc && after.ino == parent);
+	return rc;
+}
+
 void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -111,9 +125,7 @@ void lf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
-	rc = lode_ll_unlink(lf->c, parent, name);
-	lf_dirattr_forget(lf);
+	rc = remove_entry(lf, parent, name, 0);
 	lf_reply_status(req, rc);
 }
 
@@ -124,9 +136,7 @@ void lf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
-	rc = lode_ll_rmdir(lf->c, parent, name);
-	lf_dirattr_forget(lf);
+	rc = remove_entry(lf, parent, name, 1);
 	lf_reply_status(req, rc);
 }
 
@@ -134,7 +144,9 @@ void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags)
 {
 	struct lode_fuse *lf = lf_req(req);
+	struct lode_stat after[2];
 	unsigned lflags = 0;
+	uint64_t gen;
 	int rc;
 
 	if (lf_refuse_ro(req, lf))
@@ -147,23 +159,25 @@ void lf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		lflags |= LODE_RENAME_NOREPLACE_FLAG;
 	if (flags & RENAME_EXCHANGE)
 		lflags |= LODE_RENAME_EXCHANGE_FLAG;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
-	rc = lode_ll_rename(lf->c, parent, name, newparent, newname, lflags);
-	lf_dirattr_forget(lf);
+	gen = lf_dirattr_begin(lf); /* the directories change (fuse_dirattr.c) */
+	rc = lode_ll_rename_dirs(lf->c, parent, name, newparent, newname, lflags, after);
+	/* their attributes after it answer the kernel's next GETATTRs of them */
+	lf_dirattr_end(lf, gen, after, !rc && after[0].ino == parent ? 2 : 0);
 	lf_reply_status(req, rc);
 }
 
 void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	struct lode_stat st;
 	int rc;
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_link(lf->c, ino, newparent, newname, &st);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;
@@ -175,14 +189,15 @@ void lf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 void lf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	struct lode_stat st;
 	int rc;
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	lf_dirattr_forget(lf); /* a directory changes (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory changes (fuse_dirattr.c) */
 	rc = lode_ll_symlink(lf->c, link, parent, name, &st);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;

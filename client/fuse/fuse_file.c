@@ -214,7 +214,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	int flags = fi->flags & ~O_ACCMODE, acc = fi->flags & O_ACCMODE;
 	struct lode_file *f = NULL;
 	bool readable = true, shared = false;
-	struct lode_stat st;
+	struct lode_stat st, pst;
 	struct lf_handle *h;
 	uint64_t gen;
 	int rc = -EEXIST;
@@ -226,7 +226,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	gen = lf_dirattr_gen(lf);
+	gen = lf_dirattr_begin(lf); /* the parent changes (fuse_dirattr.c) */
 	/* The kernel sends CREATE for a name its lookup just did not find: nearly always a new
 	 * file. Asked exclusively, a new file needs no truncate for O_TRUNC (one MDS commit
 	 * less for open(O_CREAT|O_TRUNC), as most programs create); a name that exists by
@@ -236,6 +236,8 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			       &readable);
 	if (rc == -EEXIST)
 		rc = create_rw(lf, parent, name, flags, acc, mode, &f, &readable);
+	/* the parent's attributes after the create answer the kernel's next GETATTR of it */
+	lf_dirattr_end(lf, gen, &pst, !rc && !lode_file_parent_stat(f, &pst) && pst.ino == parent);
 	if (rc == -EBUSY && !(flags & O_EXCL)) {
 		/* the file exists and this mount holds its lease (the kernel had no dentry
 		 * for it): share our writer, as an open would */
@@ -245,11 +247,6 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			rc = S_ISREG(st.mode) ? lf_writer_open(lf, st.ino, fi->flags, &h->w)
 					      : -EBUSY;
 	} else if (!rc) {
-		struct lode_stat pst;
-
-		/* the parent's attributes after the create, for the kernel's next GETATTR */
-		if (!lode_file_parent_stat(f, &pst) && pst.ino == parent)
-			lf_dirattr_learn(lf, gen, &pst);
 		rc = lf_writer_adopt(lf, f, readable, &h->w);
 		if (rc)
 			lode_close(f);

@@ -32,6 +32,7 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 		 int flags)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	unsigned lflags = 0;
 	int rc;
 
@@ -45,9 +46,9 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 		lflags |= LODE_XATTR_CREATE_FLAG;
 	if (flags & XATTR_REPLACE)
 		lflags |= LODE_XATTR_REPLACE_FLAG;
-	lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory may change (fuse_dirattr.c) */
 	rc = lode_ll_setxattr(lf->c, ino, name, value, size, lflags);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	lf_reply_status(req, rc);
 }
 
@@ -113,6 +114,7 @@ void lf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct lode_fuse *lf = lf_req(req);
+	uint64_t gen;
 	int rc;
 
 	if (lf_refuse_ro(req, lf))
@@ -121,8 +123,8 @@ void lf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	lf_dirattr_forget(lf); /* a directory may change (fuse_dirattr.c) */
+	gen = lf_dirattr_begin(lf); /* a directory may change (fuse_dirattr.c) */
 	rc = lode_ll_removexattr(lf->c, ino, name);
-	lf_dirattr_forget(lf);
+	lf_dirattr_end(lf, gen, NULL, 0);
 	lf_reply_status(req, rc);
 }

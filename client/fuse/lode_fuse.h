@@ -131,7 +131,7 @@ struct lf_odir {
 	struct lf_odir *next;
 };
 
-/* A directory's attributes from a CREATE reply, and when (fuse_dirattr.c). */
+/* A directory's attributes from a reply, and when (fuse_dirattr.c). */
 #define LF_DIRATTR_SLOTS 64
 struct lf_dirattr {
 	struct lode_stat st; /* st.ino 0: empty */
@@ -159,21 +159,21 @@ struct lode_fuse {
 
 	pthread_mutex_t alock;
 	uint64_t agen;				   /* protected by alock */
+	unsigned ainflight;			   /* protected by alock: changes running */
 	struct lf_dirattr attrs[LF_DIRATTR_SLOTS]; /* protected by alock */
 
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
 	atomic_int readahead_set; /* 1 once the readahead of the mount was set */
 };
 
-/* fuse_dirattr.c: a directory's attributes from the last create in it, for the kernel's
- * next GETATTR of it. Any thread. */
-/* The generation to pass to lf_dirattr_learn: take it before the create's MDS call. */
-uint64_t lf_dirattr_gen(struct lode_fuse *lf);
-/* Keeps st (a directory's attributes from a CREATE reply) unless this mount changed a
- * directory since gen was taken. */
-void lf_dirattr_learn(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
-/* Forgets every entry: call before and after any other change to a directory. */
-void lf_dirattr_forget(struct lode_fuse *lf);
+/* fuse_dirattr.c: a directory's attributes from the last create, unlink or rename in it,
+ * for the kernel's next GETATTR of it. Any thread. */
+/* Before a change to directories (a create, unlink, rename, mkdir, setattr, xattr): its
+ * generation. */
+uint64_t lf_dirattr_begin(struct lode_fuse *lf);
+/* After it (whatever its result): st[0..n) are the directories' attributes its reply gave
+ * (ino 0: none), kept unless another change ran beside it. */
+void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n);
 /* The entry for ino, taken (it answers once), and the seconds left of attr_timeout. */
 bool lf_dirattr_take(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 

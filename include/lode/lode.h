@@ -502,6 +502,15 @@ LODE_API int lode_ll_rmdir(struct lode_client *c, uint64_t parent, const char *n
 /* As lode_rename, for name in parent to new_name in new_parent. */
 LODE_API int lode_ll_rename(struct lode_client *c, uint64_t parent, const char *name,
 			    uint64_t new_parent, const char *new_name, unsigned flags);
+/* lode_ll_unlink (dir 0) or lode_ll_rmdir (dir 1) that also gives the parent's attributes
+ * after the change in *parent_after. */
+LODE_API int lode_ll_remove_dirs(struct lode_client *c, uint64_t parent, const char *name, int dir,
+				 struct lode_stat *parent_after);
+/* lode_ll_rename that also gives the attributes after it of parent in after[0] and of
+ * new_parent, when it is another directory, in after[1] (else ino 0). */
+LODE_API int lode_ll_rename_dirs(struct lode_client *c, uint64_t parent, const char *name,
+				 uint64_t new_parent, const char *new_name, unsigned flags,
+				 struct lode_stat after[2]);
 /* Adds new_name in new_parent as a name of ino; st (may be NULL) receives its attributes.
  * -ESTALE when ino is gone or has no name left (as lode_ll_open). */
 LODE_API int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent,

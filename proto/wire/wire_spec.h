@@ -419,12 +419,22 @@ struct lode_wire_mknod_req {
 };
 _Static_assert(sizeof(struct lode_wire_mknod_req) == 168, "mknod req");
 
-/* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: empty. */
+/* UNLINK, RMDIR: body = lode_wire_lookup_req + name. Reply: lode_wire_dirs_rep (dir[0]:
+ * the parent). */
+
+/* The directories a change moved the mtime and ctime of, as they are after it: a client
+ * may answer for them with these, as with any reply's attributes. An unused one is zero
+ * (ino 0). */
+struct lode_wire_dirs_rep {
+	struct lode_wire_attr dir[2];
+};
+_Static_assert(sizeof(struct lode_wire_dirs_rep) == 160, "dirs rep");
 
 #define LODE_RENAME_NOREPLACE 0x1u
 #define LODE_RENAME_EXCHANGE  0x2u
 
-/* RENAME: body = req + old name + new name. Reply: empty. */
+/* RENAME: body = req + old name + new name. Reply: lode_wire_dirs_rep (dir[0]: the old
+ * parent, dir[1]: the new one when it is another). */
 struct lode_wire_rename_req {
 	uint64_t old_parent;
 	uint64_t new_parent;

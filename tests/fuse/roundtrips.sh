@@ -3,8 +3,8 @@
 # metrics (lode_requests_total by opcode), and what users rely on around each cut:
 #   - a create costs LOOKUP (the kernel's, of the new name), CREATE and the CLOSE that
 #     gives the lease back: no GETATTR after CREATE; and another mount finds the file
-#   - creates in a row cost no GETATTR of their directory (the CREATE reply carries its
-#     attributes), and the directory's mtime this mount shows is the MDS's
+#   - creates, renames and unlinks in a row cost no GETATTR of their directories (the
+#     replies carry their attributes), and the mtimes this mount shows are the MDS's
 #   - touch/chmod of an existing file: one SETATTR, no GETATTR after it; the new mtime
 #     and mode show on this mount and (after open) on the other
 #   - a read-only open and close: one OPEN, no CLOSE; the size and bytes the writer's
@@ -60,14 +60,28 @@ echo "   create of an empty file: $DELTA"
 stat "$B/d/new" >/dev/null || fail "the other mount does not find the file just created"
 [ "$(stat -c %s "$B/d/new")" = 0 ] || fail "the other mount sees size $(stat -c %s "$B/d/new") of an empty file"
 
-echo "== creates in a row: the parent's attributes come with each CREATE, no GETATTR of it"
+echo "== creates, renames, unlinks in a row: the directory's attributes come with each reply"
 counted sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do : >"$1/row$i"; done' sh "$A/d"
 echo "   10 creates: $DELTA"
 [ "$(n create)" -eq 10 ] || fail "10 creates sent $(n create) CREATEs: $DELTA"
 [ "$(n getattr)" -eq 0 ] || fail "10 creates in one directory cost $(n getattr) GETATTRs (of the parent): $DELTA"
+counted sh -c 'for i in 1 2 3 4 5; do mv "$1/row$i" "$1/moved$i"; done' sh "$A/d"
+echo "   5 renames: $DELTA"
+[ "$(n rename)" -eq 5 ] && [ "$(n getattr)" -eq 0 ] || fail "5 renames in one directory cost $DELTA (no GETATTR expected)"
+counted sh -c 'for i in 6 7 8 9 10; do rm "$1/row$i"; done' sh "$A/d"
+echo "   5 unlinks: $DELTA"
+[ "$(n unlink)" -eq 5 ] && [ "$(n getattr)" -eq 0 ] || fail "5 unlinks in one directory cost $DELTA (no GETATTR expected)"
 sleep 1.2 # the other mount's cached attributes of d expire
 [ "$(stat -c %.9Y:%a:%h "$A/d")" = "$(stat -c %.9Y:%a:%h "$B/d")" ] ||
-	fail "after the creates this mount shows d as $(stat -c %.9Y:%a:%h "$A/d"), the MDS (other mount) as $(stat -c %.9Y:%a:%h "$B/d")"
+	fail "after the changes this mount shows d as $(stat -c %.9Y:%a:%h "$A/d"), the MDS (other mount) as $(stat -c %.9Y:%a:%h "$B/d")"
+mkdir "$A/d/sub"
+stat "$A/d/sub" >/dev/null
+counted mv "$A/d/moved1" "$A/d/sub/moved1"
+echo "   a rename into a subdirectory: $DELTA"
+[ "$(n getattr)" -eq 0 ] || fail "a rename between two directories cost $DELTA (no GETATTR expected)"
+sleep 1.2
+[ "$(stat -c %.9Y "$A/d/sub")" = "$(stat -c %.9Y "$B/d/sub")" ] ||
+	fail "after the rename this mount shows d/sub's mtime as $(stat -c %.9Y "$A/d/sub"), the MDS as $(stat -c %.9Y "$B/d/sub")"
 
 echo "== utimes and chmod of an existing file: SETATTR only"
 stat "$A/d" >/dev/null # the kernel dropped the directory's attributes at the create

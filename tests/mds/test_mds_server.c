@@ -321,14 +321,21 @@ static void test_unlinked_files_become_orphans_for_their_targets(void **state)
 	struct lode_wire_objid ids[16];
 	struct lode_wire_orphan_list_rep rep;
 	struct lode_wire_open_rep o;
+	struct lode_wire_dirs_rep dirs;
 	uint64_t d = mkdir_at(LODE_MDS_ROOT_INO, "orph"), dlen;
 	struct lode_wire_lookup_req u = {.parent = d, .name_len = 1};
 	struct lode_wire_orphan_req q = {.target_id = 1, .max = 16};
 
 	(void)state;
 	assert_int_equal(create_at(d, "f", LODE_OPEN_EXCL, &o), 0);
-	assert_int_equal(
-	    call(LODE_OP_UNLINK, &u, sizeof(u), "f", NULL, NULL, 0, NULL, 0, NULL, 0, NULL), 0);
+	/* the replies carry the parent's attributes after the change */
+	assert_int_equal(o.parent.ino, d);
+	assert_int_equal(call(LODE_OP_UNLINK, &u, sizeof(u), "f", NULL, NULL, 0, &dirs,
+			      sizeof(dirs), NULL, 0, NULL),
+			 0);
+	assert_int_equal(dirs.dir[0].ino, d);
+	assert_true(dirs.dir[0].mtime_ns >= o.parent.mtime_ns);
+	assert_int_equal(dirs.dir[1].ino, 0);
 	assert_int_equal(call(LODE_OP_ORPHAN_LIST, &q, sizeof(q), NULL, NULL, NULL, 0, &rep,
 			      sizeof(rep), ids, sizeof(ids), &dlen),
 			 0);
