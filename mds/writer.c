@@ -63,6 +63,8 @@ static int sync_now(struct lode_writer *w)
 	if (!rc) {
 		w->unsynced_ms = 0;
 		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
+	} else if (!w->unsynced_ms) {
+		w->unsynced_ms = now_ms(); /* committed, not durable: try again */
 	}
 	return rc;
 }
