@@ -13,13 +13,20 @@
 
 #include "lode_fuse.h"
 
-static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st)
+/* Answers with st, which the kernel may trust for ttl seconds. */
+static void reply_attr_for(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st,
+			   double ttl)
 {
 	struct stat attr;
 
 	lf_ok(lf);
 	lf_stat_to_attr(st, &attr);
-	fuse_reply_attr(req, &attr, lf->o.attr_timeout);
+	fuse_reply_attr(req, &attr, ttl);
+}
+
+static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_stat *st)
+{
+	reply_attr_for(req, lf, st, lf->o.attr_timeout);
 }
 
 void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -31,12 +38,10 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)fi;
 	if (lf_dirattr_take(lf, ino, &st, &ttl)) {
-		/* a directory a create of ours just changed: its reply said how it is now */
-		struct stat attr;
-
-		lf_ok(lf);
-		lf_stat_to_attr(&st, &attr);
-		fuse_reply_attr(req, &attr, ttl);
+		/* a directory a create, unlink or rename of ours just changed: its reply said
+		 * how it is now, for the rest of attr_timeout */
+		lf_odir_note(lf, &st);
+		reply_attr_for(req, lf, &st, ttl);
 		return;
 	}
 	rc = lf_getattr(lf, ino, &st);
