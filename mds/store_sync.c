@@ -250,8 +250,7 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 	snprintf(path, sizeof(path), "%s/data.sync", dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		goto out; /* none yet (a new store, or one an older lode-mds wrote: it synced all)
-			   */
+		goto out; /* none yet: an older lode-mds synced every commit */
 	for (int i = 0; i < 2; i++) {
 		if (slot_read(fd, (unsigned)i, buf[i]))
 			continue;

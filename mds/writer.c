@@ -63,8 +63,8 @@ static int sync_now(struct lode_writer *w)
 	if (!rc) {
 		w->unsynced_ms = 0;
 		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
-	} else if (!w->unsynced_ms) {
-		w->unsynced_ms = now_ms(); /* committed, not durable: try again */
+	} else {
+		w->unsynced_ms = now_ms(); /* committed, not durable: try again in a while */
 	}
 	return rc;
 }
@@ -156,8 +156,7 @@ static void *writer_main(void *arg)
 			/* lazy changes wait at most LODE_WRITER_LAZY_MS for a sync */
 			if (now_ms() >= w->unsynced_ms + LODE_WRITER_LAZY_MS) {
 				pthread_mutex_unlock(&w->lock);
-				if (sync_now(w))
-					w->unsynced_ms = now_ms(); /* try again later */
+				sync_now(w);
 				pthread_mutex_lock(&w->lock);
 				continue;
 			}
