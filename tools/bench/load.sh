@@ -9,15 +9,24 @@
 # OSS warm (the objects in the OSS's page cache, the client's dropped) and cold (every
 # cache dropped first), each figure the median of RUNS, the contenders taking turns:
 #   liblode plain read   lode_io: one lode_pread of the whole file into one buffer
-#   loader               lodectl load --to host (liblode-loader: lode_read_stream, in place)
+#   loader               lode_io --stream 1: lode_read_stream of the whole file, the path
+#                        liblode-loader takes to the host (pieces verified, in place)
+#   lodectl load         lodectl load --to host: the same, into memory it allocates
 #   python loader        lode.safetensors.load (numpy arrays) over liblode
 #   mount read()         fs_io model: pread of every tensor through lode-fuse
 #   mount mmap           fs_io model --mmap: every page of every tensor touched
 #   python on the mount  lode.safetensors.load_local over lode-fuse (the same loader,
 #                        reading the file with readinto)
+# The loader, the plain read and read() land in memory the process already holds (faulted
+# in before the clock starts), so they differ only in how the bytes arrive; mmap needs
+# none. lodectl load and the Python loaders pay for fresh memory: on a VM whose host
+# reclaims freed guest memory, first-touching 2 GiB alone took 0.7 to 3.3 s here, which
+# swamps every other difference. Cold, a ceiling: the disk read of the model's objects,
+# one dd per stripe at once (what any reader of the file can reach).
 # Then many servers loading one model: 8 processes at once, cold, load a PROCS GiB model
-# (8 loaders over liblode; 8 readers over 2 lode-fuse mounts), with the aggregate rate and
-# the bytes the OSS processes read from disk per byte delivered (/proc/PID/io).
+# (8 lodectl load; 8 fs_io readers over 2 lode-fuse mounts; each process gets its memory
+# inside the wall time), with the aggregate rate and the bytes the OSS processes read from
+# disk per byte delivered (/proc/PID/io).
 # With --moosefs, MooseFS (tools/bench/peers/moosefs.sh, one copy) runs the mount figures
 # and the Python loader over its mount, in the same run.
 #
@@ -34,7 +43,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) runs=$2; shift 2 ;;
 	--moosefs) moosefs=1; shift ;;
 	--out) out=$2; shift 2 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,33p' "$0"; exit 0 ;;
 	*) echo "load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -75,7 +84,9 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 # Each contender prints the seconds it took to load the whole model (or its data).
 t_plain() { "$build/tools/bench/lode_io" --mds "$mds" read --threads 1 --req "$2" "$1" |
 	sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
-t_loader() { lodectl load "$1" --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["seconds"])'; }
+t_loader() { "$build/tools/bench/lode_io" --mds "$mds" read --threads 1 --req "$2" --stream 1 "$1" |
+	sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
+t_lodectl() { lodectl load "$1" --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["seconds"])'; }
 t_python() { "$py" - "$1" <<-'EOF'
 	import sys, time, lode, lode.safetensors as st
 	c = lode.Client()
@@ -89,6 +100,22 @@ t_python_local() { "$py" - "$1" <<-'EOF'
 	t = time.monotonic(); st.load_local(sys.argv[1])
 	print(time.monotonic() - t)
 	EOF
+}
+# The disk's own rate for this file: one copy of each stripe's object read by dd at once
+# (objects/XX/INODE.GENERATION.STRIPE in the OSS directories), seconds for all of them.
+t_disk() {
+	local ino files=() s f t0 t1
+	ino=$(lodectl stat /model.safetensors --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["inode"])')
+	for s in 0 1 2; do
+		f=$(find "$work"/cluster/oss*/objects -name "$(printf '%016x.*.%08x' "$ino" "$s")" | head -1)
+		[[ -n $f ]] && files+=("$f")
+	done
+	((${#files[@]} == 3)) || { echo "load.sh: the model's objects not found" >&2; return 1; }
+	t0=$(date +%s.%N)
+	for f in "${files[@]}"; do dd if="$f" of=/dev/null bs=4M status=none & done
+	wait
+	t1=$(date +%s.%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN{ printf "%.6f\n", b - a }'
 }
 t_fs() { "$build/tools/bench/fs_io" model --drop "$@" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
 
@@ -138,17 +165,21 @@ for cache in warm cold; do
 	for r in $(seq "$runs"); do
 		log "round $r, OSS $cache"
 		sample "liblode plain read, $cache" "$bytes" "$cache" t_plain /model.safetensors "$bytes"
-		sample "loader (lodectl load), $cache" "$bytes" "$cache" t_loader /model.safetensors
+		sample "loader (lode_read_stream), $cache" "$bytes" "$cache" t_loader /model.safetensors "$bytes"
+		sample "lodectl load, fresh memory, $cache" "$bytes" "$cache" t_lodectl /model.safetensors
 		sample "python loader over liblode, $cache" "$bytes" "$cache" t_python /model.safetensors
 		sample "mount read(), $cache" "$bytes" "$cache" t_fs "$mnt/model.safetensors"
 		sample "mount mmap, $cache" "$bytes" "$cache" t_fs --mmap "$mnt/model.safetensors"
 		sample "python loader on the mount, $cache" "$bytes" "$cache" t_python_local "$mnt/model.safetensors"
 	done
-	for n in "liblode plain read" "loader (lodectl load)" "python loader over liblode" \
+	for n in "liblode plain read" "loader (lode_read_stream)" "lodectl load, fresh memory" \
+		"python loader over liblode" \
 		"mount read()" "mount mmap" "python loader on the mount"; do
 		report "$n, $cache" "$bytes"
 	done
 done
+for r in $(seq "$runs"); do sample "disk: the objects, one dd per stripe, cold" "$bytes" cold t_disk; done
+report "disk: the objects, one dd per stripe, cold" "$bytes"
 
 # many servers loading one model, cold
 oss_read() { local t=0; for p in "$work"/cluster/oss*/pid; do
@@ -201,13 +232,19 @@ fi
 	echo "ratios (loader over the contender, same cache state; above 1: the loader is faster)"
 	for cache in warm cold; do
 		get() { awk -F'\t' -v n="$1, $cache" '$1 == n { print $2 }' "$results"; }
-		L=$(get "loader (lodectl load)") P=$(get "liblode plain read") R=$(get "mount read()") M=$(get "mount mmap")
+		L=$(get "loader (lode_read_stream)") P=$(get "liblode plain read") R=$(get "mount read()") M=$(get "mount mmap")
 		PY=$(get "python loader over liblode") PM=$(get "python loader on the mount")
 		best=$(awk -v a="$R" -v b="$M" 'BEGIN{ print (a < b) ? a : b }')
 		awk -v c="$cache" -v l="$L" -v p="$P" -v b="$best" -v py="$PY" -v pm="$PM" 'BEGIN{
 			printf "  %-5s loader / liblode plain read            %.2fx (target >= 0.9)\n", c, p / l
 			printf "  %-5s loader / better of mount read(), mmap  %.2fx (target >= 2)\n", c, b / l
 			printf "  %-5s python loader: liblode / the mount     %.2fx\n", c, pm / py }'
+		if [[ $cache == cold ]]; then
+			D=$(get "disk: the objects, one dd per stripe")
+			awk -v l="$L" -v d="$D" -v b="$best" 'BEGIN{
+				printf "  cold  loader / the disk ceiling              %.2fx (at most about 1)\n", d / l
+				printf "  cold  the disk ceiling / better of the mount %.2fx (the most any reader could gain)\n", b / d }'
+		fi
 		if ((moosefs)); then
 			MF=$(get "python loader on moosefs")
 			awk -v c="$cache" -v py="$PY" -v mf="$MF" 'BEGIN{
