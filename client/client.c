@@ -132,9 +132,10 @@ static bool no_answer(int rc)
  */
 #define MDS_RESTART_GRACE_MS 3000
 
-int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
-			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
-			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
+static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *body,
+		    uint32_t body_len, const struct iovec *data, int data_iovcnt, void *reply,
+		    uint32_t reply_max, void *reply_data, uint64_t reply_data_max,
+		    uint64_t *reply_data_len)
 {
 	uint64_t deadline = lode_now_ms() + c->timeout_ms;
 	unsigned backoff = 20;
@@ -151,7 +152,7 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 		    .reply_body_max = reply_max,
 		    .reply_data = reply_data,
 		    .reply_data_max = reply_data_max,
-		    .lazy = c->lazy && lode_op_may_be_lazy(op),
+		    .lazy = lazy,
 		};
 		uint64_t now, gone, until;
 
@@ -191,6 +192,21 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 			return -EPROTO;
 		return rc;
 	}
+}
+
+int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
+			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
+{
+	return mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, data,
+			data_iovcnt, reply, reply_max, reply_data, reply_data_max, reply_data_len);
+}
+
+int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
+			    uint32_t body_len, void *reply, uint32_t reply_max)
+{
+	return mds_call(c, op, lazy && lode_op_may_be_lazy(op), body, body_len, NULL, 0, reply,
+			reply_max, NULL, 0, NULL);
 }
 
 /* ---- targets ---- */

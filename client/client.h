@@ -144,6 +144,13 @@ struct lode_wire_cred lode_client_cred(const struct lode_client *c);
 int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
 			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
 			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
+/* The same without data, lazy or durable whatever the client's lazy_namespace. Lazy: the
+ * MDS answers once the change is applied, before it is durable (LODE_WIRE_F_LAZY), for a
+ * change no caller was promised durability of (a close's size, say); the next durable
+ * request or SYNC of any client makes it durable, and the MDS does within
+ * LODE_WRITER_LAZY_MS. An op that cannot be lazy is sent durable. */
+int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
+			    uint32_t body_len, void *reply, uint32_t reply_max);
 
 /* The connection to a target; refreshes the target list from the MDS if unknown. */
 int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
@@ -185,8 +192,10 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep *rep,
 			 uint64_t sent_ms, int flags, struct lode_file **out);
 void lode_client_file_free(struct lode_file *f);
-/* Sends COMMIT (op LODE_OP_COMMIT) or CLOSE with the size and mtime this handle knows. */
-int lode_client_file_commit(struct lode_file *f, uint8_t op);
+/* Sends COMMIT (op LODE_OP_COMMIT) or CLOSE with the size and mtime this handle knows;
+ * durable: answered only once durable (fsync, truncate), else once visible (close, flush,
+ * a lease renewal: close-to-open needs the size seen, not kept across a power cut). */
+int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable);
 /* Renews the write lease once half of it has passed (from the write path). */
 int lode_client_file_lease_renew_if_due(struct lode_file *f);
 /* Copies found failing (any thread; never blocks) and their report to the MDS (caller

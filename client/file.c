@@ -178,8 +178,9 @@ int lode_fsync(struct lode_file *f)
 			return rc;
 		}
 	}
-	rc = lode_client_file_commit(f, LODE_OP_COMMIT);
-	return rc ? rc : lode_sync(f->c); /* a lazy client's COMMIT was not durable yet */
+	/* durable, and so is everything committed before it: this handle's earlier lazy
+	 * COMMITs (close, flush) and those of other clients */
+	return lode_client_file_commit(f, LODE_OP_COMMIT, true);
 }
 
 int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st)
@@ -192,8 +193,8 @@ int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st)
 
 int lode_sync(struct lode_client *c)
 {
-	if (!c->lazy)
-		return 0; /* every change it was answered for is durable */
+	/* also on a durable client: closes (its own and others') are answered before they
+	 * are durable */
 	return lode_client_mds_call(c, LODE_OP_SYNC, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL);
 }
 
@@ -206,7 +207,7 @@ int lode_flush(struct lode_file *f)
 	pthread_mutex_lock(&f->lock);
 	dirty = f->dirty_meta;
 	pthread_mutex_unlock(&f->lock);
-	return dirty ? lode_client_file_commit(f, LODE_OP_COMMIT) : 0;
+	return dirty ? lode_client_file_commit(f, LODE_OP_COMMIT, false) : 0;
 }
 
 int lode_ftruncate(struct lode_file *f, uint64_t size)
@@ -229,7 +230,7 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 		 * the OSS's page cache only: the next fsync must sync them all */
 		f->dirty_stripes = ~0ull;
 		pthread_mutex_unlock(&f->lock);
-		rc = lode_client_file_commit(f, LODE_OP_COMMIT);
+		rc = lode_client_file_commit(f, LODE_OP_COMMIT, true);
 	}
 	pthread_rwlock_unlock(&f->rw);
 	return rc;
@@ -288,7 +289,7 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&f->lock);
 	f->dirty_meta = true;
 	pthread_mutex_unlock(&f->lock);
-	return lode_client_file_commit(f, LODE_OP_COMMIT);
+	return lode_client_file_commit(f, LODE_OP_COMMIT, true);
 }
 
 int lode_close(struct lode_file *f)
@@ -300,7 +301,8 @@ int lode_close(struct lode_file *f)
 	lode_client_readahead_free(f);
 	/* a read handle holds nothing at the MDS (no lease, nothing to commit: its CLOSE
 	 * would only answer the attributes), so its close costs no round trip */
-	rc = (f->flags & O_ACCMODE) == O_RDONLY ? 0 : lode_client_file_commit(f, LODE_OP_CLOSE);
+	rc = (f->flags & O_ACCMODE) == O_RDONLY ? 0
+						: lode_client_file_commit(f, LODE_OP_CLOSE, false);
 	lode_client_file_free(f);
 	return rc;
 }

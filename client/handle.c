@@ -52,7 +52,7 @@ void lode_client_file_free(struct lode_file *f)
 }
 
 /* Sends COMMIT (or CLOSE) with the size and mtime this handle knows. */
-int lode_client_file_commit(struct lode_file *f, uint8_t op)
+int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)
 {
 	struct lode_wire_commit_req req = {.ino = f->ino, .handle = f->handle};
 	struct lode_wire_attr attr;
@@ -72,8 +72,7 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op)
 	/* what the data takes now, for st_blocks; unmeasured (0) if a target did not say */
 	if (req.commit && !lode_client_objects_stored(f, &stored))
 		req.blocks_p1 = 1 + (stored + 511) / 512;
-	rc = lode_client_mds_call(f->c, op, &req, sizeof(req), NULL, 0, &attr, sizeof(attr), NULL,
-				  0, NULL);
+	rc = lode_client_mds_call_as(f->c, op, !durable, &req, sizeof(req), &attr, sizeof(attr));
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns) {
@@ -159,5 +158,5 @@ int lode_client_file_lease_renew_if_due(struct lode_file *f)
 	due = f->lease_ms && lode_now_ms() - f->lease_renewed_ms > f->lease_ms / 2;
 	pthread_mutex_unlock(&f->lock);
 	/* a commit renews the lease and publishes the size written so far */
-	return due ? lode_client_file_commit(f, LODE_OP_COMMIT) : 0;
+	return due ? lode_client_file_commit(f, LODE_OP_COMMIT, false) : 0;
 }

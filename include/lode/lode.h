@@ -356,15 +356,17 @@ LODE_API uint64_t lode_readahead_bytes(const struct lode_file *f);
  * during the call. */
 LODE_API ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes everything written durable on every live copy and commits the size and mtime to
- * the MDS. Returns 0 (also for a read-only handle) or -errno (-EIO: a stripe has no copy
- * left that took it). */
+ * the MDS, durably (a read-only handle: lode_sync). Returns 0 or -errno (-EIO: a stripe
+ * has no copy left that took it). */
 LODE_API int lode_fsync(struct lode_file *f);
-/* Makes every namespace change this client was answered for durable at the MDS (for a
- * client with lazy_namespace; on others they are already). Returns 0 or -errno. */
+/* Makes every change the MDS has answered for durable: this client's lazy namespace
+ * changes (lazy_namespace) and the sizes that closes and flushes published, of every
+ * client (one round trip; a sync at the MDS only if something is not durable yet).
+ * Returns 0 or -errno. */
 LODE_API int lode_sync(struct lode_client *c);
 /* Commits the size and mtime written so far to the MDS (what a reader opening after this
- * sees), without making the data durable: close-to-open without the cost of fsync.
- * Returns 0 (also when there is nothing to commit) or -errno. */
+ * sees), without making the data or the size durable (lode_fsync does): close-to-open
+ * without the cost of a sync. Returns 0 (also when there is nothing to commit) or -errno. */
 LODE_API int lode_flush(struct lode_file *f);
 /* Sets the size of an open file, cutting or extending with zeros: objects first, then
  * metadata (committed at once). Returns 0, -EBADF (read-only handle), -EFBIG, ... */
@@ -377,7 +379,8 @@ LODE_API int lode_ftruncate(struct lode_file *f, uint64_t size);
  * -EBADF (read-only handle), -EINVAL (len 0), -EFBIG, -ENOSPC, -EOPNOTSUPP (another mode,
  * or a target whose file system cannot reserve), ... */
 LODE_API int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len);
-/* Commits size and mtime if written, releases the lease and frees f. Returns the first
+/* Commits size and mtime if written (visible at once, durable with the next lode_fsync or
+ * lode_sync, or within a second), releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. Closing a read-only
  * handle sends nothing to the MDS (it holds nothing there) and returns 0. */
 LODE_API int lode_close(struct lode_file *f);

@@ -4,6 +4,8 @@
 #   - lazy creates cost the MDS no sync each (lode_mds_syncs_total), durable ones (the
 #     other mount, the default) one each; both mounts see every file at once
 #   - fsync of a directory reaches the MDS (SYNC) and makes them durable
+#   - a close publishes a file's size at once but costs no sync, on a durable mount too;
+#     fsync, even of a read-only handle, makes it durable
 #   - kill -9 of the MDS loses no lazily answered change (its page cache keeps them)
 #   - a restart of the machine (simulated: the MDS comes back with another boot id) keeps
 #     everything the fsyncdir covered, and the store it opens is whole (lodectl fsck)
@@ -60,6 +62,23 @@ fsyncdir "$A/d"
 q1=$(sync_requests)
 [ $((q1 - q0)) -eq 1 ] || fail "fsyncdir on the lazy mount sent $((q1 - q0)) SYNC requests"
 
+echo "== a close publishes the size at once without a sync, on a durable mount too"
+s0=$(syncs)
+"$PYTHON" -c 'import os, sys
+for i in range(50):
+    fd = os.open(f"{sys.argv[1]}/small{i}", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, bytes([i]) * 65536)
+    os.close(fd)' "$B/d"
+s1=$(syncs)
+echo "   syncs during 50 durable creates of 64 KiB files, each closed: $((s1 - s0))"
+[ $((s1 - s0)) -lt 75 ] || fail "50 written and closed files cost $((s1 - s0)) syncs: a close should cost none"
+sizes=$(stat -c %s "$A"/d/small* | sort -u)
+[ "$sizes" = 65536 ] || fail "the other mount sees sizes '$sizes' after the closes, not 65536"
+q0=$(sync_requests)
+"$PYTHON" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd); os.close(fd)' "$B/d/small7"
+q1=$(sync_requests)
+[ $((q1 - q0)) -eq 1 ] || fail "fsync of a read-only file on the durable mount sent $((q1 - q0)) SYNC requests, not 1"
+
 echo "== kill -9 of the MDS right after lazy creates loses none"
 mkfiles "$A/d" killed 100
 restart_mds
@@ -74,5 +93,10 @@ restart_mds LODE_MDS_BOOT_ID="another boot of $(hostname)"
 [ "$(count "$B/d" synced)" -eq 100 ] || fail "after a simulated reboot, $(count "$B/d" synced) of 100 fsyncdir'ed creates are left"
 [ "$(count "$B/d" killed)" -eq 100 ] || fail "after a simulated reboot, $(count "$B/d" killed) of 100 earlier creates are left"
 echo "   unsynced lazy creates left: $(count "$B/d" unsynced) of 100 (the MDS: $(grep -c 'restarted before' "$WORK/mds.log") rollback)"
+"$PYTHON" -c 'import sys
+for i in range(50):
+    with open(f"{sys.argv[1]}/small{i}", "rb") as f:
+        assert f.read() == bytes([i]) * 65536, f"small{i} changed across the simulated reboot"' "$B/d" ||
+	fail "the fsynced 64 KiB files did not survive the simulated reboot whole"
 "$LODECTL" fsck >"$WORK/fsck.txt" 2>&1 || fail "fsck after the simulated reboot: $(tail -n 5 "$WORK/fsck.txt")"
 echo "PASS"
