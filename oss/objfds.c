@@ -19,7 +19,7 @@
 
 /*
  * Opens an object's data and checksum files. With create, an absent object is created
- * empty (and its directory fsynced before anything is written to it). Returns 0, -ENOENT
+ * empty (durable only with its first fsync). Returns 0, -ENOENT
  * (absent, !create) or -errno.
  */
 static int pair_open(struct lode_objstore *st, const struct lode_wire_objid *id, bool create,
@@ -52,20 +52,15 @@ static int pair_open(struct lode_objstore *st, const struct lode_wire_objid *id,
 		err = -errno;
 		goto err_data;
 	}
-	if (created) {
-		if (fsync(dirfd) < 0) {
-			err = -errno;
-			goto err_sum;
-		}
+	/* the new name is made durable by the object's first fsync (objio.c), which
+	 * syncs its directory too: nothing on the write path waits for a journal commit */
+	if (created)
 		atomic_fetch_add(&st->count, 1);
-	}
 	pthread_mutex_unlock(lock);
 	*dfd_out = dfd;
 	*sfd_out = sfd;
 	return 0;
 
-err_sum:
-	close(sfd);
 err_data:
 	close(dfd);
 	if (created) {

@@ -24,6 +24,7 @@ enum op_stage {
 	ST_WRITEBACK,
 	ST_SYNC_DATA,
 	ST_SYNC_SUMS,
+	ST_SYNC_DIR,
 	ST_READ_DATA,
 	ST_READ_SUMS,
 	ST_TRUNC_READ_CHUNK,
@@ -232,6 +233,11 @@ static void op_advance(struct obj_op *op, int res)
 		sync_start(op, ST_SYNC_SUMS, f->sfd);
 		return;
 	case ST_SYNC_SUMS:
+		/* and the names: an object is created without syncing its directory, so its
+		 * first fsync must (after an earlier one this costs no journal commit) */
+		sync_start(op, ST_SYNC_DIR, objstore_dirfd(st, &f->id));
+		return;
+	case ST_SYNC_DIR:
 		op_finish(op, 0);
 		return;
 	case ST_READ_DATA: {
