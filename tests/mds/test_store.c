@@ -562,6 +562,70 @@ static void test_commits_after_a_sync_never_overwrite_the_synced_snapshot(void *
 	unsetenv("LODE_MDS_BOOT_ID");
 }
 
+/*
+ * A power cut while the sync record's newest slot was being written: the data file had
+ * been synced for that sync, but the slot is torn, so that sync was never answered. After
+ * the restart the record falls back to its other slot, the sync before, and the store
+ * comes back whole at that snapshot (the store held it until the record was written).
+ */
+static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char rec[128], first[128];
+	static char a[1 << 18], b[1 << 18]; /* both slots of the record */
+	struct lode_store *st;
+	ssize_t na, nb, at = 0;
+	pid_t pid;
+	int status, fd;
+
+	snprintf(rec, sizeof(rec), "%s/data.sync", f->dir);
+	snprintf(first, sizeof(first), "%s/record-first", f->dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
+		    put_keys(st, "first", DURABLE, 'F') || lode_store_sync(st) ||
+		    copy_file(rec, first, 0))
+			_exit(1);
+		if (put_keys(st, "lazy", LAZY, 'L') || put_keys(st, "second", DURABLE, 'S') ||
+		    lode_store_sync(st))
+			_exit(2);
+		_exit(0); /* no lode_store_close: it would sync */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* tear the slot the second sync wrote: the first byte that differs from the record
+	 * as the first sync left it */
+	fd = open(first, O_RDONLY);
+	assert_true(fd >= 0);
+	na = read(fd, a, sizeof(a));
+	close(fd);
+	fd = open(rec, O_RDWR);
+	assert_true(fd >= 0);
+	nb = read(fd, b, sizeof(b));
+	assert_true(na > 0 && nb > 0);
+	while (at < na && at < nb && a[at] == b[at])
+		at++;
+	assert_true(at < nb);
+	b[at] ^= 0x5a;
+	assert_int_equal(pwrite(fd, b + at, 1, at), 1);
+	close(fd);
+
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
+	assert_int_equal(count_keys(st, "first", DURABLE, 'F'), DURABLE);
+	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), 0);
+	assert_int_equal(count_keys(st, "second", DURABLE, 'S'), 0);
+	assert_int_equal(put_keys(st, "after", 10, 'A'), 0);
+	assert_int_equal(lode_store_sync(st), 0);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,6 +663,8 @@ int main(void)
 		test_commits_after_a_sync_never_overwrite_the_synced_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_child_past_the_last_page_is_refused, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_torn_newest_sync_slot_falls_back_to_the_sync_before, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
