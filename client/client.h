@@ -193,8 +193,9 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 			 uint64_t sent_ms, int flags, struct lode_file **out);
 void lode_client_file_free(struct lode_file *f);
 /* Sends COMMIT (op LODE_OP_COMMIT) or CLOSE with the size and mtime this handle knows;
- * durable: answered only once durable (fsync, truncate), else once visible (close, flush,
- * a lease renewal: close-to-open needs the size seen, not kept across a power cut). */
+ * durable: answered only once durable (fsync; truncate and fallocate unless the client is
+ * lazy_namespace), else once visible (close, flush, a lease renewal: close-to-open needs
+ * the size seen, not kept across a power cut). */
 int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable);
 /* Renews the write lease once half of it has passed (from the write path). */
 int lode_client_file_lease_renew_if_due(struct lode_file *f);

@@ -230,7 +230,7 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 		 * the OSS's page cache only: the next fsync must sync them all */
 		f->dirty_stripes = ~0ull;
 		pthread_mutex_unlock(&f->lock);
-		rc = lode_client_file_commit(f, LODE_OP_COMMIT, true);
+		rc = lode_client_file_commit(f, LODE_OP_COMMIT, !f->c->lazy);
 	}
 	pthread_rwlock_unlock(&f->rw);
 	return rc;
@@ -289,7 +289,7 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&f->lock);
 	f->dirty_meta = true;
 	pthread_mutex_unlock(&f->lock);
-	return lode_client_file_commit(f, LODE_OP_COMMIT, true);
+	return lode_client_file_commit(f, LODE_OP_COMMIT, !f->c->lazy);
 }
 
 int lode_close(struct lode_file *f)

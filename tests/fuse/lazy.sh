@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A mount with -o namespace=lazy (docs/fuse.md): namespace changes are answered before
 # they are durable and made durable by fsync, fsyncdir, or the MDS within a second.
-#   - lazy creates cost the MDS no sync each (lode_mds_syncs_total), durable ones (the
-#     other mount, the default) one each; both mounts see every file at once
+#   - lazy creates (and truncates) cost the MDS no sync each (lode_mds_syncs_total),
+#     durable ones (the other mount, the default) one each; both mounts see every file at
+#     once
 #   - fsync of a directory reaches the MDS (SYNC) and makes them durable
 #   - a close publishes a file's size at once but costs no sync, on a durable mount too;
 #     fsync, even of a read-only handle, makes it durable
@@ -55,6 +56,17 @@ s1=$(syncs)
 echo "   syncs during 50 durable creates: $((s1 - s0))"
 [ $((s1 - s0)) -ge 50 ] || fail "50 durable creates cost only $((s1 - s0)) syncs"
 [ "$(count "$A/d" durable)" -eq 50 ] || fail "the lazy mount sees $(count "$A/d" durable) of 50 creates"
+
+echo "== lazy truncates: no sync each"
+s0=$(syncs)
+"$PYTHON" -c 'import os, sys
+for i in range(50):
+    os.truncate(f"{sys.argv[1]}/lazy{i}", 4096 + i)' "$A/d"
+s1=$(syncs)
+echo "   syncs during 50 lazy truncates: $((s1 - s0))"
+[ $((s1 - s0)) -le 5 ] || fail "50 truncates on the lazy mount cost $((s1 - s0)) syncs"
+size=$("$PYTHON" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print(os.fstat(fd).st_size)' "$B/d/lazy49")
+[ "$size" -eq 4145 ] || fail "an open on the durable mount sees size $size after a lazy truncate to 4145"
 
 echo "== fsync of a directory sends SYNC"
 q0=$(sync_requests)
