@@ -19,8 +19,8 @@
 
 /*
  * Opens an object's data and checksum files. With create, an absent object is created
- * empty (durable only with its first fsync). Returns 0, -ENOENT
- * (absent, !create) or -errno.
+ * empty (durable only with its first fsync). Returns 0, -ENOENT (absent, !create) or
+ * -errno.
  */
 static int pair_open(struct lode_objstore *st, const struct lode_wire_objid *id, bool create,
 		     int *dfd_out, int *sfd_out)
