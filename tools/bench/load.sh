@@ -104,13 +104,14 @@ t_python_local() { "$py" - "$1" <<-'EOF'
 # The disk's own rate for this file: one copy of each stripe's object read by dd at once
 # (objects/XX/INODE.GENERATION.STRIPE in the OSS directories), seconds for all of them.
 t_disk() {
-	local ino files=() s f t0 t1
-	ino=$(lodectl stat /model.safetensors --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["inode"])')
-	for s in 0 1 2; do
+	local ino stripes files=() s f t0 t1
+	read -r ino stripes < <(lodectl stat /model.safetensors --json | "$py" -c 'import json,sys
+s = json.load(sys.stdin); print(s["inode"], s["layout"]["stripe_count"])')
+	for ((s = 0; s < stripes; s++)); do
 		f=$(find "$work"/cluster/oss*/objects -name "$(printf '%016x.*.%08x' "$ino" "$s")" | head -1)
 		[[ -n $f ]] && files+=("$f")
 	done
-	((${#files[@]} == 3)) || { echo "load.sh: the model's objects not found" >&2; return 1; }
+	((${#files[@]} == stripes)) || { echo "load.sh: the model's objects not found" >&2; return 1; }
 	t0=$(date +%s.%N)
 	for f in "${files[@]}"; do dd if="$f" of=/dev/null bs=4M status=none & done
 	wait
