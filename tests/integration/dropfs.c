@@ -9,10 +9,19 @@
  * fallocate of a file copies it into this process's memory, where every later change and
  * read of it happens, and fsync() (or fdatasync) of the file writes it back to BACKING and
  * syncs it there. Killing dropfs with SIGKILL is the power cut: what was in memory is gone,
- * BACKING holds what was synced. Names are strict the other way: create, mkdir, unlink,
- * rename and the like happen in BACKING at once (as a journaled file system's metadata
- * would after its journal commits), carrying a file's unsynced content with its name.
- * This is a test tool: a file's unsynced copy lives whole in memory.
+ * BACKING holds what was synced.
+ *
+ * Names are durable only once their directory is synced, as POSIX has it: a name made by
+ * create, mkdir or rename is kept only if fsync() of its directory came after. create,
+ * mkdir, unlink and rename happen in BACKING at once (carrying a file's unsynced content
+ * with its name), and each new name is noted in the journal BACKING.names ("+PATH"), each
+ * directory sync too ("!DIR"); the journal is appended to at once, so it survives the
+ * kill. The next dropfs on BACKING is the boot after the cut: before it mounts, it removes
+ * every noted name that no later sync of its directory covered (a directory with all
+ * under it), and empties the journal. A removal is durable at once (stricter than a disk,
+ * which may bring a name back), and a renamed directory's unsynced names are not followed.
+ * This is a test tool: a file's unsynced copy lives whole in memory, and a path in the
+ * journal may not hold a newline.
  */
 #define FUSE_USE_VERSION 35
 #include <dirent.h>
@@ -29,6 +38,7 @@
 #include <unistd.h>
 
 static int backing = -1; /* the backing directory */
+static int journal = -1; /* BACKING.names: names made, and directories synced */
 
 /* A file whose content changed since its last sync. */
 struct dirty {
@@ -172,9 +182,32 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 	return 0;
 }
 
+/* Notes a new name ('+') or a directory synced ('!'). dropfs's single thread writes whole
+ * lines with O_APPEND. */
+static int note(char kind, const char *path)
+{
+	return dprintf(journal, "%c%s\n", kind, rel(path)) < 0 ? -EIO : 0;
+}
+
 static int fs_mkdir(const char *path, mode_t mode)
 {
-	return mkdirat(backing, rel(path), mode) ? -errno : 0;
+	if (mkdirat(backing, rel(path), mode))
+		return -errno;
+	return note('+', path);
+}
+
+static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	int fd = openat(backing, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	(void)fi;
+	if (fd < 0)
+		return -errno;
+	if (datasync ? fdatasync(fd) : fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc ? rc : note('!', path);
 }
 
 static int fs_rmdir(const char *path)
@@ -199,6 +232,8 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	if (renameat(backing, rel(from), backing, rel(to)))
 		return -errno;
 	forget(to);
+	if (note('+', to))
+		return -EIO;
 	/* the file, or everything under the directory, keeps its unsynced content */
 	for (struct dirty *d = dirties; d; d = d->next)
 		if (!strncmp(d->path, rel(from), flen) &&
@@ -249,6 +284,8 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (fd < 0)
 		return -errno;
 	close(fd);
+	if (note('+', path))
+		return -EIO;
 	return (fi->flags & O_TRUNC) ? fs_truncate(path, 0, fi) : 0;
 }
 
@@ -259,6 +296,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	if (fd < 0)
 		return -errno;
 	close(fd);
+	if (note('+', path))
+		return -EIO;
 	return (fi->flags & O_TRUNC) ? fs_truncate(path, 0, fi) : 0;
 }
 
@@ -384,11 +423,107 @@ static const struct fuse_operations ops = {
     .write = fs_write,
     .fallocate = fs_fallocate,
     .fsync = fs_fsync,
+    .fsyncdir = fs_fsyncdir,
     .statfs = fs_statfs,
 };
 
+/* Removes name (under at), and everything under it if it is a directory. */
+static int remove_tree(int at, const char *name)
+{
+	struct dirent *e;
+	DIR *dir;
+	int fd, rc = 0;
+
+	if (!unlinkat(at, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR)
+		return -errno;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (!rc && (e = readdir(dir)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = remove_tree(dirfd(dir), e->d_name);
+	closedir(dir);
+	if (!rc && unlinkat(at, name, AT_REMOVEDIR) && errno != ENOENT)
+		rc = -errno;
+	return rc;
+}
+
+/* Whether path's directory is dir (both relative to BACKING, "." its root). */
+static bool in_dir(const char *path, const char *dir)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	return slash ? strlen(dir) == n && !strncmp(path, dir, n) : !strcmp(dir, ".");
+}
+
+/* The boot after a cut: removes the names the journal holds unsynced, then empties it. */
+static int boot(const char *journal_path)
+{
+	char **pending = NULL, *line = NULL;
+	size_t n = 0, cap = 0, len = 0;
+	ssize_t got;
+	int rc = 0;
+	FILE *in = fopen(journal_path, "re");
+
+	if (!in)
+		return errno == ENOENT ? 0 : -errno;
+	while ((got = getline(&line, &len, in)) > 1) {
+		line[got - 1] = 0;
+		if (line[0] == '+') {
+			if (n == cap) {
+				size_t more = cap ? 2 * cap : 64;
+				char **p = realloc(pending, more * sizeof(*p));
+
+				if (!p) {
+					rc = -ENOMEM;
+					break;
+				}
+				pending = p;
+				cap = more;
+			}
+			if (!(pending[n] = strdup(line + 1))) {
+				rc = -ENOMEM;
+				break;
+			}
+			n++;
+		} else if (line[0] == '!') {
+			for (size_t i = 0; i < n;)
+				if (in_dir(pending[i], line + 1)) {
+					free(pending[i]);
+					pending[i] = pending[--n];
+				} else {
+					i++;
+				}
+		}
+	}
+	fclose(in);
+	free(line);
+	for (size_t i = 0; i < n; i++) {
+		if (!rc) {
+			rc = remove_tree(backing, pending[i]);
+			if (rc)
+				fprintf(stderr, "dropfs: removing unsynced %s: %s\n", pending[i],
+					strerror(-rc));
+		}
+		free(pending[i]);
+	}
+	free(pending);
+	if (!rc && truncate(journal_path, 0) && errno != ENOENT)
+		rc = -errno;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	char journal_path[4096];
 	char *args[argc + 2];
 	int n = 0;
 
@@ -399,6 +534,20 @@ int main(int argc, char **argv)
 	backing = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (backing < 0) {
 		fprintf(stderr, "dropfs: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	if (snprintf(journal_path, sizeof(journal_path), "%s.names", argv[1]) >=
+	    (int)sizeof(journal_path)) {
+		fprintf(stderr, "dropfs: %s: path too long\n", argv[1]);
+		return 1;
+	}
+	if (boot(journal_path)) {
+		fprintf(stderr, "dropfs: %s: could not apply the last cut to its names\n", argv[1]);
+		return 1;
+	}
+	journal = open(journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (journal < 0) {
+		fprintf(stderr, "dropfs: %s: %s\n", journal_path, strerror(errno));
 		return 1;
 	}
 	args[n++] = argv[0];

@@ -8,7 +8,10 @@
 #   size and checksums without syncing them, and liblode's ftruncate marked no stripe for
 #   the next fsync, so the objects came back at their old size and content);
 # - an O_TRUNC open followed by fsync: the same.
-# First it checks that dropfs really drops unsynced writes, so that the rest can fail.
+# Names on dropfs are durable only with a sync of their directory, so the objects of every
+# fsynced file must have had theirs synced by the OSS.
+# First it checks that dropfs really drops unsynced writes and names, so that the rest can
+# fail.
 set -euo pipefail
 dropfs=${LODE_DROPFS:?}
 LODE_TEST_NAME=powercut
@@ -46,6 +49,36 @@ printf more >>"$dir/probe/a"
 cleanup_drops
 [ "$(cat "$dir/probe-back/a")" = synced ] || fail "dropfs lost a synced write or kept an unsynced one"
 [ ! -s "$dir/probe-back/b" ] || fail "dropfs kept an unsynced write"
+echo "== dropfs drops names whose directory was not synced, and keeps the others"
+mount_drop "$dir/probe-back" "$dir/probe"
+python3 - "$dir/probe" <<'EOF'
+import os, sys
+p = sys.argv[1]
+def sync(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+def put(path):
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, b'data')
+    os.fsync(fd)
+    os.close(fd)
+os.mkdir(f'{p}/unsynced')
+os.mkdir(f'{p}/synced')
+sync(p)
+put(f'{p}/unsynced/f')  # the file is synced, its directory is not
+put(f'{p}/synced/f')
+sync(f'{p}/synced')
+os.mkdir(f'{p}/gone')  # a directory never synced into its parent, with a synced name in it
+put(f'{p}/gone/f')
+sync(f'{p}/gone')
+EOF
+cleanup_drops
+mount_drop "$dir/probe-back" "$dir/probe"
+[ ! -e "$dir/probe/unsynced/f" ] || fail "dropfs kept a name whose directory was never synced"
+[ "$(cat "$dir/probe/synced/f")" = data ] || fail "dropfs lost a name whose directory was synced"
+[ ! -e "$dir/probe/gone" ] || fail "dropfs kept a directory never synced into its parent"
+cleanup_drops
 
 echo "== a cluster whose OSS keep their data on dropfs"
 for i in 0 1; do mount_drop "$dir/back$i" "$dir/c/oss$i"; done
