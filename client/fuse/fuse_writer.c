@@ -93,13 +93,15 @@ static void wb_wait_locked(struct lf_writer *w)
 		pthread_cond_wait(&w->wb_cond, &w->wb_lock);
 }
 
-/* With wb_lock held: starts writing the buffer, after the one in flight. The wait lets go
- * of wb_lock, so what is buffered is looked at only after it: another writer of the file
- * may have handed it on, or added to it, meanwhile. */
-static void wb_start_locked(struct lf_writer *w)
+/* With wb_lock held: starts writing the buffer, after the one in flight; on a thread of
+ * its own, or (here) on the caller's, which is to wait for it anyway: a flush then costs
+ * no thread. The wait lets go of wb_lock, so what is buffered is looked at only after it:
+ * another writer of the file may have handed it on, or added to it, meanwhile. */
+static void wb_start_locked(struct lf_writer *w, bool here)
 {
 	pthread_attr_t attr;
 	pthread_t t;
+	ssize_t n;
 	int rc;
 
 	if (!w->wb_len)
@@ -114,6 +116,13 @@ static void wb_start_locked(struct lf_writer *w)
 	w->spare = NULL;
 	w->wb_len = 0;
 	w->inflight = true;
+	if (here) {
+		pthread_mutex_unlock(&w->wb_lock);
+		n = lode_pwrite(w->f, w->fl_buf, w->fl_len, w->fl_off);
+		pthread_mutex_lock(&w->wb_lock);
+		wb_complete_locked(w, n);
+		return;
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&t, &attr, wb_thread, w);
@@ -127,7 +136,7 @@ static void wb_start_locked(struct lf_writer *w)
 static void wb_flush_locked(struct lf_writer *w)
 {
 	while (w->wb_len || w->inflight) {
-		wb_start_locked(w);
+		wb_start_locked(w, true);
 		wb_wait_locked(w);
 	}
 }
@@ -393,7 +402,7 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 	/* many threads (and opens) write through one writer: what is buffered may change while
 	 * wb_start_locked waits, so ask again until this write may follow it */
 	while (w->wb_len && (pos != w->wb_off + w->wb_len || w->wb_len + size > LF_WB_MAX))
-		wb_start_locked(w);
+		wb_start_locked(w, false);
 	if (w->wb_err) {
 		/* an earlier write of this file failed behind the application's back */
 		n = w->wb_err;
@@ -413,7 +422,7 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 			memcpy(w->wb + w->wb_len, buf, size);
 			w->wb_len += size;
 			if (w->wb_len == LF_WB_MAX)
-				wb_start_locked(w);
+				wb_start_locked(w, false);
 		}
 	}
 	pthread_mutex_unlock(&w->wb_lock);
