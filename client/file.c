@@ -161,7 +161,7 @@ int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mo
 int lode_fsync(struct lode_file *f)
 {
 	uint64_t stripes;
-	int rc;
+	int rc, commit_rc;
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
 		return lode_sync(f->c);
@@ -169,18 +169,18 @@ int lode_fsync(struct lode_file *f)
 	stripes = f->dirty_stripes;
 	f->dirty_stripes = 0;
 	pthread_mutex_unlock(&f->lock);
-	if (stripes) {
-		rc = lode_client_objects_fsync(f, stripes);
-		if (rc) {
-			pthread_mutex_lock(&f->lock);
-			f->dirty_stripes |= stripes;
-			pthread_mutex_unlock(&f->lock);
-			return rc;
-		}
+	/* the COMMIT is durable, and so is everything committed before it: this handle's
+	 * earlier lazy COMMITs (close, flush) and those of other clients */
+	if (!stripes)
+		return lode_client_file_commit(f, LODE_OP_COMMIT, true);
+	rc = lode_client_objects_fsync_commit(f, stripes, &commit_rc);
+	if (rc) {
+		pthread_mutex_lock(&f->lock);
+		f->dirty_stripes |= stripes;
+		pthread_mutex_unlock(&f->lock);
+		return rc;
 	}
-	/* durable, and so is everything committed before it: this handle's earlier lazy
-	 * COMMITs (close, flush) and those of other clients */
-	return lode_client_file_commit(f, LODE_OP_COMMIT, true);
+	return commit_rc;
 }
 
 int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st)

@@ -152,8 +152,10 @@ int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end
 /* The bytes one copy of the file takes on its targets' disks (OBJ_STAT of the first live
  * copy of each stripe). Returns 0 or -errno; *bytes written only on success. */
 int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes);
-/* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy. */
-int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes);
+/* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy, and
+ * sends the file's durable COMMIT while the object servers sync (its result in
+ * *commit_rc): fsync returns when both are durable, and neither waits for the other. */
+int lode_client_objects_fsync_commit(struct lode_file *f, uint64_t stripes, int *commit_rc);
 /* Waits for the handle's read-ahead and frees it (lode_close). */
 void lode_client_readahead_free(struct lode_file *f);
 

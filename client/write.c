@@ -379,16 +379,16 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 /* OBJ_TRUNCATE to the object sizes of a file of new_size bytes, OBJ_FSYNC, or
  * OBJ_ALLOCATE of what the file range [new_size, end) takes in each object, on every live
  * copy of the stripes in the mask. */
-static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
-			     uint64_t end)
+static int objects_each_start(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			      uint64_t end, struct window *wp)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	struct lode_wire_cap cap;
 	uint64_t degraded;
-	struct window w;
 	bool chained;
 	int rc;
 
+	lode_client_window_init(wp);
 	rc = lode_client_file_cap(f, false, &cap);
 	if (rc)
 		return rc;
@@ -399,12 +399,11 @@ static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, 
 	chained = op == LODE_OP_OBJ_FSYNC && l->mirror_count > 1 &&
 		  l->mirror_count <= LODE_CHAIN_MAX + 1 &&
 		  lode_replication(f->c) == LODE_REPLICATION_CHAIN;
-	lode_client_window_init(&w);
 	for (unsigned s = 0; s < l->stripe_count && !rc; s++) {
 		if (!(stripes & (1ull << (s % 64))))
 			continue;
 		if (chained) {
-			rc = fsync_chain(f, &w, s, degraded, &cap);
+			rc = fsync_chain(f, wp, s, degraded, &cap);
 			continue;
 		}
 		uint64_t lo = lode_client_object_size(l, new_size, s);
@@ -428,7 +427,7 @@ static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, 
 				rc = -ENOMEM;
 				break;
 			}
-			o->w = &w;
+			o->w = wp;
 			o->f = f;
 			o->idx = idx;
 			o->req.id.ino = f->ino;
@@ -451,20 +450,26 @@ static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, 
 			o->call.reply_body = &o->rep;
 			o->call.reply_body_max = sizeof(o->rep);
 			o->call.done = obj_op_done;
-			lode_client_window_enter(&w, UINT32_MAX);
+			lode_client_window_enter(wp, UINT32_MAX);
 			lode_rpc_submit(conn, &o->call);
 		}
 	}
-	{
-		int rc2 = lode_client_window_drain(&w);
+	return rc;
+}
 
-		if (!rc)
-			rc = rc2;
-	}
-	lode_client_window_destroy(&w);
+/* Waits for what objects_each_start (which returned rc) started, reports the copies that
+ * failed, and checks that every stripe touched kept a copy that took the operation. */
+static int objects_each_finish(struct lode_file *f, uint64_t stripes, struct window *w, int rc)
+{
+	const struct lode_wire_layout *l = &f->layout;
+	uint64_t degraded;
+	int rc2 = lode_client_window_drain(w);
+
+	if (!rc)
+		rc = rc2;
+	lode_client_window_destroy(w);
 	if (!rc)
 		rc = lode_client_file_reports_flush(f);
-	/* every stripe touched must still have a copy that took the operation */
 	pthread_mutex_lock(&f->lock);
 	degraded = f->degraded;
 	pthread_mutex_unlock(&f->lock);
@@ -476,6 +481,15 @@ static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, 
 			rc = -EIO;
 	}
 	return rc;
+}
+
+static int objects_each_once(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
+			     uint64_t end)
+{
+	struct window w;
+	int rc = objects_each_start(f, op, stripes, new_size, end, &w);
+
+	return objects_each_finish(f, stripes, &w, rc);
 }
 
 static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
@@ -500,9 +514,18 @@ int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size)
 	return rc;
 }
 
-int lode_client_objects_fsync(struct lode_file *f, uint64_t stripes)
+int lode_client_objects_fsync_commit(struct lode_file *f, uint64_t stripes, int *commit_rc)
 {
-	return objects_each(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0);
+	struct lode_wire_cap cap;
+	struct window w;
+	int rc = objects_each_start(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0, &w);
+
+	*commit_rc = lode_client_file_commit(f, LODE_OP_COMMIT, true);
+	rc = objects_each_finish(f, stripes, &w, rc);
+	/* idempotent: after a capability expired on the way, renew and redo */
+	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
+		rc = objects_each_once(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0);
+	return rc;
 }
 
 static void stat_done(struct lode_call *call)
