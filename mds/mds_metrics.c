@@ -175,6 +175,10 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "file, the sync record): one per group commit, except that commits "
 			    "of lazy requests only share the next one.");
 	lode_metrics_sample_u64(b, "lode_mds_syncs_total", NULL, ws.syncs);
+	lode_metrics_family(b, "lode_mds_store_sync_failed", "gauge",
+			    "1 once a sync of the store failed: the MDS takes no more changes "
+			    "until restarted (its log says why).");
+	lode_metrics_sample_u64(b, "lode_mds_store_sync_failed", NULL, ws.failed != 0);
 
 	lode_metrics_family(b, "lode_mds_copy_reports_total", "counter",
 			    "Copies reported failed or corrupt and marked degraded (a copy "

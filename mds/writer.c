@@ -8,10 +8,18 @@
  * txn per op keeps the ops independent (a failing rename must not undo a create next to
  * it). If the final commit fails, nothing of the batch is on disk, so every op that had
  * succeeded is told the commit's error instead.
+ *
+ * Why a failed sync stops every later change: after fdatasync fails, the pages it could not
+ * write stay in the page cache marked clean, so a later sync that succeeds does not write
+ * them and would vouch for a snapshot the disk does not hold. The writer says so once and
+ * refuses every change after with that error (lode_mds_store_sync_failed); what was
+ * answered as durable before is on disk.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "writer.h"
@@ -29,6 +37,7 @@ struct lode_writer {
 	unsigned long batches; /* writer thread only (read after join or racily for stats) */
 	uint64_t unsynced_ms;  /* writer thread only: when a lazy batch was committed and not
 				* yet synced (0: everything committed is durable) */
+	int failed;	       /* writer thread only: the first sync's failure (-errno), for good */
 	struct lode_writer_stats stats; /* written by the writer thread, read atomically */
 };
 
@@ -60,12 +69,17 @@ static int sync_now(struct lode_writer *w)
 {
 	int rc = lode_store_sync(w->st);
 
+	w->unsynced_ms = 0;
 	if (!rc) {
-		w->unsynced_ms = 0;
 		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
-	} else {
-		w->unsynced_ms = now_ms(); /* committed, not durable: try again in a while */
+		return 0;
 	}
+	w->failed = rc; /* see the top of this file */
+	__atomic_store_n(&w->stats.failed, rc, __ATOMIC_RELAXED);
+	fprintf(stderr,
+		"lode-mds: syncing the store failed (%s): it takes no more changes. What was "
+		"acknowledged as durable is on disk; check the disk, then restart the MDS\n",
+		strerror(-rc));
 	return rc;
 }
 
@@ -78,7 +92,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 	unsigned n = 0;
 	int rc;
 
-	rc = lode_store_write_begin(w->st, NULL, &top);
+	rc = w->failed ? w->failed : lode_store_write_begin(w->st, NULL, &top);
 	for (op = batch; op; op = op->next) {
 		n++;
 		lazy = lazy && op->lazy;
@@ -261,4 +275,5 @@ void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out)
 	out->ops = __atomic_load_n(&w->stats.ops, __ATOMIC_RELAXED);
 	out->written = __atomic_load_n(&w->stats.written, __ATOMIC_RELAXED);
 	out->syncs = __atomic_load_n(&w->stats.syncs, __ATOMIC_RELAXED);
+	out->failed = __atomic_load_n(&w->stats.failed, __ATOMIC_RELAXED);
 }

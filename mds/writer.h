@@ -59,6 +59,7 @@ struct lode_writer_stats {
 	uint64_t ops;
 	uint64_t written; /* group commits that changed the database */
 	uint64_t syncs;	  /* syncs that made them durable (lode_store_sync) */
+	int failed;	  /* 0, or the -errno of the sync that failed: no change is taken since */
 };
 /* A copy of the counts so far. Any thread (the counts are read atomically, one by one). */
 void lode_writer_stats(struct lode_writer *w, struct lode_writer_stats *out);

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MDS writer when a sync fails (mds/writer.c): the change whose sync failed is answered
+ * with the error, and every change after it is refused with the same error, even once the
+ * disk syncs again, since the pages the failed fdatasync could not write stay cached as
+ * clean and a later sync would vouch for them. What was acknowledged before is there when
+ * the store is opened again. fdatasync is wrapped at link time (-Wl,--wrap=fdatasync):
+ * the store's own calls fail on demand, on a real LMDB store in a temporary directory.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "store.h"
+#include "writer.h"
+
+static volatile bool fail_syncs; /* __wrap_fdatasync fails while set */
+static unsigned failed_syncs;
+
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd);
+
+int __wrap_fdatasync(int fd)
+{
+	if (fail_syncs) {
+		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
+		errno = EIO;
+		return -1;
+	}
+	return __real_fdatasync(fd);
+}
+
+/* One change: puts key with a value into the meta database. */
+struct put {
+	struct lode_wop wop;
+	const char *key;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int status;
+};
+
+static int put_run(struct lode_wop *wop, struct lode_txn *t)
+{
+	struct put *p = (struct put *)wop;
+
+	return lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
+}
+
+static void put_done(struct lode_wop *wop, int status)
+{
+	struct put *p = (struct put *)wop;
+
+	pthread_mutex_lock(&p->lock);
+	p->status = status;
+	p->done = true;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Submits the put of key (lazy or not) and waits for its answer. */
+static int put(struct lode_writer *w, const char *key, bool lazy)
+{
+	struct put p = {.wop = {.run = put_run, .done = put_done, .lazy = lazy}, .key = key};
+
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	lode_writer_submit(w, &p.wop);
+	pthread_mutex_lock(&p.lock);
+	while (!p.done)
+		pthread_cond_wait(&p.cond, &p.lock);
+	pthread_mutex_unlock(&p.lock);
+	pthread_cond_destroy(&p.cond);
+	pthread_mutex_destroy(&p.lock);
+	return p.status;
+}
+
+static bool has_key(struct lode_store *st, const char *key)
+{
+	struct lode_txn t;
+	char val[8];
+	size_t len;
+	int rc;
+
+	assert_int_equal(lode_store_read_begin(st, &t), 0);
+	rc = lode_kv_get(&t, LODE_DB_META, key, strlen(key), val, sizeof(val), &len);
+	lode_store_abort(&t);
+	return rc == 0;
+}
+
+static struct lode_store *open_store(const char *dir)
+{
+	struct lode_store_opts o = {.dir = dir, .map_size = 64ull << 20};
+	struct lode_store *st = NULL;
+	char why[256] = "";
+
+	if (lode_store_open(&o, &st, why, sizeof(why)))
+		fail_msg("opening the store: %s", why);
+	return st;
+}
+
+static void test_a_failed_sync_stops_every_later_change(void **state)
+{
+	struct lode_writer_stats ws;
+	struct lode_writer *w;
+	struct lode_store *st;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+
+	assert_int_equal(put(w, "before", false), 0);
+	assert_int_equal(put(w, "lazy-before", true), 0); /* answered, not yet synced */
+
+	fail_syncs = true;
+	assert_int_equal(put(w, "failed", false), -EIO);
+	assert_true(failed_syncs > 0);
+	lode_writer_stats(w, &ws);
+	assert_int_equal(ws.failed, -EIO);
+
+	/* the disk syncs again: the writer still takes nothing, lazy or not */
+	fail_syncs = false;
+	assert_int_equal(put(w, "after", false), -EIO);
+	assert_int_equal(put(w, "lazy-after", true), -EIO);
+	assert_false(has_key(st, "after"));
+	assert_false(has_key(st, "lazy-after"));
+	lode_writer_stop(w);
+	lode_store_close(st);
+
+	/* open again (a restarted MDS): what was acknowledged is there */
+	st = open_store(dir);
+	assert_true(has_key(st, "before"));
+	assert_true(has_key(st, "lazy-before"));
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	assert_int_equal(put(w, "restarted", false), 0);
+	lode_writer_stats(w, &ws);
+	assert_int_equal(ws.failed, 0);
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_a_failed_sync_stops_every_later_change),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
