@@ -32,7 +32,8 @@ struct lode_store {
 	 * transaction on it, keeps commits from reusing its pages. Writer thread only. */
 	struct lode_sync_record *rec;
 	MDB_txn *pin;
-	char note[512]; /* what lode_store_open() found worth saying, or "" */
+	int sync_failed; /* the first failed sync's -errno: no sync is tried again */
+	char note[512];	 /* what lode_store_open() found worth saying, or "" */
 };
 
 static const char *const db_names[LODE_DB_COUNT_] = {
@@ -120,14 +121,21 @@ int lode_store_commit(struct lode_txn *t)
 int lode_store_sync(struct lode_store *st)
 {
 	MDB_envinfo info;
-	int rc = lode_store_errno(mdb_env_sync(st->env, 1));
+	int rc;
 
+	/* a later success would vouch for pages the failed one could not write */
+	if (st->sync_failed)
+		return st->sync_failed;
+	rc = lode_store_errno(mdb_env_sync(st->env, 1));
 	if (!rc)
 		rc = lode_store_errno(mdb_env_info(st->env, &info));
 	if (!rc)
 		rc = lode_sync_record_write(st->rec, (uint64_t)info.me_last_txnid);
-	if (rc)
+	if (rc) {
+		st->sync_failed = rc;
+		lode_sync_record_poison(st->rec); /* the next open rolls back to the record */
 		return rc;
+	}
 	/* the pin moves to the snapshot just made durable */
 	if (st->pin) {
 		mdb_txn_reset(st->pin);

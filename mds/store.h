@@ -86,7 +86,8 @@ int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struc
 int lode_store_commit(struct lode_txn *t);
 /* Makes every commit so far durable: syncs the data file and records the snapshot in the
  * sync record. The writer thread only (or while no write txn can run). Returns 0 or
- * -errno. */
+ * -errno. Once a sync failed, every later one fails with its error, and the next open of
+ * the store rolls back to the last recorded snapshot (store_sync.h). */
 int lode_store_sync(struct lode_store *st);
 /* What lode_store_open() did that an operator should hear of (a rollback after a power
  * cut), or "". */

@@ -23,6 +23,7 @@
 #define SLOT	     (2 * PSIZE_MAX + 4096)
 #define META_TXNID   144u /* where an LMDB meta page keeps its transaction id */
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+#define SYNC_FAILED  "sync-failed" /* a slot's boot after a failed sync: no boot's id */
 
 struct slot_hdr {
 	uint64_t magic;
@@ -198,6 +199,36 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid)
 	return rc;
 }
 
+int lode_sync_record_poison(struct lode_sync_record *r)
+{
+	struct slot_hdr h;
+	uint64_t seq = 0, sum;
+	int best = -1, rc;
+	size_t len;
+
+	for (int i = 0; i < 2; i++)
+		if (!slot_read(r->fd, (unsigned)i, r->buf)) {
+			memcpy(&h, r->buf, sizeof(h));
+			if (best < 0 || h.seq > seq) {
+				best = i;
+				seq = h.seq;
+			}
+		}
+	if (best < 0)
+		return 0; /* none whole: the next open rolls nothing back, and has nothing to */
+	rc = slot_read(r->fd, (unsigned)best, r->buf);
+	if (rc)
+		return rc;
+	memcpy(&h, r->buf, sizeof(h));
+	memset(h.boot, 0, sizeof(h.boot));
+	memcpy(h.boot, SYNC_FAILED, sizeof(SYNC_FAILED));
+	memcpy(r->buf, &h, sizeof(h));
+	len = slot_len(h.psize);
+	sum = XXH3_64bits(r->buf, len - 8);
+	memcpy(r->buf + len - 8, &sum, 8);
+	return pwrite_all(r->fd, r->buf, len, (off_t)best * SLOT);
+}
+
 void lode_sync_record_close(struct lode_sync_record *r)
 {
 	if (!r)
@@ -304,10 +335,12 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 			goto out;
 		}
 		snprintf(note, note_len,
-			 "the machine restarted before transactions %llu..%llu were synced "
-			 "(changes of lazy clients): the store is back at transaction %llu, its "
-			 "last durable one (the meta pages it replaced are in "
-			 "data.mdb.metas-before-rollback)",
+			 "%s before transactions %llu..%llu were synced (changes of lazy "
+			 "clients, and of requests answered with the sync's error): the store is "
+			 "back at transaction %llu, its last durable one (the meta pages it "
+			 "replaced are in data.mdb.metas-before-rollback)",
+			 strcmp(h[best].boot, SYNC_FAILED) ? "the machine restarted"
+							   : "a sync of the store failed",
 			 (unsigned long long)h[best].txnid + 1, (unsigned long long)newest,
 			 (unsigned long long)h[best].txnid);
 	}

@@ -15,6 +15,9 @@
  *   puts its meta pages back, so LMDB opens the recorded snapshot. Only what was never
  *   synced is lost: changes answered lazily. A record from this boot means only the
  *   process died; the page cache holds every commit, and nothing is rolled back.
+ * After a failed sync the page cache cannot be trusted either (pages whose write failed
+ * stay cached, marked clean): the record is then marked as from no boot
+ * (lode_sync_record_poison), so the next open rolls back to it even in this boot.
  * The record has two slots, written in turn and each checksummed, so a cut during its
  * write leaves the other.
  */
@@ -33,6 +36,10 @@ int lode_sync_record_open(const char *dir, int data_fd, unsigned psize,
 /* Records txnid as durable: copies the data file's meta pages (synced by the caller) into
  * the next slot and syncs it. Returns 0 or -errno. */
 int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid);
+/* After a sync failed: marks the newest whole slot as from no boot, in the page cache only
+ * (the disk is in doubt; after a reboot any record is from another boot anyway), so that
+ * the next open rolls back to it as after a power cut. Returns 0 or -errno. */
+int lode_sync_record_poison(struct lode_sync_record *r);
 void lode_sync_record_close(struct lode_sync_record *r);
 
 /*

@@ -13,7 +13,8 @@
  * write stay in the page cache marked clean, so a later sync that succeeds does not write
  * them and would vouch for a snapshot the disk does not hold. The writer says so once and
  * refuses every change after with that error (lode_mds_store_sync_failed); what was
- * answered as durable before is on disk.
+ * answered as durable before is on disk, and the store reopens at its last recorded sync
+ * (lode_store_sync).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -78,7 +79,8 @@ static int sync_now(struct lode_writer *w)
 	__atomic_store_n(&w->stats.failed, rc, __ATOMIC_RELAXED);
 	fprintf(stderr,
 		"lode-mds: syncing the store failed (%s): it takes no more changes. What was "
-		"acknowledged as durable is on disk; check the disk, then restart the MDS\n",
+		"acknowledged as durable is on disk; check the disk, then restart the MDS (it "
+		"reopens at its last recorded sync)\n",
 		strerror(-rc));
 	return rc;
 }

@@ -3,9 +3,10 @@
  * The MDS writer when a sync fails (mds/writer.c): the change whose sync failed is answered
  * with the error, and every change after it is refused with the same error, even once the
  * disk syncs again, since the pages the failed fdatasync could not write stay cached as
- * clean and a later sync would vouch for them. What was acknowledged before is there when
- * the store is opened again. fdatasync is wrapped at link time (-Wl,--wrap=fdatasync):
- * the store's own calls fail on demand, on a real LMDB store in a temporary directory.
+ * clean and a later sync would vouch for them. The store opened again, in the same boot, is
+ * back at its last recorded sync: what was acknowledged as durable is there. fdatasync
+ * (the sync record's) and mdb_env_sync (LMDB's of the data file) are wrapped at link time
+ * (-Wl,--wrap) to fail on demand, on a real LMDB store in a temporary directory.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,25 +21,41 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <lmdb.h>
 
 #include "fixture.h"
 #include "store.h"
 #include "writer.h"
 
-static volatile bool fail_syncs; /* __wrap_fdatasync fails while set */
+/* What fails while fail_syncs is set: the data file's sync (LMDB's, through mdb_env_sync)
+ * or the sync record's (fdatasync in store_sync.c). */
+enum { DATA_FILE, RECORD };
+static volatile bool fail_syncs;
+static int failing;
 static unsigned failed_syncs;
 
 int __real_fdatasync(int fd);
 int __wrap_fdatasync(int fd);
+int __real_mdb_env_sync(MDB_env *env, int force);
+int __wrap_mdb_env_sync(MDB_env *env, int force);
 
 int __wrap_fdatasync(int fd)
 {
-	if (fail_syncs) {
+	if (fail_syncs && failing == RECORD) {
 		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
 		errno = EIO;
 		return -1;
 	}
 	return __real_fdatasync(fd);
+}
+
+int __wrap_mdb_env_sync(MDB_env *env, int force)
+{
+	if (fail_syncs && failing == DATA_FILE) {
+		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
+		return EIO;
+	}
+	return __real_mdb_env_sync(env, force);
 }
 
 /* One change: puts key with a value into the meta database. */
@@ -110,14 +127,15 @@ static struct lode_store *open_store(const char *dir)
 	return st;
 }
 
-static void test_a_failed_sync_stops_every_later_change(void **state)
+static void a_failed_sync_stops_every_later_change(int what)
 {
 	struct lode_writer_stats ws;
 	struct lode_writer *w;
 	struct lode_store *st;
 	char dir[64];
 
-	(void)state;
+	failing = what;
+	failed_syncs = 0;
 	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
 	st = open_store(dir);
 	assert_int_equal(lode_writer_start(&w, st), 0);
@@ -140,23 +158,56 @@ static void test_a_failed_sync_stops_every_later_change(void **state)
 	lode_writer_stop(w);
 	lode_store_close(st);
 
-	/* open again (a restarted MDS): what was acknowledged is there */
+	/* open again, in the same boot (a restarted MDS): the store is back at its last
+	 * recorded sync, as after a power cut, since the page cache may hold pages the disk
+	 * lacks. What was acknowledged as durable is there. When the data file's sync
+	 * failed, the lazy change after it and the one answered with the error are not;
+	 * when only the record's failed, the data file was synced with them, and its record
+	 * (whole in the page cache) names them. */
 	st = open_store(dir);
 	assert_true(has_key(st, "before"));
-	assert_true(has_key(st, "lazy-before"));
+	if (what == DATA_FILE) {
+		assert_non_null(strstr(lode_store_open_note(st), "a sync of the store failed"));
+		assert_false(has_key(st, "lazy-before"));
+		assert_false(has_key(st, "failed"));
+	} else {
+		assert_string_equal(lode_store_open_note(st), "");
+		assert_true(has_key(st, "lazy-before"));
+		assert_true(has_key(st, "failed"));
+	}
 	assert_int_equal(lode_writer_start(&w, st), 0);
 	assert_int_equal(put(w, "restarted", false), 0);
 	lode_writer_stats(w, &ws);
 	assert_int_equal(ws.failed, 0);
 	lode_writer_stop(w);
 	lode_store_close(st);
+
+	/* and the next open, after syncs that succeeded, rolls nothing back */
+	st = open_store(dir);
+	assert_string_equal(lode_store_open_note(st), "");
+	assert_true(has_key(st, "before"));
+	assert_true(has_key(st, "restarted"));
+	lode_store_close(st);
 	fixture_tmpdir_remove(dir);
+}
+
+static void test_the_data_file_sync_fails(void **state)
+{
+	(void)state;
+	a_failed_sync_stops_every_later_change(DATA_FILE);
+}
+
+static void test_the_record_sync_fails(void **state)
+{
+	(void)state;
+	a_failed_sync_stops_every_later_change(RECORD);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_a_failed_sync_stops_every_later_change),
+	    cmocka_unit_test(test_the_data_file_sync_fails),
+	    cmocka_unit_test(test_the_record_sync_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
