@@ -32,7 +32,7 @@ struct lode_store {
 	 * transaction on it, keeps commits from reusing its pages. Writer thread only. */
 	struct lode_sync_record *rec;
 	MDB_txn *pin;
-	int sync_failed; /* the first failed sync's -errno: no sync is tried again */
+	int sync_failed; /* the first failed sync's -errno: no sync nor write is tried again */
 	char note[512];	 /* what lode_store_open() found worth saying, or "" */
 };
 
@@ -107,6 +107,9 @@ int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
 
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t)
 {
+	/* after a failed sync nothing more is committed: see lode_store_sync */
+	if (!parent && st->sync_failed)
+		return st->sync_failed;
 	return txn_begin(st, parent ? parent->txn : NULL, 0, t);
 }
 

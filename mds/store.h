@@ -76,7 +76,8 @@ uint64_t lode_store_cluster_id(const struct lode_store *st);
 
 /* Begins a read-only transaction. */
 int lode_store_read_begin(struct lode_store *st, struct lode_txn *t);
-/* Begins a write transaction, nested in `parent` if non-NULL. */
+/* Begins a write transaction, nested in `parent` if non-NULL. Once a sync failed, a
+ * top-level one fails with that sync's error (lode_store_sync). */
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t);
 /* Commits. A top-level write txn is then visible to every new transaction and written to
  * the data file, but not synced: it is durable once lode_store_sync() returns. A crash of
@@ -86,8 +87,9 @@ int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struc
 int lode_store_commit(struct lode_txn *t);
 /* Makes every commit so far durable: syncs the data file and records the snapshot in the
  * sync record. The writer thread only (or while no write txn can run). Returns 0 or
- * -errno. Once a sync failed, every later one fails with its error, and the next open of
- * the store rolls back to the last recorded snapshot (store_sync.h). */
+ * -errno. Once a sync failed, every later sync and write transaction fails with its
+ * error, and the next open of the store rolls back to the last recorded snapshot
+ * (store_sync.h). */
 int lode_store_sync(struct lode_store *st);
 /* What lode_store_open() did that an operator should hear of (a rollback after a power
  * cut), or "". */

@@ -11,10 +11,10 @@
  *
  * Why a failed sync stops every later change: after fdatasync fails, the pages it could not
  * write stay in the page cache marked clean, so a later sync that succeeds does not write
- * them and would vouch for a snapshot the disk does not hold. The writer says so once and
- * refuses every change after with that error (lode_mds_store_sync_failed); what was
- * answered as durable before is on disk, and the store reopens at its last recorded sync
- * (lode_store_sync).
+ * them and would vouch for a snapshot the disk does not hold. The writer says so once
+ * (lode_mds_store_sync_failed); the store refuses every write transaction after with that
+ * error, so every change is answered with it; what was answered as durable before is on
+ * disk, and the store reopens at its last recorded sync (lode_store_sync).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,7 +38,6 @@ struct lode_writer {
 	unsigned long batches; /* writer thread only (read after join or racily for stats) */
 	uint64_t unsynced_ms;  /* writer thread only: when a lazy batch was committed and not
 				* yet synced (0: everything committed is durable) */
-	int failed;	       /* writer thread only: the first sync's failure (-errno), for good */
 	struct lode_writer_stats stats; /* written by the writer thread, read atomically */
 };
 
@@ -75,8 +74,7 @@ static int sync_now(struct lode_writer *w)
 		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	w->failed = rc; /* see the top of this file */
-	__atomic_store_n(&w->stats.failed, rc, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->stats.failed, rc, __ATOMIC_RELAXED); /* see the top of this file */
 	fprintf(stderr,
 		"lode-mds: syncing the store failed (%s): it takes no more changes. What was "
 		"acknowledged as durable is on disk; check the disk, then restart the MDS (it "
@@ -94,7 +92,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 	unsigned n = 0;
 	int rc;
 
-	rc = w->failed ? w->failed : lode_store_write_begin(w->st, NULL, &top);
+	rc = lode_store_write_begin(w->st, NULL, &top);
 	for (op = batch; op; op = op->next) {
 		n++;
 		lazy = lazy && op->lazy;
