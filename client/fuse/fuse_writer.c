@@ -101,7 +101,6 @@ static void wb_start_locked(struct lf_writer *w, bool here)
 {
 	pthread_attr_t attr;
 	pthread_t t;
-	ssize_t n;
 	int rc;
 
 	if (!w->wb_len)
@@ -118,9 +117,8 @@ static void wb_start_locked(struct lf_writer *w, bool here)
 	w->inflight = true;
 	if (here) {
 		pthread_mutex_unlock(&w->wb_lock);
-		n = lode_pwrite(w->f, w->fl_buf, w->fl_len, w->fl_off);
+		wb_thread(w);
 		pthread_mutex_lock(&w->wb_lock);
-		wb_complete_locked(w, n);
 		return;
 	}
 	pthread_attr_init(&attr);
