@@ -127,6 +127,32 @@ static int slot_read(int fd, unsigned i, uint8_t *buf)
 	return sum == XXH3_64bits(buf, slot_len(h.psize) - 8) ? 0 : -EBADMSG;
 }
 
+/* Leaves the newest whole slot of the record fd in buf (SLOT bytes) and its header in *h.
+ * Returns the slot's index, or -ENOENT when neither slot is whole, or -errno. */
+static int newest_slot(int fd, uint8_t *buf, struct slot_hdr *h)
+{
+	int best = -ENOENT, rc;
+	uint64_t seq = 0;
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (slot_read(fd, i, buf))
+			continue;
+		memcpy(h, buf, sizeof(*h));
+		if (best < 0 || h->seq > seq) {
+			best = (int)i;
+			seq = h->seq;
+		}
+	}
+	if (best == 0) { /* reading slot 1 wrote over it */
+		rc = slot_read(fd, 0, buf);
+		if (rc)
+			return rc;
+	}
+	if (best >= 0)
+		memcpy(h, buf, sizeof(*h));
+	return best;
+}
+
 int lode_sync_record_open(const char *dir, int data_fd, unsigned psize,
 			  struct lode_sync_record **out)
 {
@@ -153,14 +179,11 @@ int lode_sync_record_open(const char *dir, int data_fd, unsigned psize,
 		free(r);
 		return rc;
 	}
-	for (unsigned i = 0; i < 2; i++) {
+	{
 		struct slot_hdr h;
 
-		if (!slot_read(r->fd, i, r->buf)) {
-			memcpy(&h, r->buf, sizeof(h));
-			if (h.seq > r->seq)
-				r->seq = h.seq;
-		}
+		if (newest_slot(r->fd, r->buf, &h) >= 0)
+			r->seq = h.seq;
 	}
 	r->data_fd = data_fd;
 	r->psize = psize;
@@ -202,24 +225,14 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid)
 int lode_sync_record_poison(struct lode_sync_record *r)
 {
 	struct slot_hdr h;
-	uint64_t seq = 0, sum;
-	int best = -1, rc;
+	int best = newest_slot(r->fd, r->buf, &h);
+	uint64_t sum;
 	size_t len;
 
-	for (int i = 0; i < 2; i++)
-		if (!slot_read(r->fd, (unsigned)i, r->buf)) {
-			memcpy(&h, r->buf, sizeof(h));
-			if (best < 0 || h.seq > seq) {
-				best = i;
-				seq = h.seq;
-			}
-		}
-	if (best < 0)
+	if (best == -ENOENT)
 		return 0; /* none whole: the next open rolls nothing back, and has nothing to */
-	rc = slot_read(r->fd, (unsigned)best, r->buf);
-	if (rc)
-		return rc;
-	memcpy(&h, r->buf, sizeof(h));
+	if (best < 0)
+		return best;
 	memset(h.boot, 0, sizeof(h.boot));
 	memcpy(h.boot, SYNC_FAILED, sizeof(SYNC_FAILED));
 	memcpy(r->buf, &h, sizeof(h));
@@ -266,14 +279,14 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 			     size_t why_len)
 {
 	char path[4096], boot[40];
-	uint8_t *buf[2] = {malloc(SLOT), malloc(SLOT)}, cur[2][META_TXNID + 8];
-	struct slot_hdr h[2];
-	int best = -1, rc = 0, fd = -1, dfd = -1;
+	uint8_t *buf = malloc(SLOT), cur[2][META_TXNID + 8];
+	int rc = 0, fd = -1, dfd = -1;
+	struct slot_hdr h;
 	struct stat sb;
 
 	if (note_len)
 		note[0] = 0;
-	if (!buf[0] || !buf[1]) {
+	if (!buf) {
 		rc = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto out;
@@ -282,17 +295,10 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		goto out; /* none yet: an older lode-mds synced every commit */
-	for (int i = 0; i < 2; i++) {
-		if (slot_read(fd, (unsigned)i, buf[i]))
-			continue;
-		memcpy(&h[i], buf[i], sizeof(h[i]));
-		if (best < 0 || h[i].seq > h[best].seq)
-			best = i;
-	}
-	if (best < 0)
+	if (newest_slot(fd, buf, &h) < 0)
 		goto out; /* never written whole: no commit ever went unsynced after it */
 	boot_id(boot);
-	if (!memcmp(boot, h[best].boot, sizeof(boot)))
+	if (!memcmp(boot, h.boot, sizeof(boot)))
 		goto out; /* the same boot: the page cache kept every commit */
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	dfd = open(path, O_RDWR | O_CLOEXEC);
@@ -301,32 +307,32 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 		snprintf(why, why_len, "cannot open %s: %s", path, strerror(-rc));
 		goto out;
 	}
-	if ((uint64_t)sb.st_dev != h[best].dev || (uint64_t)sb.st_ino != h[best].ino)
+	if ((uint64_t)sb.st_dev != h.dev || (uint64_t)sb.st_ino != h.ino)
 		goto out; /* another data file (restored, or copied here): not ours to touch */
 	rc = pread_all(dfd, cur[0], sizeof(cur[0]), 0);
 	if (!rc)
-		rc = pread_all(dfd, cur[1], sizeof(cur[1]), h[best].psize);
+		rc = pread_all(dfd, cur[1], sizeof(cur[1]), h.psize);
 	if (rc) {
 		snprintf(why, why_len, "cannot read %s's meta pages: %s", path, strerror(-rc));
 		goto out;
 	}
 	{
 		uint64_t t0, t1, newest;
-		const uint8_t *metas = buf[best] + sizeof(struct slot_hdr);
+		const uint8_t *metas = buf + sizeof(struct slot_hdr);
 
 		memcpy(&t0, cur[0] + META_TXNID, 8);
 		memcpy(&t1, cur[1] + META_TXNID, 8);
 		newest = t0 > t1 ? t0 : t1;
-		if (newest <= h[best].txnid)
+		if (newest <= h.txnid)
 			goto out; /* synced up to its last commit: nothing to undo */
 		/* keep the meta pages that go, so that the rollback can be undone by hand */
-		rc = keep_metas(dir, dfd, h[best].psize);
+		rc = keep_metas(dir, dfd, h.psize);
 		if (rc) {
 			snprintf(why, why_len, "cannot save %s's meta pages before a rollback: %s",
 				 path, strerror(-rc));
 			goto out;
 		}
-		rc = pwrite_all(dfd, metas, 2 * (size_t)h[best].psize, 0);
+		rc = pwrite_all(dfd, metas, 2 * (size_t)h.psize, 0);
 		if (!rc && fdatasync(dfd))
 			rc = -errno;
 		if (rc) {
@@ -339,17 +345,16 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 			 "clients, and of requests answered with the sync's error): the store is "
 			 "back at transaction %llu, its last durable one (the meta pages it "
 			 "replaced are in data.mdb.metas-before-rollback)",
-			 strcmp(h[best].boot, SYNC_FAILED) ? "the machine restarted"
-							   : "a sync of the store failed",
-			 (unsigned long long)h[best].txnid + 1, (unsigned long long)newest,
-			 (unsigned long long)h[best].txnid);
+			 strcmp(h.boot, SYNC_FAILED) ? "the machine restarted"
+						     : "a sync of the store failed",
+			 (unsigned long long)h.txnid + 1, (unsigned long long)newest,
+			 (unsigned long long)h.txnid);
 	}
 out:
 	if (dfd >= 0)
 		close(dfd);
 	if (fd >= 0)
 		close(fd);
-	free(buf[0]);
-	free(buf[1]);
+	free(buf);
 	return rc;
 }
