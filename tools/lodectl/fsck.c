@@ -539,7 +539,12 @@ static int holds(struct fsck *f, const struct cand *c)
 
 /* ---- the passes ---- */
 
-static int check_namespace(struct fsck *f)
+/* Hands fn each page of what (LODE_FSCK_*), max records a page, from the first to the
+ * last or until fn returns non-zero: -errno, or 1 to stop. Returns 0 or -errno. */
+typedef int (*page_fn)(struct fsck *f, uint64_t cursor, const struct lode_wire_fsck_rep *rep,
+		       const char *buf, size_t n);
+
+static int each_page(struct fsck *f, uint32_t what, uint32_t max, page_fn fn)
 {
 	size_t cap = LODE_DATA_MAX;
 	char *buf = malloc(cap);
@@ -550,204 +555,184 @@ static int check_namespace(struct fsck *f)
 		return -ENOMEM;
 	for (;;) {
 		struct lode_wire_fsck_rep rep;
-		size_t pos = 0;
-		int n = mds_page(f, LODE_FSCK_NAMESPACE, cursor, 8192, &rep, buf, cap);
+		int n = mds_page(f, what, cursor, max, &rep, buf, cap);
 
 		if (n < 0) {
 			rc = n;
 			break;
 		}
-		if (!cursor) {
-			f->start_ino = rep.next_ino;
-			lodectl_progress_total(f->prog, rep.next_ino);
-		}
-		f->inodes += rep.checked;
-		lodectl_progress_add(f->prog, rep.checked);
-		for (uint32_t i = 0; i < rep.count; i++) {
-			struct lode_wire_fsck_finding w;
-			json_object *o = json_object_new_object();
-			char name[LODE_NAME_MAX + 1] = "", shown[4 * LODE_NAME_MAX + 1], text[1200];
-			uint32_t action = 0;
-			bool fixed = false;
-
-			if (pos + sizeof(w) > (size_t)n) {
-				json_object_put(o);
-				rc = -EPROTO;
-				goto out;
-			}
-			memcpy(&w, buf + pos, sizeof(w));
-			if (w.name_len > LODE_NAME_MAX ||
-			    pos + sizeof(w) + w.name_len > (size_t)n) {
-				json_object_put(o);
-				rc = -EPROTO;
-				goto out;
-			}
-			memcpy(name, buf + pos + sizeof(w), w.name_len);
-			pos += (sizeof(w) + w.name_len + 7) & ~(size_t)7;
-			json_add_u64(o, "ino", w.ino);
-			if (w.parent)
-				json_add_u64(o, "parent", w.parent);
-			if (w.name_len)
-				json_add_str(o, "name", name);
-			switch (w.kind) {
-			case LODE_FSCK_DANGLING:
-				action = LODE_FSCK_FIX_DANGLING;
-				snprintf(text, sizeof(text),
-					 "entry '%s' in directory %" PRIu64
-					 " leads to inode %" PRIu64 ", which does not exist",
-					 lodectl_shown_name(name, shown, sizeof(shown)), w.parent,
-					 w.ino);
-				break;
-			case LODE_FSCK_NLINK:
-				action = LODE_FSCK_FIX_NLINK;
-				json_add_u64(o, "expected", w.expected);
-				json_add_u64(o, "found", w.found);
-				snprintf(text, sizeof(text),
-					 "inode %" PRIu64 " has link count %" PRIu64
-					 ", its entries say %" PRIu64,
-					 w.ino, w.found, w.expected);
-				break;
-			case LODE_FSCK_UNLINKED:
-				action = LODE_FSCK_FIX_RELINK;
-				snprintf(text, sizeof(text),
-					 "inode %" PRIu64 " has links but no entry leads to it",
-					 w.ino);
-				break;
-			case LODE_FSCK_BAD_TARGET:
-				action = LODE_FSCK_FIX_DEGRADE;
-				json_add_u64(o, "copy", w.index);
-				json_add_u64(o, "target", w.found);
-				snprintf(text, sizeof(text),
-					 "file %" PRIu64 ": copy %u is on target %" PRIu64
-					 ", which the cluster does not know",
-					 w.ino, w.index, w.found);
-				break;
-			default:
-				json_add_u64(o, "expected", w.expected);
-				json_add_u64(o, "found", w.found);
-				snprintf(text, sizeof(text),
-					 "inode %" PRIu64 ": expected %" PRIu64 ", found %" PRIu64
-					 " (not repaired by fsck)",
-					 w.ino, w.expected, w.found);
-				break;
-			}
-			if (f->repair && action) {
-				rc = mds_fix(f, action, w.ino, w.parent, w.cookie, w.index, &fixed);
-				if (rc) {
-					json_object_put(o);
-					goto out;
-				}
-				if (fixed && action == LODE_FSCK_FIX_DEGRADE) {
-					/* the copy is degraded now: lode_repair rebuilds it */
-					rc = want_fix(f, w.ino);
-					if (rc) {
-						json_object_put(o);
-						goto out;
-					}
-					fixed = false; /* counted when the repair succeeds */
-					json_add_bool(o, "repair_pending", true);
-				}
-			}
-			report(f, o, ns_kind_name(w.kind), fixed, text);
-		}
-		if (rep.eof)
+		rc = fn(f, cursor, &rep, buf, (size_t)n);
+		if (rc || rep.eof)
 			break;
 		cursor = rep.next;
 	}
-out:
 	free(buf);
-	return rc;
+	return rc < 0 ? rc : 0;
+}
+
+static int namespace_page(struct fsck *f, uint64_t cursor, const struct lode_wire_fsck_rep *rep,
+			  const char *buf, size_t n)
+{
+	size_t pos = 0;
+	int rc;
+
+	if (!cursor) {
+		f->start_ino = rep->next_ino;
+		lodectl_progress_total(f->prog, rep->next_ino);
+	}
+	f->inodes += rep->checked;
+	lodectl_progress_add(f->prog, rep->checked);
+	for (uint32_t i = 0; i < rep->count; i++) {
+		struct lode_wire_fsck_finding w;
+		json_object *o = json_object_new_object();
+		char name[LODE_NAME_MAX + 1] = "", shown[4 * LODE_NAME_MAX + 1], text[1200];
+		uint32_t action = 0;
+		bool fixed = false;
+
+		if (pos + sizeof(w) > n) {
+			json_object_put(o);
+			return -EPROTO;
+		}
+		memcpy(&w, buf + pos, sizeof(w));
+		if (w.name_len > LODE_NAME_MAX || pos + sizeof(w) + w.name_len > n) {
+			json_object_put(o);
+			return -EPROTO;
+		}
+		memcpy(name, buf + pos + sizeof(w), w.name_len);
+		pos += (sizeof(w) + w.name_len + 7) & ~(size_t)7;
+		json_add_u64(o, "ino", w.ino);
+		if (w.parent)
+			json_add_u64(o, "parent", w.parent);
+		if (w.name_len)
+			json_add_str(o, "name", name);
+		switch (w.kind) {
+		case LODE_FSCK_DANGLING:
+			action = LODE_FSCK_FIX_DANGLING;
+			snprintf(text, sizeof(text),
+				 "entry '%s' in directory %" PRIu64 " leads to inode %" PRIu64
+				 ", which does not exist",
+				 lodectl_shown_name(name, shown, sizeof(shown)), w.parent, w.ino);
+			break;
+		case LODE_FSCK_NLINK:
+			action = LODE_FSCK_FIX_NLINK;
+			json_add_u64(o, "expected", w.expected);
+			json_add_u64(o, "found", w.found);
+			snprintf(text, sizeof(text),
+				 "inode %" PRIu64 " has link count %" PRIu64
+				 ", its entries say %" PRIu64,
+				 w.ino, w.found, w.expected);
+			break;
+		case LODE_FSCK_UNLINKED:
+			action = LODE_FSCK_FIX_RELINK;
+			snprintf(text, sizeof(text),
+				 "inode %" PRIu64 " has links but no entry leads to it", w.ino);
+			break;
+		case LODE_FSCK_BAD_TARGET:
+			action = LODE_FSCK_FIX_DEGRADE;
+			json_add_u64(o, "copy", w.index);
+			json_add_u64(o, "target", w.found);
+			snprintf(text, sizeof(text),
+				 "file %" PRIu64 ": copy %u is on target %" PRIu64
+				 ", which the cluster does not know",
+				 w.ino, w.index, w.found);
+			break;
+		default:
+			json_add_u64(o, "expected", w.expected);
+			json_add_u64(o, "found", w.found);
+			snprintf(text, sizeof(text),
+				 "inode %" PRIu64 ": expected %" PRIu64 ", found %" PRIu64
+				 " (not repaired by fsck)",
+				 w.ino, w.expected, w.found);
+			break;
+		}
+		if (f->repair && action) {
+			rc = mds_fix(f, action, w.ino, w.parent, w.cookie, w.index, &fixed);
+			if (rc) {
+				json_object_put(o);
+				return rc;
+			}
+			if (fixed && action == LODE_FSCK_FIX_DEGRADE) {
+				/* the copy is degraded now: lode_repair rebuilds it */
+				rc = want_fix(f, w.ino);
+				if (rc) {
+					json_object_put(o);
+					return rc;
+				}
+				fixed = false; /* counted when the repair succeeds */
+				json_add_bool(o, "repair_pending", true);
+			}
+		}
+		report(f, o, ns_kind_name(w.kind), fixed, text);
+	}
+	return 0;
+}
+
+static int check_namespace(struct fsck *f)
+{
+	return each_page(f, LODE_FSCK_NAMESPACE, 8192, namespace_page);
+}
+
+/* The orphans the MDS keeps (inode, generation): their objects are not strays. */
+static int orphans_page(struct fsck *f, uint64_t cursor, const struct lode_wire_fsck_rep *rep,
+			const char *buf, size_t n)
+{
+	size_t pos = 0;
+
+	(void)cursor;
+	for (uint32_t i = 0; i < rep->count && pos + sizeof(struct lode_wire_fsck_file) <= n; i++) {
+		struct lode_wire_fsck_file h;
+
+		memcpy(&h, buf + pos, sizeof(h));
+		pos += file_rec_len(&h);
+		if (grow((void **)&f->orph, &f->corph, f->norph, sizeof(*f->orph)))
+			return -ENOMEM;
+		f->orph[f->norph][0] = h.ino;
+		f->orph[f->norph][1] = h.generation;
+		f->norph++;
+	}
+	return 0;
 }
 
 static int load_orphans(struct fsck *f)
 {
-	size_t cap = LODE_DATA_MAX;
-	char *buf = malloc(cap);
-	uint64_t cursor = 0;
-	int rc = 0;
+	return each_page(f, LODE_FSCK_ORPHANS, PAGE_FILES, orphans_page);
+}
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		struct lode_wire_fsck_rep rep;
-		size_t pos = 0;
-		int n = mds_page(f, LODE_FSCK_ORPHANS, cursor, PAGE_FILES, &rep, buf, cap);
+static int objects_page(struct fsck *f, uint64_t cursor, const struct lode_wire_fsck_rep *rep,
+			const char *buf, size_t n)
+{
+	size_t pos = 0;
+	int rc;
 
-		if (n < 0) {
-			rc = n;
-			break;
-		}
-		for (uint32_t i = 0;
-		     i < rep.count && pos + sizeof(struct lode_wire_fsck_file) <= (size_t)n; i++) {
-			struct lode_wire_fsck_file h;
+	(void)cursor;
+	for (uint32_t i = 0; i < rep->count; i++) {
+		struct file fl;
+		size_t len;
 
-			memcpy(&h, buf + pos, sizeof(h));
-			pos += file_rec_len(&h);
-			if (grow((void **)&f->orph, &f->corph, f->norph, sizeof(*f->orph))) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			f->orph[f->norph][0] = h.ino;
-			f->orph[f->norph][1] = h.generation;
-			f->norph++;
-		}
-		if (rep.eof)
-			break;
-		cursor = rep.next;
+		if (pos + sizeof(fl.h) > n)
+			return -EPROTO;
+		memcpy(&fl.h, buf + pos, sizeof(fl.h));
+		len = file_rec_len(&fl.h);
+		if ((unsigned)fl.h.stripe_count * fl.h.mirror_count > LODE_LAYOUT_TARGETS_MAX ||
+		    !fl.h.stripe_size || pos + len > n)
+			return -EPROTO;
+		memcpy(fl.targets, buf + pos + sizeof(fl.h),
+		       4u * fl.h.stripe_count * fl.h.mirror_count);
+		pos += len;
+		f->files++;
+		rc = merge_file(f, &fl);
+		if (rc)
+			return rc;
 	}
-out:
-	free(buf);
-	return rc;
+	return f->oper ? 1 : 0; /* 1: stop paging */
 }
 
 static int check_objects(struct fsck *f)
 {
-	size_t cap = LODE_DATA_MAX;
-	char *buf = malloc(cap);
-	uint64_t cursor = 0;
-	int rc = 0;
+	int rc = each_page(f, LODE_FSCK_FILES, PAGE_FILES, objects_page);
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		struct lode_wire_fsck_rep rep;
-		size_t pos = 0;
-		int n = mds_page(f, LODE_FSCK_FILES, cursor, PAGE_FILES, &rep, buf, cap);
-
-		if (n < 0) {
-			rc = n;
-			break;
-		}
-		for (uint32_t i = 0; i < rep.count; i++) {
-			struct file fl;
-			size_t len;
-
-			if (pos + sizeof(fl.h) > (size_t)n) {
-				rc = -EPROTO;
-				goto out;
-			}
-			memcpy(&fl.h, buf + pos, sizeof(fl.h));
-			len = file_rec_len(&fl.h);
-			if ((unsigned)fl.h.stripe_count * fl.h.mirror_count >
-				LODE_LAYOUT_TARGETS_MAX ||
-			    !fl.h.stripe_size || pos + len > (size_t)n) {
-				rc = -EPROTO;
-				goto out;
-			}
-			memcpy(fl.targets, buf + pos + sizeof(fl.h),
-			       4u * fl.h.stripe_count * fl.h.mirror_count);
-			pos += len;
-			f->files++;
-			rc = merge_file(f, &fl);
-			if (rc)
-				goto out;
-		}
-		if (f->oper)
-			goto out;
-		if (rep.eof)
-			break;
-		cursor = rep.next;
-	}
+	if (rc || f->oper)
+		return rc;
 	/* what is left past the last file's inode names no file */
 	for (unsigned i = 0; i < f->nt; i++) {
 		const struct lode_wire_objinfo *o;
@@ -756,13 +741,11 @@ static int check_objects(struct fsck *f)
 			f->objects++;
 			rc = stray(f, &f->t[i], o);
 			if (rc)
-				goto out;
+				return rc;
 			f->t[i].i++;
 		}
 	}
-out:
-	free(buf);
-	return rc;
+	return 0;
 }
 
 /* Confirms each candidate (RECHECKS times, RECHECK_GAP apart), then reports and fixes. */
