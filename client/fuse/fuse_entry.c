@@ -4,8 +4,11 @@
  * Each is one liblode call by inode; the MDS checks permissions with the caller's
  * credentials, and the kernel checks mode bits first (default_permissions).
  *
- * A failed lookup is not cached (no negative entry): a file another client creates and
- * closes must be found by the next open here, as close-to-open promises.
+ * A failed lookup is not cached (no negative entry) by default: a file another client
+ * creates and closes must be found by the next open here, as close-to-open promises.
+ * -o negative_timeout=S lets the kernel trust a missing name for S seconds, for work that
+ * looks up many names that are not there (Python's imports, search paths) and can wait
+ * that long for other clients' new files; this mount's own creates replace the entry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,13 @@ void lf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	rc = lode_ll_lookup(lf->c, parent, name, &st);
+	if (rc == -ENOENT && lf->o.negative_timeout > 0) {
+		struct fuse_entry_param e = {.ino = 0, .entry_timeout = lf->o.negative_timeout};
+
+		lf_ok(lf);
+		fuse_reply_entry(req, &e); /* inode 0: a negative entry, cached */
+		return;
+	}
 	if (rc) {
 		lf_reply_err(req, rc);
 		return;

@@ -49,9 +49,10 @@ enum lf_level { LF_ERR, LF_WARN, LF_INFO };
 struct lf_opts {
 	const char *mds; /* as given to --mds */
 	const char *mountpoint;
-	double attr_timeout;  /* seconds the kernel may trust attributes */
-	double entry_timeout; /* seconds the kernel may trust a name -> inode */
-	unsigned timeout_s;   /* how long a call waits for an unreachable server */
+	double attr_timeout;	 /* seconds the kernel may trust attributes */
+	double entry_timeout;	 /* seconds the kernel may trust a name -> inode */
+	double negative_timeout; /* seconds it may trust that a name is missing (0: never) */
+	unsigned timeout_s;	 /* how long a call waits for an unreachable server */
 	unsigned max_threads;
 	unsigned read_ahead_kb; /* kernel readahead of this mount; 0: leave it */
 	int replication;	/* LODE_REPLICATION_*: how writes reach the copies */

@@ -77,6 +77,8 @@ static void usage(FILE *out)
 	    "  -o OPT[,OPT...]     mount options (also --options OPTS):\n"
 	    "     attr_timeout=S   seconds the kernel caches attributes (default 1)\n"
 	    "     entry_timeout=S  seconds the kernel caches names (default 1)\n"
+	    "     negative_timeout=S  seconds the kernel caches that a name is missing\n"
+	    "                      (default 0: names other clients create show at once)\n"
 	    "     timeout=S        seconds a call waits for an unreachable server (default 30)\n"
 	    "     max_threads=N    request threads at most (default 64)\n"
 	    "     read_ahead_kb=N  kernel readahead of the mount (default 16384; 0: kernel's)\n"
@@ -181,6 +183,8 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->attr_timeout = parse_seconds(opt, v);
 		else if (!strcmp(opt, "entry_timeout") && v)
 			o->entry_timeout = parse_seconds(opt, v);
+		else if (!strcmp(opt, "negative_timeout") && v)
+			o->negative_timeout = parse_seconds(opt, v);
 		else if (!strcmp(opt, "timeout") && v)
 			o->timeout_s = parse_uint(opt, v, 1, 86400);
 		else if (!strcmp(opt, "read_ahead_kb") && v)
@@ -214,11 +218,11 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 				bad("namespace: expected durable or lazy, got '%s'", v);
 			o->lazy_namespace = !strcmp(v, "lazy");
 		} else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
-			   !strcmp(opt, "timeout") || !strcmp(opt, "max_threads") ||
-			   !strcmp(opt, "read_ahead_kb") || !strcmp(opt, "replication") ||
-			   !strcmp(opt, "root_squash") || !strcmp(opt, "no_root_squash") ||
-			   !strcmp(opt, "log") || !strcmp(opt, "metrics") ||
-			   !strcmp(opt, "namespace"))
+			   !strcmp(opt, "negative_timeout") || !strcmp(opt, "timeout") ||
+			   !strcmp(opt, "max_threads") || !strcmp(opt, "read_ahead_kb") ||
+			   !strcmp(opt, "replication") || !strcmp(opt, "root_squash") ||
+			   !strcmp(opt, "no_root_squash") || !strcmp(opt, "log") ||
+			   !strcmp(opt, "metrics") || !strcmp(opt, "namespace"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;

@@ -14,13 +14,16 @@
 #   - ls -l of a directory: READDIRPLUS pages, no LOOKUP or GETATTR per file; the sizes and
 #     modes are the ones written on the other mount
 #   - system.* extended attributes are refused without the MDS; user.* still work
-# The counting mount caches names and attributes for 60 s, so that the kernel's own
-# revalidations do not blur the counts; the other mount has the defaults.
+#   - with negative_timeout, a missing name costs one LOOKUP however often it is asked
+#     for, and a create of it none; this mount's own create shows at once. Without it (the
+#     default) another mount's new file shows at once after a failed lookup
+# The counting mount caches names, attributes and missing names for 60 s, so that the
+# kernel's own revalidations do not blur the counts; the other mount has the defaults.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_prog curl
-own_cluster "-o attr_timeout=60,entry_timeout=60" ""
+own_cluster "-o attr_timeout=60,entry_timeout=60,negative_timeout=60" ""
 
 # The client requests the MDS answered so far, "op count" per line (servers' own traffic,
 # target_* and orphan_*, left out).
@@ -133,6 +136,20 @@ echo "   ls -l of 50 files: $DELTA"
 awk '$NF ~ /^f[0-9]+$/ { if ($5 != substr($NF, 2)) { print "size of " $NF ": " $5; bad = 1 } } END { exit bad }' \
 	"$WORK/ls.txt" || fail "ls -l shows wrong sizes (above)"
 grep -q '^-rw------- .* f7$' "$WORK/ls.txt" || fail "ls -l does not show f7's mode 0600: $(grep ' f7$' "$WORK/ls.txt")"
+
+echo "== missing names: cached with negative_timeout, never by default"
+counted sh -c 'for i in 1 2 3 4 5; do ! stat "$1" 2>/dev/null || exit 1; done' sh "$A/d/absent" ||
+	fail "stat found $A/d/absent, which nobody created"
+echo "   5 stats of a missing name: $DELTA"
+[ "$(n lookup)" -eq 1 ] || fail "5 stats of a missing name cost $(n lookup) LOOKUPs with negative_timeout=60: $DELTA"
+counted sh -c ": >'$A/d/absent'"
+echo "   a create of that name: $DELTA"
+[ "$(n lookup)" -eq 0 ] && [ "$(n create)" -eq 1 ] || fail "a create of a name known missing cost $DELTA (CREATE, no LOOKUP expected)"
+[ "$(stat -c %s "$A/d/absent")" = 0 ] || fail "this mount does not find the file it just created over its negative entry"
+! stat "$B/d/later" 2>/dev/null || fail "$B/d/later exists before anyone created it"
+echo x >"$A/d/later"
+[ "$(cat "$B/d/later")" = x ] ||
+	fail "the other mount (negative_timeout 0) does not find a file created after its failed lookup"
 
 echo "== extended attributes: system.* refused here, user.* at the MDS"
 if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
