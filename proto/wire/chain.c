@@ -10,11 +10,8 @@
 
 static int chain_addr_ok(const struct lode_wire_chain_hop *h)
 {
-	if (h->addr_len == 0 || h->addr_len > LODE_ADDR_MAX)
+	if (h->addr_len > LODE_ADDR_MAX || lode_addr_check(h->addr, h->addr_len))
 		return -EINVAL;
-	for (unsigned i = 0; i < h->addr_len; i++)
-		if (h->addr[i] <= ' ' || h->addr[i] > '~')
-			return -EINVAL;
 	/* the padding is a reserved field: zero, so that the address is NUL-terminated */
 	for (unsigned i = h->addr_len; i < sizeof(h->addr); i++)
 		if (h->addr[i])

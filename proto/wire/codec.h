@@ -106,6 +106,10 @@ int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t dat
  * names the receiver (self_target) again. The hops follow at lode_chain_hops(chain).
  */
 int lode_dec_chain(const void *p, size_t len, const struct lode_wire_chain **chain);
+/* A server address as the wire carries it (TARGET_REGISTER, a chain's hops): 1 to
+ * LODE_ADDR_MAX printable bytes, no space. 0 or -EINVAL. Where it goes, it is logged and
+ * handed to clients as it is. */
+int lode_addr_check(const char *addr, size_t len);
 static inline const struct lode_wire_chain_hop *lode_chain_hops(const struct lode_wire_chain *c)
 {
 	return (const struct lode_wire_chain_hop *)(const void *)(c + 1);

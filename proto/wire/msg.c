@@ -918,11 +918,19 @@ static int name_ok(uint8_t kind, const struct lode_name *n)
 			return -ENAMETOOLONG;
 		return memchr(n->ptr, '\0', n->len) ? -EINVAL : 0;
 	case NAME_ADDR:
-		if (n->len == 0 || n->len > LODE_ADDR_MAX || memchr(n->ptr, '\0', n->len))
-			return -EINVAL;
-		return 0;
+		return lode_addr_check(n->ptr, n->len);
 	}
 	return -EPROTO;
+}
+
+int lode_addr_check(const char *addr, size_t len)
+{
+	if (len == 0 || len > LODE_ADDR_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (addr[i] <= ' ' || addr[i] > '~')
+			return -EINVAL;
+	return 0;
 }
 
 int lode_msg_decode(uint8_t opcode, const void *body, uint32_t len, uint64_t data_len,

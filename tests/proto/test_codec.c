@@ -835,6 +835,10 @@ static void test_symlink_targets_addresses_and_xattr_names_follow_their_own_rule
 	    {LODE_OP_TARGET_REGISTER, 0, "", 0, -EINVAL},
 	    {LODE_OP_TARGET_REGISTER, 0, long_name, LODE_ADDR_MAX + 1, -EINVAL},
 	    {LODE_OP_TARGET_REGISTER, 0, "ab\0c", 4, -EINVAL},
+	    /* an address is logged and handed to clients: printable, no space */
+	    {LODE_OP_TARGET_REGISTER, 0, "tcp://10.0.\xff.1:7000", 19, -EINVAL},
+	    {LODE_OP_TARGET_REGISTER, 0, "tcp://10.0.0.1:7000\n", 20, -EINVAL},
+	    {LODE_OP_TARGET_REGISTER, 0, "tcp://a b:7000", 14, -EINVAL},
 	    {LODE_OP_TARGET_REGISTER, 0, long_name, LODE_ADDR_MAX, 0},
 	    {LODE_OP_TARGET_REGISTER, 0, "tcp://10.0.0.1:7000", 19, 0},
 	    {LODE_OP_GETXATTR, 0, "", 0, -EINVAL},
