@@ -96,6 +96,9 @@ struct lode_file {
 	/* Readers and writers take it shared (the OSS merges partial chunks and orders writes
 	 * that share a chunk); truncate takes it exclusive. */
 	pthread_rwlock_t rw;
+	/* Held through a whole lode_fsync: a second fsync on the handle would find the
+	 * stripes the first one took already gone, and return before they are synced. */
+	pthread_mutex_t fsync_lock;
 	pthread_mutex_t lock;
 	uint64_t size;		   /* protected by lock: size as this handle knows it */
 	int64_t mtime_ns;	   /* protected by lock: last write */

@@ -158,13 +158,11 @@ int lode_create_with_layout(struct lode_client *c, const char *path, uint32_t mo
 	return lode_ll_create(c, parent, name, O_RDWR | O_CREAT | O_EXCL, mode, layout, out);
 }
 
-int lode_fsync(struct lode_file *f)
+static int fsync_locked(struct lode_file *f)
 {
 	uint64_t stripes;
 	int rc, commit_rc;
 
-	if ((f->flags & O_ACCMODE) == O_RDONLY)
-		return lode_sync(f->c);
 	pthread_mutex_lock(&f->lock);
 	stripes = f->dirty_stripes;
 	f->dirty_stripes = 0;
@@ -181,6 +179,19 @@ int lode_fsync(struct lode_file *f)
 		return rc;
 	}
 	return commit_rc;
+}
+
+int lode_fsync(struct lode_file *f)
+{
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return lode_sync(f->c);
+	/* one at a time: the stripes an fsync in flight took are not synced yet */
+	pthread_mutex_lock(&f->fsync_lock);
+	rc = fsync_locked(f);
+	pthread_mutex_unlock(&f->fsync_lock);
+	return rc;
 }
 
 int lode_file_parent_stat(struct lode_file *f, struct lode_stat *st)

@@ -36,6 +36,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->lease_renewed_ms = lode_now_ms();
 	f->degraded = rep->degraded;
 	pthread_rwlock_init(&f->rw, NULL);
+	pthread_mutex_init(&f->fsync_lock, NULL);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->cap_lock, NULL);
 	lode_client_file_cap_init(f, &rep->cap, sent_ms);
@@ -46,6 +47,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 void lode_client_file_free(struct lode_file *f)
 {
 	pthread_rwlock_destroy(&f->rw);
+	pthread_mutex_destroy(&f->fsync_lock);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->cap_lock);
 	free(f);

@@ -3,7 +3,7 @@
  * dropfs: a FUSE file system over a backing directory that loses, like a disk after a power
  * cut, everything that was never synced. For the power-cut tests (test_powercut.sh).
  *
- *   dropfs BACKING MOUNTPOINT [FUSE options]      (runs in the foreground, one thread)
+ *   dropfs BACKING MOUNTPOINT [FUSE options]      (runs in the foreground)
  *
  * File contents and sizes are durable only once synced: the first write, truncate or
  * fallocate of a file copies it into this process's memory, where every later change and
@@ -22,12 +22,17 @@
  * which may bring a name back), and a renamed directory's unsynced names are not followed.
  * This is a test tool: a file's unsynced copy lives whole in memory, and a path in the
  * journal may not hold a newline.
+ *
+ * A slow disk, for a cut in the middle of a sync: with DROPFS_SLOW_FSYNC=FILE, while FILE
+ * holds a number N, each fsync() of a file first sleeps N ms. Other calls go on meanwhile:
+ * FUSE's threads serve them, one at a time (one lock around every call but that sleep).
  */
 #define FUSE_USE_VERSION 35
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <pthread.h>
 #include <linux/falloc.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -182,7 +187,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 	return 0;
 }
 
-/* Notes a new name ('+') or a directory synced ('!'). dropfs's single thread writes whole
+/* Notes a new name ('+') or a directory synced ('!'). Written under dropfs's lock, as whole
  * lines with O_APPEND. */
 static int note(char kind, const char *path)
 {
@@ -363,13 +368,33 @@ static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct
 	return -EOPNOTSUPP;
 }
 
+/* DROPFS_SLOW_FSYNC: sleeps as many ms as its file says, if it is there. */
+static void slow_fsync(void)
+{
+	const char *path = getenv("DROPFS_SLOW_FSYNC");
+	char text[32];
+	ssize_t n = 0;
+	int fd;
+
+	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (n > 0) {
+		text[n] = 0;
+		usleep((useconds_t)strtoul(text, NULL, 10) * 1000u);
+	}
+}
+
 /* The file's unsynced copy goes to BACKING, synced there; then it is durable. */
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-	struct dirty *d = find(path);
+	struct dirty *d;
 	int fd, rc = 0;
 
 	(void)datasync, (void)fi;
+	d = find(path);
 	if (!d)
 		return 0;
 	fd = openat(backing, rel(path), O_WRONLY | O_CLOEXEC);
@@ -405,26 +430,74 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
+/* Every call runs under one lock (the dirty list and the journal have no other). */
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+#define LOCKED(op, params, ...)                                                                    \
+	static int op##_locked params                                                              \
+	{                                                                                          \
+		int rc;                                                                            \
+		pthread_mutex_lock(&big);                                                          \
+		rc = op(__VA_ARGS__);                                                              \
+		pthread_mutex_unlock(&big);                                                        \
+		return rc;                                                                         \
+	}
+LOCKED(fs_getattr, (const char *p, struct stat *st, struct fuse_file_info *fi), p, st, fi)
+LOCKED(fs_readdir,
+       (const char *p, void *buf, fuse_fill_dir_t fill, off_t off, struct fuse_file_info *fi,
+	enum fuse_readdir_flags fl),
+       p, buf, fill, off, fi, fl)
+LOCKED(fs_mkdir, (const char *p, mode_t m), p, m)
+LOCKED(fs_rmdir, (const char *p), p)
+LOCKED(fs_unlink, (const char *p), p)
+LOCKED(fs_rename, (const char *a, const char *b, unsigned fl), a, b, fl)
+LOCKED(fs_chmod, (const char *p, mode_t m, struct fuse_file_info *fi), p, m, fi)
+LOCKED(fs_chown, (const char *p, uid_t u, gid_t g, struct fuse_file_info *fi), p, u, g, fi)
+LOCKED(fs_utimens, (const char *p, const struct timespec tv[2], struct fuse_file_info *fi), p, tv,
+       fi)
+LOCKED(fs_truncate, (const char *p, off_t sz, struct fuse_file_info *fi), p, sz, fi)
+LOCKED(fs_create, (const char *p, mode_t m, struct fuse_file_info *fi), p, m, fi)
+LOCKED(fs_open, (const char *p, struct fuse_file_info *fi), p, fi)
+LOCKED(fs_read, (const char *p, char *buf, size_t n, off_t off, struct fuse_file_info *fi), p, buf,
+       n, off, fi)
+LOCKED(fs_write, (const char *p, const char *buf, size_t n, off_t off, struct fuse_file_info *fi),
+       p, buf, n, off, fi)
+LOCKED(fs_fallocate, (const char *p, int m, off_t off, off_t len, struct fuse_file_info *fi), p, m,
+       off, len, fi)
+LOCKED(fs_fsyncdir, (const char *p, int ds, struct fuse_file_info *fi), p, ds, fi)
+LOCKED(fs_statfs, (const char *p, struct statvfs *st), p, st)
+
+/* The slow disk's wait is outside the lock: the rest of the file system goes on. */
+static int fs_fsync_locked(const char *p, int ds, struct fuse_file_info *fi)
+{
+	int rc;
+
+	slow_fsync();
+	pthread_mutex_lock(&big);
+	rc = fs_fsync(p, ds, fi);
+	pthread_mutex_unlock(&big);
+	return rc;
+}
+
 static const struct fuse_operations ops = {
     .init = fs_init,
-    .getattr = fs_getattr,
-    .readdir = fs_readdir,
-    .mkdir = fs_mkdir,
-    .rmdir = fs_rmdir,
-    .unlink = fs_unlink,
-    .rename = fs_rename,
-    .chmod = fs_chmod,
-    .chown = fs_chown,
-    .utimens = fs_utimens,
-    .truncate = fs_truncate,
-    .create = fs_create,
-    .open = fs_open,
-    .read = fs_read,
-    .write = fs_write,
-    .fallocate = fs_fallocate,
-    .fsync = fs_fsync,
-    .fsyncdir = fs_fsyncdir,
-    .statfs = fs_statfs,
+    .getattr = fs_getattr_locked,
+    .readdir = fs_readdir_locked,
+    .mkdir = fs_mkdir_locked,
+    .rmdir = fs_rmdir_locked,
+    .unlink = fs_unlink_locked,
+    .rename = fs_rename_locked,
+    .chmod = fs_chmod_locked,
+    .chown = fs_chown_locked,
+    .utimens = fs_utimens_locked,
+    .truncate = fs_truncate_locked,
+    .create = fs_create_locked,
+    .open = fs_open_locked,
+    .read = fs_read_locked,
+    .write = fs_write_locked,
+    .fallocate = fs_fallocate_locked,
+    .fsync = fs_fsync_locked,
+    .fsyncdir = fs_fsyncdir_locked,
+    .statfs = fs_statfs_locked,
 };
 
 /* Removes name (under at), and everything under it if it is a directory. */
@@ -524,7 +597,7 @@ static int boot(const char *journal_path)
 int main(int argc, char **argv)
 {
 	char journal_path[4096];
-	char *args[argc + 2];
+	char *args[argc + 1];
 	int n = 0;
 
 	if (argc < 3) {
@@ -553,7 +626,6 @@ int main(int argc, char **argv)
 	args[n++] = argv[0];
 	for (int i = 2; i < argc; i++)
 		args[n++] = argv[i];
-	args[n++] = "-s"; /* one thread: the dirty list has no lock */
 	args[n] = NULL;
 	return fuse_main(n, args, &ops, NULL);
 }

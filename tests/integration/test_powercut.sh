@@ -7,7 +7,11 @@
 #   reads zeros past the cut point, not the old bytes (issue 13: the OSS's truncate changed
 #   size and checksums without syncing them, and liblode's ftruncate marked no stripe for
 #   the next fsync, so the objects came back at their old size and content);
-# - an O_TRUNC open followed by fsync: the same.
+# - an O_TRUNC open followed by fsync: the same;
+# - of two fsyncs of one liblode handle, the second returns only once the first one's
+#   object syncs are done: with the disk's fsync held up 1.5 s, the cut comes right after
+#   the second returns, and the file reads back whole (before, the second found the
+#   stripes taken by the first and returned at once with nothing synced).
 # Names on dropfs are durable only with a sync of their directory, so the objects of every
 # fsynced file must have had theirs synced by the OSS.
 # First it checks that dropfs really drops unsynced writes and names, so that the rest can
@@ -30,6 +34,8 @@ cleanup_drops() {
 }
 trap 'cleanup_mounts; "$lodectl" local down "$dir/c" >/dev/null 2>&1 || true; cleanup_drops; rm -rf "$dir"' EXIT
 
+# dropfs's fsyncs sleep as many ms as this file says, while it is there
+export DROPFS_SLOW_FSYNC=$dir/slow_fsync
 mount_drop() { # BACKING MNT
 	mkdir -p "$1" "$2"
 	"$dropfs" "$1" "$2" -f 2>>"$dir/dropfs.log" &
@@ -107,6 +113,31 @@ os.fsync(fd)
 os.close(fd)
 EOF
 
+echo "== two fsyncs of one handle (liblode, Python package), the disk's syncs held up"
+PYTHONPATH=$(cd "$(dirname "$0")/../.." && pwd)/python
+LODE_BUILD_DIR=${LODE_BUILD_DIR:-$(dirname "$(dirname "$lodectl")")}
+export PYTHONPATH LODE_BUILD_DIR
+printf 1500 >"$dir/slow_fsync"
+LD_PRELOAD=${LODE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3 - "$dir" <<'EOF' &
+import os, sys, threading, time
+import lode
+d = sys.argv[1]
+f = lode.Client().open('/twofsync', 'w')
+f.write(open(d + '/orig', 'rb').read())
+first = threading.Thread(target=f.fsync, daemon=True)
+first.start()
+time.sleep(0.3)  # the first is waiting on the slow disk
+t0 = time.monotonic()
+f.fsync()
+# the cut follows at once: nothing may wait for the first fsync any more
+open(d + '/acked.tmp', 'w').write(f'{time.monotonic() - t0:.2f}')
+os.rename(d + '/acked.tmp', d + '/acked')
+os._exit(0)
+EOF
+for _ in $(seq 600); do [ -e "$dir/acked" ] && break; sleep 0.05; done
+[ -e "$dir/acked" ] || fail "the second fsync did not return within 30 s"
+echo "   the second fsync returned after $(cat "$dir/acked") s"
+
 echo "== power cut: every daemon, the mount and dropfs killed at once"
 for p in "$dir"/c/*/pid; do kill -9 "$(cat "$p")" 2>/dev/null || true; done
 cleanup_mounts
@@ -115,6 +146,7 @@ cleanup_drops
 sleep 0.5
 
 echo "== back up"
+rm -f "$dir/slow_fsync"
 for i in 0 1; do mount_drop "$dir/back$i" "$dir/c/oss$i"; done
 "$lodectl" local up "$dir/c" --oss 2 >/dev/null
 mount_lode "$dir/m"
@@ -127,6 +159,12 @@ def fail(why):
     sys.exit(1)
 if open(f'{m}/kept', 'rb').read() != orig:
     fail('a file written and fsynced before the cut reads back different')
+try:
+    got = open(f'{m}/twofsync', 'rb').read()
+except OSError as e:
+    fail(f'twofsync, acknowledged by its second fsync before the cut: {e}')
+if got != orig:
+    fail('twofsync, acknowledged by its second fsync before the cut, reads back different')
 for name, keep, first in (('cut', 1000, orig[:1000]), ('otrunc', 100, b'x' * 100)):
     st = os.stat(f'{m}/{name}')
     if st.st_size != keep:
