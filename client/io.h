@@ -154,7 +154,9 @@ int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end
 int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes);
 /* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy, and
  * sends the file's durable COMMIT while the object servers sync (its result in
- * *commit_rc): fsync returns when both are durable, and neither waits for the other. */
+ * *commit_rc): fsync returns when both are durable, and neither waits for the other. If
+ * the syncs could not all be sent, the COMMIT waits for their retry, and is not sent if
+ * that fails too. */
 int lode_client_objects_fsync_commit(struct lode_file *f, uint64_t stripes, int *commit_rc);
 /* Waits for the handle's read-ahead and frees it (lode_close). */
 void lode_client_readahead_free(struct lode_file *f);

@@ -519,12 +519,17 @@ int lode_client_objects_fsync_commit(struct lode_file *f, uint64_t stripes, int 
 	struct lode_wire_cap cap;
 	struct window w;
 	int rc = objects_each_start(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0, &w);
+	bool committed = !rc;
 
-	*commit_rc = lode_client_file_commit(f, LODE_OP_COMMIT, true);
+	/* beside the syncs, once they are all sent: an fsync that could not send them
+	 * publishes nothing */
+	*commit_rc = committed ? lode_client_file_commit(f, LODE_OP_COMMIT, true) : 0;
 	rc = objects_each_finish(f, stripes, &w, rc);
 	/* idempotent: after a capability expired on the way, renew and redo */
 	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
 		rc = objects_each_once(f, LODE_OP_OBJ_FSYNC, stripes, 0, 0);
+	if (!rc && !committed)
+		*commit_rc = lode_client_file_commit(f, LODE_OP_COMMIT, true);
 	return rc;
 }
 
