@@ -135,8 +135,18 @@ int lode_store_sync(struct lode_store *st)
 	if (!rc)
 		rc = lode_sync_record_write(st->rec, (uint64_t)info.me_last_txnid);
 	if (rc) {
+		int prc;
+
 		st->sync_failed = rc;
-		lode_sync_record_poison(st->rec); /* the next open rolls back to the record */
+		/* the next open rolls back to the record, even in this boot */
+		prc = lode_sync_record_poison(st->rec);
+		if (prc)
+			fprintf(
+			    stderr,
+			    "lode-mds: marking the sync record after the failed sync failed too "
+			    "(%s): a restart of the MDS in this boot would not roll back to the "
+			    "last recorded sync; reboot the machine before restarting it\n",
+			    strerror(-prc));
 		return rc;
 	}
 	/* the pin moves to the snapshot just made durable */

@@ -128,15 +128,19 @@ static int slot_read(int fd, unsigned i, uint8_t *buf)
 }
 
 /* Leaves the newest whole slot of the record fd in buf (SLOT bytes) and its header in *h.
- * Returns the slot's index, or -ENOENT when neither slot is whole, or -errno. */
+ * Returns the slot's index, or -ENOENT when neither slot is whole, or -errno when one could
+ * not be read (a slot not read could be the newest). */
 static int newest_slot(int fd, uint8_t *buf, struct slot_hdr *h)
 {
 	int best = -ENOENT, rc;
 	uint64_t seq = 0;
 
 	for (unsigned i = 0; i < 2; i++) {
-		if (slot_read(fd, i, buf))
+		rc = slot_read(fd, i, buf);
+		if (rc == -EBADMSG)
 			continue;
+		if (rc)
+			return rc;
 		memcpy(h, buf, sizeof(*h));
 		if (best < 0 || h->seq > seq) {
 			best = (int)i;
@@ -181,8 +185,14 @@ int lode_sync_record_open(const char *dir, int data_fd, unsigned psize,
 	}
 	{
 		struct slot_hdr h;
+		int rc = newest_slot(r->fd, r->buf, &h);
 
-		if (newest_slot(r->fd, r->buf, &h) >= 0)
+		if (rc < 0 && rc != -ENOENT) {
+			/* the next slot written must outnumber the newest: unknown */
+			lode_sync_record_close(r);
+			return rc;
+		}
+		if (rc >= 0)
 			r->seq = h.seq;
 	}
 	r->data_fd = data_fd;
@@ -295,8 +305,16 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		goto out; /* none yet: an older lode-mds synced every commit */
-	if (newest_slot(fd, buf, &h) < 0)
+	rc = newest_slot(fd, buf, &h);
+	if (rc == -ENOENT) {
+		rc = 0;
 		goto out; /* never written whole: no commit ever went unsynced after it */
+	}
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot read %s: %s", path, strerror(-rc));
+		goto out;
+	}
+	rc = 0;
 	boot_id(boot);
 	if (!memcmp(boot, h.boot, sizeof(boot)))
 		goto out; /* the same boot: the page cache kept every commit */
