@@ -1077,6 +1077,11 @@ const char *lode_server_address(const struct lode_server *srv, unsigned i)
 	return i < srv->nlisteners ? srv->addrs[i] : NULL;
 }
 
+uint64_t lode_server_live_requests(const struct lode_server *srv)
+{
+	return __atomic_load_n(&srv->live_reqs, __ATOMIC_RELAXED);
+}
+
 static void server_free(struct lode_server *srv)
 {
 	for (unsigned i = 0; i < PEER_BUCKETS; i++)

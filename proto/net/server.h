@@ -75,6 +75,9 @@ const char *lode_server_address(const struct lode_server *srv, unsigned i);
  * by handlers may be answered afterwards, from any thread: those replies are dropped, and
  * the last of them frees what is left of the server. NULL is accepted. */
 void lode_server_stop(struct lode_server *srv);
+/* Requests handed to the handlers and not yet freed (answered, or dropped with their
+ * connection): 0 when the server is idle. */
+uint64_t lode_server_live_requests(const struct lode_server *srv);
 
 /*
  * What a server has answered, summed over its workers. Each worker counts its own requests

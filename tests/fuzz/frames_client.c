@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "frames_client.h"
 #include "fuzz.h"
+#include "server.h"
 
 #define FRAMES_MAX 256
 #define WAIT_MS	   20000
@@ -222,4 +223,15 @@ unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 	}
 	free(out);
 	return replies;
+}
+
+void fuzz_wait_idle(struct lode_server *srv)
+{
+	for (unsigned ms = 0; lode_server_live_requests(srv); ms++) {
+		if (ms == 30000) {
+			fprintf(stderr, "fuzz: a request of a closed connection never ended\n");
+			abort();
+		}
+		usleep(1000);
+	}
 }

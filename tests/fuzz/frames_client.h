@@ -36,4 +36,10 @@ int fuzz_dial(const char *addr);
 unsigned fuzz_frames_run(const char *addr, const uint8_t *data, size_t size,
 			 fuzz_frame_patch_fn patch);
 
+struct lode_server;
+/* Waits until srv holds no request: those of a connection it closed run on (an object
+ * server's fsync, say) and would otherwise cross into the next input, or be cut off by
+ * the stop at exit and leak. Aborts after 30 s: a request that never ends is a hang. */
+void fuzz_wait_idle(struct lode_server *srv);
+
 #endif

@@ -73,5 +73,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_frames_run(addr, data, size, NULL);
+	fuzz_wait_idle(srv);
 	return 0;
 }

@@ -97,6 +97,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_frames_run(addr, data, size, cap_chain);
+	fuzz_wait_idle(f->srv);
 	bound_store();
 	return 0;
 }
