@@ -99,12 +99,17 @@ struct lode_file {
 	/* Held through a whole lode_fsync: a second fsync on the handle would find the
 	 * stripes the first one took already gone, and return before they are synced. */
 	pthread_mutex_t fsync_lock;
+	/* Held through a whole COMMIT or CLOSE (lode_client_file_commit): each one's size and
+	 * mtime are taken after the last one was answered, so an older one never lands at
+	 * the MDS after a newer one (an EXTEND of the old size after a truncate's SET). */
+	pthread_mutex_t commit_lock;
 	pthread_mutex_t lock;
-	uint64_t size;		   /* protected by lock: size as this handle knows it */
-	int64_t mtime_ns;	   /* protected by lock: last write */
-	bool dirty_meta;	   /* protected by lock: size/mtime not yet committed */
-	bool size_set;		   /* protected by lock: a truncate not yet committed */
-	uint64_t dirty_stripes;	   /* protected by lock: stripes written since the last fsync */
+	uint64_t size;		/* protected by lock: size as this handle knows it */
+	int64_t mtime_ns;	/* protected by lock: last write */
+	bool dirty_meta;	/* protected by lock: size/mtime not yet committed */
+	uint64_t meta_gen;	/* protected by lock: bumped with each change dirty_meta covers */
+	bool size_set;		/* protected by lock: a truncate not yet committed */
+	uint64_t dirty_stripes; /* protected by lock: stripes written since the last fsync */
 	uint64_t lease_renewed_ms; /* protected by lock */
 	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
 	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */

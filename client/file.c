@@ -221,21 +221,27 @@ int lode_flush(struct lode_file *f)
 	return dirty ? lode_client_file_commit(f, LODE_OP_COMMIT, false) : 0;
 }
 
-int lode_ftruncate(struct lode_file *f, uint64_t size)
+/* Sets the size (grow_only: only if that grows the file, decided under rw: *grown says
+ * whether it did), with its commit. */
+static int truncate_to(struct lode_file *f, uint64_t size, bool grow_only, bool *grown)
 {
-	int rc;
+	int rc = 0;
 
-	if ((f->flags & O_ACCMODE) == O_RDONLY)
-		return -EBADF;
-	if (size > (uint64_t)INT64_MAX)
-		return -EFBIG;
 	pthread_rwlock_wrlock(&f->rw);
+	if (grow_only) {
+		pthread_mutex_lock(&f->lock);
+		*grown = size > f->size;
+		pthread_mutex_unlock(&f->lock);
+		if (!*grown)
+			goto out; /* a write beside this one got further: never cut it */
+	}
 	rc = lode_client_objects_truncate(f, size);
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		f->size = size;
 		f->mtime_ns = lode_now_ns();
 		f->dirty_meta = true;
+		f->meta_gen++;
 		f->size_set = true; /* committed as is, not as the largest end */
 		/* the truncate changed every object's size (and its last chunk's checksum) in
 		 * the OSS's page cache only: the next fsync must sync them all */
@@ -243,8 +249,18 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 		pthread_mutex_unlock(&f->lock);
 		rc = lode_client_file_commit(f, LODE_OP_COMMIT, !f->c->lazy);
 	}
+out:
 	pthread_rwlock_unlock(&f->rw);
 	return rc;
+}
+
+int lode_ftruncate(struct lode_file *f, uint64_t size)
+{
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	return truncate_to(f, size, false, NULL);
 }
 
 /* Writes zeros over [off, end): through the normal write path, so that every copy and its
@@ -294,11 +310,21 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	rc = lode_client_objects_allocate(f, off, end);
 	if (rc)
 		return rc;
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > lode_file_size(f))
-		return lode_ftruncate(f, end);
+	/* the allocation (and the objects it created) is durable with the next fsync */
+	pthread_mutex_lock(&f->lock);
+	f->dirty_stripes = ~0ull;
+	pthread_mutex_unlock(&f->lock);
+	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
+		bool grown;
+
+		rc = truncate_to(f, end, true, &grown);
+		if (rc || grown)
+			return rc;
+	}
 	/* commit (mtime unchanged, ctime now), which measures what the file takes now */
 	pthread_mutex_lock(&f->lock);
 	f->dirty_meta = true;
+	f->meta_gen++;
 	pthread_mutex_unlock(&f->lock);
 	return lode_client_file_commit(f, LODE_OP_COMMIT, !f->c->lazy);
 }

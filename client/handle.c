@@ -37,6 +37,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->degraded = rep->degraded;
 	pthread_rwlock_init(&f->rw, NULL);
 	pthread_mutex_init(&f->fsync_lock, NULL);
+	pthread_mutex_init(&f->commit_lock, NULL);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->cap_lock, NULL);
 	lode_client_file_cap_init(f, &rep->cap, sent_ms);
@@ -48,21 +49,22 @@ void lode_client_file_free(struct lode_file *f)
 {
 	pthread_rwlock_destroy(&f->rw);
 	pthread_mutex_destroy(&f->fsync_lock);
+	pthread_mutex_destroy(&f->commit_lock);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->cap_lock);
 	free(f);
 }
 
 /* Sends COMMIT (or CLOSE) with the size and mtime this handle knows. */
-int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)
+static int commit_locked(struct lode_file *f, uint8_t op, bool durable)
 {
 	struct lode_wire_commit_req req = {.ino = f->ino, .handle = f->handle};
 	struct lode_wire_attr attr;
+	uint64_t stored, gen;
 	int rc;
 
-	uint64_t stored;
-
 	pthread_mutex_lock(&f->lock);
+	gen = f->meta_gen;
 	if (f->dirty_meta) {
 		/* a truncate sets the size; writes only extend it, so that a writer that wrote
 		 * less than the file's other writers never cuts their bytes off */
@@ -77,7 +79,8 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)
 	rc = lode_client_mds_call_as(f->c, op, !durable, &req, sizeof(req), &attr, sizeof(attr));
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
-		if (req.commit && f->size == req.size && f->mtime_ns == req.mtime_ns) {
+		/* nothing changed since the snapshot (a write, a truncate, an allocation) */
+		if (req.commit && f->meta_gen == gen) {
 			f->dirty_meta = false;
 			f->size_set = false;
 		}
@@ -87,6 +90,16 @@ int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)
 		f->lease_renewed_ms = lode_now_ms();
 		pthread_mutex_unlock(&f->lock);
 	}
+	return rc;
+}
+
+int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->commit_lock);
+	rc = commit_locked(f, op, durable);
+	pthread_mutex_unlock(&f->commit_lock);
 	return rc;
 }
 

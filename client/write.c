@@ -282,6 +282,7 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 			f->size = off + len;
 		f->mtime_ns = lode_now_ns();
 		f->dirty_meta = true;
+		f->meta_gen++;
 		f->dirty_stripes |= stripes;
 		pthread_mutex_unlock(&f->lock);
 	}

@@ -6,11 +6,19 @@
  * lode_rpc_submit wrapped (-Wl,--wrap), so the test sees each object request the client
  * sends to the real local cluster, and checks that an OBJ_FSYNC of each copy followed the
  * OBJ_TRUNCATE. (The OSS's OBJ_FSYNC is fdatasync of the object and of its checksums, which
- * includes a size changed by ftruncate.)
+ * includes a size changed by ftruncate.) The same for fallocate, whose allocation must be
+ * durable with the next fsync.
+ *
+ * And a commit taken before a truncate never lands after it: the wrapper holds the first
+ * OBJ_STAT after it is armed (a commit measures the file before it sends the size), so a
+ * flush is caught between its snapshot of the size and its COMMIT while another thread
+ * truncates the file; the MDS must end with the truncate's size.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,8 +51,27 @@ static char addrs[8][128];	      /* protected by log_lock */
 void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 
+/* The OBJ_STAT hold: armed by the test, taken by the first OBJ_STAT, let go by the test. */
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool hold_armed, held, hold_released; /* protected by log_lock */
+
+static void hold_stat(void)
+{
+	pthread_mutex_lock(&log_lock);
+	if (hold_armed) {
+		hold_armed = false;
+		held = true;
+		pthread_cond_broadcast(&hold_cond);
+		while (!hold_released)
+			pthread_cond_wait(&hold_cond, &log_lock);
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 {
+	if (call->opcode == LODE_OP_OBJ_STAT)
+		hold_stat();
 	if ((call->opcode == LODE_OP_OBJ_TRUNCATE || call->opcode == LODE_OP_OBJ_FSYNC) &&
 	    call->body_len >= sizeof(struct lode_wire_objid)) {
 		const struct lode_wire_objid *id = call->body;
@@ -141,6 +168,89 @@ static void truncate_then_fsync(int replication)
 	free(buf);
 }
 
+static void test_fsync_after_fallocate_syncs_every_copy(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 2, .mirror_count = 2};
+	struct lode_client *c;
+	struct lode_file *f;
+
+	(void)state;
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_set_replication(c, LODE_REPLICATION_FANOUT), 0);
+	assert_int_equal(lode_create_with_layout(c, "/falloc", 0644, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, "x", 1, 0), 1);
+	assert_int_equal(lode_fsync(f), 0);
+	log_clear();
+	assert_int_equal(lode_fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 3 << 20), 0);
+	assert_int_equal(lode_fsync(f), 0);
+	for (uint32_t s = 0; s < 2; s++)
+		if (count(LODE_OP_OBJ_FSYNC, s) < 2)
+			fail_msg("stripe %u: %u OBJ_FSYNC after fallocate, want 2", s,
+				 count(LODE_OP_OBJ_FSYNC, s));
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(c);
+}
+
+static void *flush_thread(void *arg)
+{
+	return (void *)(intptr_t)lode_flush(arg);
+}
+
+static void *truncate_thread(void *arg)
+{
+	return (void *)(intptr_t)lode_ftruncate(arg, 0);
+}
+
+static void test_a_commit_taken_before_a_truncate_never_lands_after_it(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_client *c;
+	struct lode_file *f;
+	struct lode_stat st;
+	pthread_t flusher, truncater;
+	void *frc, *trc;
+	char *buf = calloc(1, 3 << 20);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_create_with_layout(c, "/race", 0644, NULL, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, 3 << 20, 0), 3 << 20); /* not committed yet */
+	pthread_mutex_lock(&log_lock);
+	hold_armed = true;
+	held = hold_released = false;
+	pthread_mutex_unlock(&log_lock);
+	/* the flush takes the size (3 MiB, to extend to) and is held before its COMMIT */
+	assert_int_equal(pthread_create(&flusher, NULL, flush_thread, f), 0);
+	pthread_mutex_lock(&log_lock);
+	while (!held)
+		pthread_cond_wait(&hold_cond, &log_lock);
+	pthread_mutex_unlock(&log_lock);
+	/* the truncate to 0 runs meanwhile: before the fix its SET 0 reached the MDS first */
+	assert_int_equal(pthread_create(&truncater, NULL, truncate_thread, f), 0);
+	usleep(300 * 1000);
+	pthread_mutex_lock(&log_lock);
+	hold_released = true;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&log_lock);
+	assert_int_equal(pthread_join(flusher, &frc), 0);
+	assert_int_equal(pthread_join(truncater, &trc), 0);
+	assert_int_equal((intptr_t)frc, 0);
+	assert_int_equal((intptr_t)trc, 0);
+	assert_int_equal(lode_stat(c, "/race", &st), 0);
+	if (st.size != 0)
+		fail_msg("the MDS has size %llu after the truncate to 0 returned: the flush's "
+			 "older COMMIT landed after it",
+			 (unsigned long long)st.size);
+	assert_int_equal(lode_file_size(f), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/race", &st), 0);
+	assert_int_equal(st.size, 0);
+	lode_disconnect(c);
+	free(buf);
+}
+
 static void test_fsync_after_ftruncate_syncs_every_copy_fan_out(void **state)
 {
 	(void)state;
@@ -158,6 +268,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_fan_out),
 	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_chained),
+	    cmocka_unit_test(test_fsync_after_fallocate_syncs_every_copy),
+	    cmocka_unit_test(test_a_commit_taken_before_a_truncate_never_lands_after_it),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
