@@ -7,7 +7,9 @@
  *
  * Chained writes make the OSS connect to the addresses a chain names; the harness caps a
  * chain's timeout at 2 s so that an address that never answers costs one slow input, not
- * a hang. Input and checks: frames_client.h.
+ * a hang. It caps an OBJ_ALLOCATE at ALLOCATE_MAX bytes too: one asking for terabytes
+ * really takes every free block of the disk (fallocate), for every process on the
+ * machine, until the store is started afresh. Input and checks: frames_client.h.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -20,6 +22,7 @@
 #include "oss_fixture.h"
 
 #define CHAIN_TIMEOUT_MS 2000
+#define ALLOCATE_MAX	 (64ull << 20)
 /* Inputs write objects that stay for the next ones, as on a live server: past this much
  * disk the store is started afresh (checked every STORE_CHECK_EVERY inputs), so that hours
  * of fuzzing do not fill the disk (a run at a thousand inputs a second wrote 74 GB in 8
@@ -30,9 +33,19 @@
 static struct oss_fixture *f;
 static char addr[128];
 
-static void cap_chain(uint8_t opcode, void *body, uint32_t len, uint64_t data_len)
+static void cap_request(uint8_t opcode, void *body, uint32_t len, uint64_t data_len)
 {
 	struct lode_msg m;
+
+	if (opcode == LODE_OP_OBJ_ALLOCATE && len >= sizeof(struct lode_wire_obj_allocate_req)) {
+		struct lode_wire_obj_allocate_req ar;
+
+		memcpy(&ar, body, sizeof(ar));
+		if (ar.length > ALLOCATE_MAX) {
+			ar.length = ALLOCATE_MAX;
+			memcpy(body, &ar, sizeof(ar));
+		}
+	}
 
 	if (lode_msg_decode(opcode, body, len, data_len, &m) == 0 && m.chain &&
 	    m.chain->timeout_ms > CHAIN_TIMEOUT_MS)
@@ -96,7 +109,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	fuzz_frames_run(addr, data, size, cap_chain);
+	fuzz_frames_run(addr, data, size, cap_request);
 	fuzz_wait_idle(f->srv);
 	bound_store();
 	return 0;
