@@ -366,8 +366,8 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 			lode_client_file_report(f, idx, LODE_REPORT_WRITE_FAILED);
 	}
 	if (!ch->n) {
-		free(ch); /* no copy left: the stripe check fails it */
-		return 0;
+		free(ch);
+		return -EIO; /* no copy to take it: see objects_each_start */
 	}
 	memcpy(ch->body, &id, sizeof(id));
 	ch->fixed_len = sizeof(id);
@@ -379,7 +379,8 @@ static int fsync_chain(struct lode_file *f, struct window *w, unsigned s, uint64
 
 /* OBJ_TRUNCATE to the object sizes of a file of new_size bytes, OBJ_FSYNC, or
  * OBJ_ALLOCATE of what the file range [new_size, end) takes in each object, on every live
- * copy of the stripes in the mask. */
+ * copy of the stripes in the mask. -EIO when a stripe has no copy to send it to (every one
+ * degraded, failing, or with a failure being reported), as a write does. */
 static int objects_each_start(struct lode_file *f, uint8_t op, uint64_t stripes, uint64_t new_size,
 			      uint64_t end, struct window *wp)
 {
@@ -412,6 +413,8 @@ static int objects_each_start(struct lode_file *f, uint8_t op, uint64_t stripes,
 
 		if (op == LODE_OP_OBJ_ALLOCATE && hi <= lo)
 			continue; /* the range has no byte in this stripe */
+		unsigned sent = 0;
+
 		for (unsigned m = 0; m < l->mirror_count && !rc; m++) {
 			unsigned idx = s * l->mirror_count + m;
 			struct lode_rpc_conn *conn;
@@ -453,7 +456,14 @@ static int objects_each_start(struct lode_file *f, uint8_t op, uint64_t stripes,
 			o->call.done = obj_op_done;
 			lode_client_window_enter(wp, UINT32_MAX);
 			lode_rpc_submit(conn, &o->call);
+			sent++;
 		}
+		/* No copy to take it. The stripe check after the reports (every copy degraded)
+		 * would not see it when a copy was skipped for a failure not yet on record:
+		 * another thread's report of it may be refused (EBUSY: the stripe's last good
+		 * copy), leaving the copy good at the MDS and unsynced. */
+		if (!sent && !rc)
+			rc = -EIO;
 	}
 	return rc;
 }
