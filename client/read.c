@@ -84,8 +84,12 @@ static int verify(const char *data, uint64_t len, const uint64_t *sums)
 	return 0;
 }
 
-/* Picks the next copy to try: first the ones neither degraded nor on a target known to be
- * down, then (rather than fail) the rest. Returns -1 when every copy has been tried. */
+/* Picks the next copy to try: first the ones on a target not known to be down, then
+ * (rather than fail, for "down" may be out of date) the rest. Never a degraded copy: it
+ * may miss acknowledged writes, and its old bytes carry valid checksums, so a read served
+ * from it would be silently stale; with no good copy reachable the read fails (EIO) until
+ * the good copy is back or a repair refilled the other. Returns -1 when every copy has
+ * been tried. */
 static int next_copy(struct lode_file *f, unsigned stripe, unsigned first, uint64_t tried)
 {
 	unsigned mc = f->layout.mirror_count;
@@ -98,10 +102,9 @@ static int next_copy(struct lode_file *f, unsigned stripe, unsigned first, uint6
 		for (unsigned k = 0; k < mc; k++) {
 			unsigned m = (first + k) % mc, idx = stripe * mc + m;
 
-			if (tried & (1ull << m))
+			if ((tried & (1ull << m)) || (degraded & (1ull << idx)))
 				continue;
-			if (pass == 0 && ((degraded & (1ull << idx)) ||
-					  !lode_client_target_is_up(f->c, f->layout.targets[idx])))
+			if (pass == 0 && !lode_client_target_is_up(f->c, f->layout.targets[idx]))
 				continue;
 			return (int)m;
 		}
@@ -251,7 +254,14 @@ static void read_piece_start(struct read_piece *p, unsigned first)
 
 	p->first = first % p->f->layout.mirror_count;
 	m = next_copy(p->f, p->stripe, p->first, 0);
-	p->mirror = (unsigned)(m < 0 ? 0 : m);
+	if (m < 0) {
+		/* every copy of the stripe is degraded: none is known to hold its bytes */
+		lode_client_window_leave(p->w, -EIO);
+		free(p->bounce);
+		free(p);
+		return;
+	}
+	p->mirror = (unsigned)m;
 	read_piece_submit(p);
 }
 

@@ -194,6 +194,75 @@ static void test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy
 	lode_disconnect(c);
 }
 
+/* Reads the 1 MiB at the start of path into buf: the read's result. */
+static ssize_t read_mib(struct lode_client *c, const char *path, char *buf)
+{
+	struct lode_file *f;
+	ssize_t n;
+
+	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
+	n = lode_pread(f, buf, MiB, 0);
+	assert_int_equal(lode_close(f), 0);
+	return n;
+}
+
+/* A copy that missed a write keeps its old bytes, and their checksums still verify: with
+ * the good copy's OSS down, reading the file must fail rather than return them. Once the
+ * good copy is back, or repair has refilled the other, the new bytes read back. */
+static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_one(void **state)
+{
+	struct lode_layout l = {
+	    .stripe_size = 4 * MiB, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct lode_client *c = cluster_client(&tc, 3000);
+	char *buf = malloc(MiB), *got = malloc(MiB);
+	struct lode_repair_result rr;
+	struct lode_file *f;
+	uint64_t d;
+	ssize_t n;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(got);
+	memset(buf, 'a', MiB);
+	assert_int_equal(lode_create_with_layout(c, "/missed", 0644, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, MiB, 0), MiB);
+	assert_int_equal(lode_close(f), 0);
+
+	/* the second copy's OSS is down while the bytes are rewritten: it misses them */
+	assert_int_equal(cluster_kill(&tc, "oss1", 1), 0);
+	memset(buf, 'b', MiB);
+	assert_int_equal(lode_open(c, "/missed", O_WRONLY, 0, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, MiB, 0), MiB);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_layout_info(c, "/missed", &l, &d), 0);
+	assert_int_equal(d, 2);
+	assert_int_equal(cluster_restart(&tc), 0);
+
+	/* now only the copy that missed them is up: an error, never the old bytes */
+	assert_int_equal(cluster_kill(&tc, "oss0", 1), 0);
+	memset(got, 0, MiB);
+	n = read_mib(c, "/missed", got);
+	printf("with only the stale copy up, the read returned %zd\n", n);
+	assert_true(n < 0);
+	assert_int_equal(cluster_restart(&tc), 0);
+	assert_int_equal(read_mib(c, "/missed", got), MiB);
+	assert_memory_equal(got, buf, MiB);
+
+	/* repaired, the other copy alone has them */
+	sleep(2); /* the restarted OSS's heartbeat marks it up at the MDS */
+	assert_int_equal(lode_repair(c, "/missed", &rr), 0);
+	assert_int_equal(rr.copies_repaired, 1);
+	assert_int_equal(cluster_kill(&tc, "oss0", 1), 0);
+	memset(got, 0, MiB);
+	assert_int_equal(read_mib(c, "/missed", got), MiB);
+	assert_memory_equal(got, buf, MiB);
+	assert_int_equal(cluster_restart(&tc), 0);
+	printf("verified %d bytes from each copy in turn\n", 2 * (int)MiB);
+	free(buf);
+	free(got);
+	lode_disconnect(c);
+}
+
 /* The object file of one copy of stripe `stripe` of inode ino on OSS `oss`. */
 static int object_path(int oss, uint64_t ino, unsigned stripe, char *out, size_t len)
 {
@@ -434,6 +503,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, cluster_test_up, cluster_test_down, &tc)
 	    T(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing),
 	    T(test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy),
+	    T(test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_one),
 	    T(test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported),
 	    T(test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one),
 	    cmocka_unit_test_setup_teardown(
