@@ -263,8 +263,9 @@ int lode_ftruncate(struct lode_file *f, uint64_t size)
 	return truncate_to(f, size, false, NULL);
 }
 
-/* Writes zeros over [off, end): through the normal write path, so that every copy and its
- * checksums agree. */
+/* Writes zeros over [off, end) below the file's size: through the normal write path, so
+ * that every copy and its checksums agree. The size is read under the write's own lock,
+ * piece by piece: a truncate between two pieces is never undone by the next. */
 static int write_zeros(struct lode_file *f, uint64_t off, uint64_t end)
 {
 	size_t piece = end - off < (1u << 20) ? (size_t)(end - off) : (1u << 20);
@@ -275,12 +276,13 @@ static int write_zeros(struct lode_file *f, uint64_t off, uint64_t end)
 		return -ENOMEM;
 	while (off < end && !rc) {
 		size_t n = end - off < piece ? (size_t)(end - off) : piece;
-		ssize_t w = lode_pwrite(f, zeros, n, off);
+		ssize_t w = lode_client_pwrite_within_size(f, zeros, n, off);
 
-		if (w < 0)
-			rc = (int)w;
-		else
-			off += (uint64_t)w;
+		if (w <= 0) {
+			rc = (int)w; /* 0: the file ends before off now */
+			break;
+		}
+		off += (uint64_t)w;
 	}
 	free(zeros);
 	return rc;
@@ -289,7 +291,7 @@ static int write_zeros(struct lode_file *f, uint64_t off, uint64_t end)
 int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 {
 	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE;
-	uint64_t end, size;
+	uint64_t end;
 	int rc = 0;
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
@@ -304,9 +306,8 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
 		return -EFBIG;
 	end = off + len;
-	size = lode_file_size(f);
 	if (mode & FALLOC_FL_PUNCH_HOLE)
-		return off < size ? write_zeros(f, off, end < size ? end : size) : 0;
+		return write_zeros(f, off, end);
 	rc = lode_client_objects_allocate(f, off, end);
 	if (rc)
 		return rc;

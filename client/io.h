@@ -144,6 +144,10 @@ void lode_client_chain_submit(struct chain *ch);
 
 /* ---- object truncate and fsync (write.c), read-ahead (readahead.c) ---- */
 
+/* As lode_pwrite, of only the bytes below the file's size when the write starts (so it
+ * never grows the file). Returns the bytes written (0 at or past the end) or -errno. */
+ssize_t lode_client_pwrite_within_size(struct lode_file *f, const void *buf, size_t len,
+				       uint64_t off);
 /* Truncates (or extends) every object of the file to what new_size means for it. */
 int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size);
 /* Reserves disk space on every live copy for what the file range [off, end) takes in

@@ -238,7 +238,11 @@ err_free:
 	return rc;
 }
 
-static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+/* Writes len bytes at off; within_size: only those below the file's size as it stands
+ * under f->rw, which no truncate can change meanwhile (a hole punched never grows the file
+ * back after a truncate that ran between its pieces). */
+static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uint64_t off,
+			   bool within_size)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t pos = 0, stripes = 0;
@@ -256,6 +260,15 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 	/* shared even for partial chunks: the OSS merges those, and orders writes that share
 	 * a chunk (only truncates take f->rw exclusively) */
 	pthread_rwlock_rdlock(&f->rw);
+	if (within_size) {
+		pthread_mutex_lock(&f->lock);
+		len = off >= f->size ? 0 : (size_t)(f->size - off < len ? f->size - off : len);
+		pthread_mutex_unlock(&f->lock);
+		if (!len) {
+			pthread_rwlock_unlock(&f->rw);
+			return 0;
+		}
+	}
 	lode_client_window_init(&w);
 	while (pos < len) {
 		uint64_t obj_off, n;
@@ -293,16 +306,28 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 	return rc ? rc : (ssize_t)len;
 }
 
-ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, uint64_t off,
+			    bool within_size)
 {
 	struct lode_wire_cap cap;
-	ssize_t rc = pwrite_once(f, buf, len, off);
+	ssize_t rc = pwrite_once(f, buf, len, off, within_size);
 
 	/* a capability that expired on the way: renew it and write once more (the same
 	 * bytes at the same place) */
 	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
-		rc = pwrite_once(f, buf, len, off);
+		rc = pwrite_once(f, buf, len, off, within_size);
 	return rc;
+}
+
+ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)
+{
+	return pwrite_retry(f, buf, len, off, false);
+}
+
+ssize_t lode_client_pwrite_within_size(struct lode_file *f, const void *buf, size_t len,
+				       uint64_t off)
+{
+	return pwrite_retry(f, buf, len, off, true);
 }
 
 /* ---- truncate and fsync: one request per object copy (or one chain per stripe) ---- */

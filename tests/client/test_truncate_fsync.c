@@ -12,7 +12,9 @@
  * And a commit taken before a truncate never lands after it: the wrapper holds the first
  * OBJ_STAT after it is armed (a commit measures the file before it sends the size), so a
  * flush is caught between its snapshot of the size and its COMMIT while another thread
- * truncates the file; the MDS must end with the truncate's size.
+ * truncates the file; the MDS must end with the truncate's size. The same hold catches a
+ * truncate at its first OBJ_TRUNCATE while a hole is punched: the punch must not grow the
+ * file back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,15 +53,17 @@ static char addrs[8][128];	      /* protected by log_lock */
 void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 
-/* The OBJ_STAT hold: armed by the test, taken by the first OBJ_STAT, let go by the test. */
+/* The hold: armed by the test with an opcode, taken by the next request of that opcode
+ * (its sender waits inside lode_rpc_submit), let go by the test. */
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
-static bool hold_armed, held, hold_released; /* protected by log_lock */
+static uint8_t hold_opcode;	 /* protected by log_lock: 0 when not armed */
+static bool held, hold_released; /* protected by log_lock */
 
-static void hold_stat(void)
+static void hold_if(uint8_t opcode)
 {
 	pthread_mutex_lock(&log_lock);
-	if (hold_armed) {
-		hold_armed = false;
+	if (hold_opcode && hold_opcode == opcode) {
+		hold_opcode = 0;
 		held = true;
 		pthread_cond_broadcast(&hold_cond);
 		while (!hold_released)
@@ -68,10 +72,33 @@ static void hold_stat(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
+static void hold_arm(uint8_t opcode)
+{
+	pthread_mutex_lock(&log_lock);
+	hold_opcode = opcode;
+	held = hold_released = false;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void hold_wait(void)
+{
+	pthread_mutex_lock(&log_lock);
+	while (!held)
+		pthread_cond_wait(&hold_cond, &log_lock);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void hold_release(void)
+{
+	pthread_mutex_lock(&log_lock);
+	hold_released = true;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&log_lock);
+}
+
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 {
-	if (call->opcode == LODE_OP_OBJ_STAT)
-		hold_stat();
+	hold_if(call->opcode);
 	if ((call->opcode == LODE_OP_OBJ_TRUNCATE || call->opcode == LODE_OP_OBJ_FSYNC) &&
 	    call->body_len >= sizeof(struct lode_wire_objid)) {
 		const struct lode_wire_objid *id = call->body;
@@ -217,23 +244,15 @@ static void test_a_commit_taken_before_a_truncate_never_lands_after_it(void **st
 	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
 	assert_int_equal(lode_create_with_layout(c, "/race", 0644, NULL, &f), 0);
 	assert_int_equal(lode_pwrite(f, buf, 3 << 20, 0), 3 << 20); /* not committed yet */
-	pthread_mutex_lock(&log_lock);
-	hold_armed = true;
-	held = hold_released = false;
-	pthread_mutex_unlock(&log_lock);
-	/* the flush takes the size (3 MiB, to extend to) and is held before its COMMIT */
+	/* the flush takes the size (3 MiB, to extend to) and is held before its COMMIT (a
+	 * commit measures the file with OBJ_STAT before it sends the size) */
+	hold_arm(LODE_OP_OBJ_STAT);
 	assert_int_equal(pthread_create(&flusher, NULL, flush_thread, f), 0);
-	pthread_mutex_lock(&log_lock);
-	while (!held)
-		pthread_cond_wait(&hold_cond, &log_lock);
-	pthread_mutex_unlock(&log_lock);
+	hold_wait();
 	/* the truncate to 0 runs meanwhile: before the fix its SET 0 reached the MDS first */
 	assert_int_equal(pthread_create(&truncater, NULL, truncate_thread, f), 0);
 	usleep(300 * 1000);
-	pthread_mutex_lock(&log_lock);
-	hold_released = true;
-	pthread_cond_broadcast(&hold_cond);
-	pthread_mutex_unlock(&log_lock);
+	hold_release();
 	assert_int_equal(pthread_join(flusher, &frc), 0);
 	assert_int_equal(pthread_join(truncater, &trc), 0);
 	assert_int_equal((intptr_t)frc, 0);
@@ -246,6 +265,54 @@ static void test_a_commit_taken_before_a_truncate_never_lands_after_it(void **st
 	assert_int_equal(lode_file_size(f), 0);
 	assert_int_equal(lode_close(f), 0);
 	assert_int_equal(lode_stat(c, "/race", &st), 0);
+	assert_int_equal(st.size, 0);
+	lode_disconnect(c);
+	free(buf);
+}
+
+static void *punch_thread(void *arg)
+{
+	return (void *)(intptr_t)lode_fallocate(arg, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+						2 << 20);
+}
+
+/* A hole punched while a truncate to 0 runs on the same handle: the punch writes zeros
+ * only below the size, and must read that size where no truncate can change it, or its
+ * zeros grow the file back after the truncate. */
+static void test_a_hole_punched_during_a_truncate_never_grows_the_file_back(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_client *c;
+	struct lode_file *f;
+	struct lode_stat st;
+	pthread_t puncher, truncater;
+	void *prc, *trc;
+	char *buf = malloc(2 << 20);
+
+	(void)state;
+	assert_non_null(buf);
+	memset(buf, 'p', 2 << 20);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_create_with_layout(c, "/punch", 0644, NULL, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, 2 << 20, 0), 2 << 20);
+	assert_int_equal(lode_flush(f), 0);
+	/* the truncate holds the handle's write lock, held at its first OBJ_TRUNCATE */
+	hold_arm(LODE_OP_OBJ_TRUNCATE);
+	assert_int_equal(pthread_create(&truncater, NULL, truncate_thread, f), 0);
+	hold_wait();
+	/* the punch starts meanwhile: the size is still 2 MiB until the truncate ends */
+	assert_int_equal(pthread_create(&puncher, NULL, punch_thread, f), 0);
+	usleep(300 * 1000);
+	hold_release();
+	assert_int_equal(pthread_join(truncater, &trc), 0);
+	assert_int_equal(pthread_join(puncher, &prc), 0);
+	assert_int_equal((intptr_t)trc, 0);
+	assert_int_equal((intptr_t)prc, 0);
+	if (lode_file_size(f) != 0)
+		fail_msg("size %llu after a truncate to 0 and a punch that keeps the size",
+			 (unsigned long long)lode_file_size(f));
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/punch", &st), 0);
 	assert_int_equal(st.size, 0);
 	lode_disconnect(c);
 	free(buf);
@@ -270,6 +337,7 @@ int main(void)
 	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_chained),
 	    cmocka_unit_test(test_fsync_after_fallocate_syncs_every_copy),
 	    cmocka_unit_test(test_a_commit_taken_before_a_truncate_never_lands_after_it),
+	    cmocka_unit_test(test_a_hole_punched_during_a_truncate_never_grows_the_file_back),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
