@@ -7,8 +7,16 @@
  * back at its last recorded sync: what was acknowledged as durable is there. fdatasync
  * (the sync record's) and mdb_env_sync (LMDB's of the data file) are wrapped at link time
  * (-Wl,--wrap) to fail on demand, on a real LMDB store in a temporary directory.
+ *
+ * And the sync record's own I/O errors: a record that cannot be read stops the open (a
+ * slot not read could be the newest, and the open would not know what to roll back), and
+ * when marking the record after a failed sync fails as well, the MDS says that a restart
+ * in this boot would not roll back. pread and pwrite of the record (data.sync; pread64 and
+ * pwrite64 with 64-bit file offsets) are wrapped the same way; LMDB's own I/O is not (a
+ * shared library's calls are not wrapped).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,6 +64,45 @@ int __wrap_mdb_env_sync(MDB_env *env, int force)
 		return EIO;
 	}
 	return __real_mdb_env_sync(env, force);
+}
+
+/* Reads and writes of the sync record (data.sync) fail with EIO while set. */
+static volatile bool fail_record_pread, fail_record_pwrite;
+
+static bool is_record(int fd)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return false;
+	path[n] = 0;
+	return n >= 10 && !strcmp(path + n - 10, "/data.sync");
+}
+
+ssize_t __real_pread64(int fd, void *buf, size_t len, off_t off);
+ssize_t __wrap_pread64(int fd, void *buf, size_t len, off_t off);
+ssize_t __real_pwrite64(int fd, const void *buf, size_t len, off_t off);
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t len, off_t off);
+
+ssize_t __wrap_pread64(int fd, void *buf, size_t len, off_t off)
+{
+	if (fail_record_pread && is_record(fd)) {
+		errno = EIO;
+		return -1;
+	}
+	return __real_pread64(fd, buf, len, off);
+}
+
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+	if (fail_record_pwrite && is_record(fd)) {
+		errno = EIO;
+		return -1;
+	}
+	return __real_pwrite64(fd, buf, len, off);
 }
 
 /* One change: puts key with a value into the meta database. */
@@ -203,11 +250,91 @@ static void test_the_record_sync_fails(void **state)
 	a_failed_sync_stops_every_later_change(RECORD);
 }
 
+/* A record that cannot be read: the open fails and says so, and once the disk reads
+ * again the store opens with everything it had. */
+static void test_a_sync_record_that_cannot_be_read_stops_the_open(void **state)
+{
+	struct lode_store_opts o = {.map_size = 64ull << 20};
+	struct lode_writer *w;
+	struct lode_store *st = NULL;
+	char dir[64], why[256] = "";
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	assert_int_equal(put(w, "kept", false), 0);
+	lode_writer_stop(w);
+	lode_store_close(st);
+
+	fail_record_pread = true;
+	o.dir = dir;
+	st = NULL;
+	assert_int_equal(lode_store_open(&o, &st, why, sizeof(why)), -EIO);
+	fail_record_pread = false;
+	assert_null(st);
+	if (!strstr(why, "cannot read") || !strstr(why, "data.sync"))
+		fail_msg("the open's reason does not name the record: \"%s\"", why);
+
+	st = open_store(dir);
+	assert_true(has_key(st, "kept"));
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
+/* The record's sync fails and marking the record fails too: the change is refused, and
+ * the MDS says on stderr that a restart in this boot would not roll back. */
+static void test_a_failed_mark_after_a_failed_sync_is_said(void **state)
+{
+	struct lode_writer *w;
+	struct lode_store *st;
+	char dir[64], logpath[96], log[1024] = "";
+	int saved, fd;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	assert_int_equal(put(w, "before", false), 0);
+
+	fd = open(logpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	failing = RECORD;
+	fail_syncs = true;
+	fail_record_pwrite = true;
+	n = put(w, "failed", false);
+	fail_syncs = false;
+	fail_record_pwrite = false;
+	fflush(stderr);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	assert_int_equal(n, -EIO);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	assert_true(n > 0);
+	if (!strstr(log, "marking the sync record after the failed sync failed too") ||
+	    !strstr(log, "reboot the machine"))
+		fail_msg("stderr does not say the mark failed: \"%s\"", log);
+	/* and the writer takes nothing after it */
+	assert_int_equal(put(w, "after", false), -EIO);
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_the_data_file_sync_fails),
 	    cmocka_unit_test(test_the_record_sync_fails),
+	    cmocka_unit_test(test_a_sync_record_that_cannot_be_read_stops_the_open),
+	    cmocka_unit_test(test_a_failed_mark_after_a_failed_sync_is_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
