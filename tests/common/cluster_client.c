@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -30,6 +31,24 @@ struct lode_client *cluster_client(const struct test_cluster *tc, unsigned timeo
 
 	assert_int_equal(lode_connect(tc->mds, &o, &c), 0);
 	return c;
+}
+
+void cluster_wait_targets_up(struct lode_client *c, int want)
+{
+	struct lode_target_info t[16];
+
+	for (int waited_ms = 0;; waited_ms += 100) {
+		int n = lode_targets(c, t, 16), up = 0;
+
+		assert_true(n >= 0);
+		for (int i = 0; i < n && i < 16; i++)
+			up += t[i].up != 0;
+		if (up >= want)
+			return;
+		if (waited_ms >= 30000)
+			fail_msg("%d of %d targets up after 30 s, want %d", up, n, want);
+		usleep(100 * 1000);
+	}
 }
 
 void cluster_write_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed,

@@ -24,6 +24,10 @@ int cluster_test_down(void **state);
  * gid. */
 struct lode_client *cluster_client(const struct test_cluster *tc, unsigned timeout_ms);
 
+/* Waits until the MDS counts at least want targets up (a restarted OSS is up once its
+ * heartbeat arrives); fails the test after 30 s. */
+void cluster_wait_targets_up(struct lode_client *c, int want);
+
 /* Creates or truncates path and writes size bytes of pattern `seed` in writes of `piece`
  * bytes, fsyncs and closes it. With layout, the file's layout is stored there. */
 void cluster_write_file(struct lode_client *c, const char *path, uint64_t size, uint64_t seed,

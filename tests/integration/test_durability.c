@@ -249,7 +249,7 @@ static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_o
 	assert_memory_equal(got, buf, MiB);
 
 	/* repaired, the other copy alone has them */
-	sleep(2); /* the restarted OSS's heartbeat marks it up at the MDS */
+	cluster_wait_targets_up(c, 3);
 	assert_int_equal(lode_repair(c, "/missed", &rr), 0);
 	assert_int_equal(rr.copies_repaired, 1);
 	assert_int_equal(cluster_kill(&tc, "oss0", 1), 0);

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -242,7 +241,7 @@ static void repair_if_degraded(const char *path)
 	assert_int_equal(lode_close(f), 0);
 	lode_disconnect(c);
 	assert_int_equal(cluster_restart(&tc), 0);
-	sleep(2); /* the restarted OSS's heartbeat marks it up at the MDS */
+	cluster_wait_targets_up(clients[0], 3);
 	assert_int_equal(lode_repair(clients[0], path, &rr), 0);
 	assert_int_equal(rr.copies_repaired, 1);
 	free(buf);
