@@ -291,17 +291,27 @@ void lode_client_targets_maybe_refresh(struct lode_client *c)
 		lode_client_targets_refresh(c); /* best effort: on failure the old view stays */
 }
 
-bool lode_client_target_is_up(struct lode_client *c, uint32_t id)
+unsigned lode_client_target_health(struct lode_client *c, uint32_t id)
 {
 	uint64_t now = lode_now_ms();
-	bool up = true; /* unknown yet: try it */
+	unsigned health = 2; /* unknown yet: try it */
 
 	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < c->ntargets; i++)
-		if (c->targets[i].id == id)
-			up = c->targets[i].up && c->targets[i].suspect_until_ms <= now;
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		if (c->targets[i].id != id)
+			continue;
+		if (!c->targets[i].up)
+			health = 0;
+		else if (c->targets[i].suspect_until_ms > now)
+			health = 1;
+	}
 	pthread_mutex_unlock(&c->lock);
-	return up;
+	return health;
+}
+
+bool lode_client_target_is_up(struct lode_client *c, uint32_t id)
+{
+	return lode_client_target_health(c, id) == 2;
 }
 
 void lode_client_target_suspect(struct lode_client *c, uint32_t id)

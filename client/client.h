@@ -172,6 +172,9 @@ void lode_client_targets_maybe_refresh(struct lode_client *c);
 /* Whether a target is worth trying first: up at the MDS and no recent failure here. Never
  * blocks (the I/O threads call it). */
 bool lode_client_target_is_up(struct lode_client *c, uint32_t id);
+/* How the target looks from here: 0 when the MDS says it is down, 1 when a call to it
+ * failed lately, 2 when up (or not known yet). Never blocks. */
+unsigned lode_client_target_health(struct lode_client *c, uint32_t id);
 /* A call to the target failed as if it were down: avoid it for a moment. */
 void lode_client_target_suspect(struct lode_client *c, uint32_t id);
 /* A write or truncate of this client starts or ends (see write_gen). */

@@ -116,8 +116,30 @@ void lode_client_file_report(struct lode_file *f, unsigned idx, unsigned kind)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* The order in which pending reports go out: copies on targets the MDS says are down
+ * first, then those on targets that failed lately, then the rest. When every copy of a
+ * stripe failed, the MDS keeps the last one reported as the good copy (EBUSY), and readers
+ * never read a degraded copy: the good copy should be the one most likely to be reachable.
+ * Fills order[] with layout indexes; returns how many. */
+static unsigned reports_order(struct lode_file *f, uint64_t pending, unsigned *order)
+{
+	uint8_t health[64];
+	unsigned n = 0;
+
+	for (unsigned idx = 0; idx < 64; idx++)
+		if (pending & (1ull << idx))
+			health[idx] =
+			    (uint8_t)lode_client_target_health(f->c, f->layout.targets[idx]);
+	for (unsigned h = 0; h < 3; h++)
+		for (unsigned idx = 0; idx < 64; idx++)
+			if ((pending & (1ull << idx)) && health[idx] == h)
+				order[n++] = idx;
+	return n;
+}
+
 int lode_client_file_reports_flush(struct lode_file *f)
 {
+	unsigned order[64], n;
 	uint64_t pending, bad;
 	int rc = 0;
 
@@ -125,13 +147,13 @@ int lode_client_file_reports_flush(struct lode_file *f)
 	pending = f->report_pending;
 	bad = f->report_bad_data;
 	pthread_mutex_unlock(&f->lock);
-	for (unsigned idx = 0; pending >> idx; idx++) {
+	n = reports_order(f, pending, order);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned idx = order[k];
 		struct lode_wire_report_req req = {.ino = f->ino,
 						   .generation = f->layout.generation};
 		int r;
 
-		if (!(pending & (1ull << idx)))
-			continue;
 		req.stripe = idx / f->layout.mirror_count;
 		req.target_id = f->layout.targets[idx];
 		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;

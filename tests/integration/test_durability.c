@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +264,78 @@ static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_o
 	lode_disconnect(c);
 }
 
+/* Sends sig to OSS `oss` of the test's cluster (its pid file). */
+static void signal_oss(int oss, int sig)
+{
+	char path[600], buf[32] = "";
+	FILE *pf;
+
+	snprintf(path, sizeof(path), "%s/oss%d/pid", tc.dir, oss);
+	pf = fopen(path, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(buf, sizeof(buf), pf));
+	fclose(pf);
+	assert_int_equal(kill((pid_t)atol(buf), sig), 0);
+}
+
+/* A write fails on both copies of a stripe: the second copy's OSS is known down (killed),
+ * the first one's is stopped and times out. The MDS keeps one copy good (the last one
+ * reported); it must be the one still reachable, so that once the stopped OSS runs again
+ * the file reads back, though the other OSS is still down. */
+static void test_when_every_copy_fails_the_reachable_one_stays_good(void **state)
+{
+	struct lode_layout l = {
+	    .stripe_size = 4 * MiB, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct lode_client *c = cluster_client(&tc, 3000), *c2;
+	char *buf = malloc(MiB), *got = malloc(MiB);
+	struct lode_file *f;
+	uint64_t d;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(got);
+	memset(buf, 'a', MiB);
+	assert_int_equal(lode_create_with_layout(c, "/both", 0644, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, MiB, 0), MiB);
+	assert_int_equal(lode_close(f), 0);
+
+	/* the second copy's OSS dies, and the MDS knows it (a probe finds nothing there) */
+	assert_int_equal(cluster_kill(&tc, "oss1", 1), 0);
+	for (int waited = 0;; waited++) {
+		struct lode_target_info t[4];
+		int n = lode_targets(c, t, 4), down = 0;
+
+		for (int i = 0; i < n && i < 4; i++)
+			down += t[i].id == 2 && !t[i].up;
+		if (down)
+			break;
+		assert_true(waited < 300);
+		usleep(100 * 1000);
+	}
+	/* a client that knows: the second copy is skipped, the first one's OSS is stopped */
+	c2 = cluster_client(&tc, 1000);
+	assert_int_equal(lode_open(c2, "/both", O_WRONLY, 0, &f), 0);
+	signal_oss(0, SIGSTOP);
+	memset(buf, 'b', MiB);
+	assert_true(lode_pwrite(f, buf, MiB, 0) < 0);
+	signal_oss(0, SIGCONT);
+	lode_close(f);
+	lode_disconnect(c2);
+	assert_int_equal(lode_layout_info(c, "/both", &l, &d), 0);
+	printf("degraded copies after the write that failed on both: %#llx\n",
+	       (unsigned long long)d);
+	assert_int_equal(d, 2);
+
+	/* the failed write is not acknowledged: either bytes may be there, but the file reads */
+	memset(got, 0, MiB);
+	assert_int_equal(read_mib(c, "/both", got), MiB);
+	assert_true(got[0] == 'a' || got[0] == 'b');
+	assert_int_equal(cluster_restart(&tc), 0);
+	free(buf);
+	free(got);
+	lode_disconnect(c);
+}
+
 /* The object file of one copy of stripe `stripe` of inode ino on OSS `oss`. */
 static int object_path(int oss, uint64_t ino, unsigned stripe, char *out, size_t len)
 {
@@ -504,6 +577,7 @@ int main(void)
 	    T(test_kill_9_of_an_oss_during_a_2gib_read_loses_nothing),
 	    T(test_kill_9_of_an_oss_during_a_write_then_repair_restores_redundancy),
 	    T(test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_one),
+	    T(test_when_every_copy_fails_the_reachable_one_stays_good),
 	    T(test_flipped_bytes_on_an_oss_disk_are_never_returned_and_get_reported),
 	    T(test_kill_9_of_the_mds_during_10000_creates_loses_no_acknowledged_one),
 	    cmocka_unit_test_setup_teardown(
