@@ -306,8 +306,15 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
 		return -EFBIG;
 	end = off + len;
-	if (mode & FALLOC_FL_PUNCH_HOLE)
-		return write_zeros(f, off, end);
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		uint64_t size = lode_file_size(f);
+
+		/* inside the size it starts with (bytes appended meanwhile are not punched), and
+		 * inside the size each piece sees (a truncate meanwhile is not undone) */
+		if (end > size)
+			end = size;
+		return off < end ? write_zeros(f, off, end) : 0;
+	}
 	rc = lode_client_objects_allocate(f, off, end);
 	if (rc)
 		return rc;
