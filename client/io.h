@@ -132,6 +132,11 @@ struct chain {
 	unsigned good; /* copies that took it */
 	int err;       /* a failure that fails the operation itself */
 	int copy_err;  /* the last failure of one copy (recorded as degraded) */
+	/* OBJ_WRITE: copies the head stored the write for and could not forward it to
+	 * (ECANCELED) are not sent it alone, where it could land after another writer's
+	 * overlapping write that the head ordered after it: the round ends with -ERESTART,
+	 * and the writer sends the whole write through the head again */
+	bool head_orders;
 	void (*finish)(struct chain *ch);
 	void *arg;
 };

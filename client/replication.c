@@ -178,6 +178,7 @@ static void chain_done(struct lode_call *call)
 {
 	struct chain *ch = lode_container_of(call, struct chain, call);
 	const struct lode_wire_obj_chain_rep *rep;
+	bool head_stored = false;
 	unsigned retry = 0;
 	int rc = call->status;
 
@@ -189,15 +190,23 @@ static void chain_done(struct lode_call *call)
 		for (unsigned k = 0; k < ch->n; k++) {
 			int st = lode_status_to_errno(rep->status[k]);
 
-			if (!st)
+			if (!st) {
 				ch->good++;
-			else if (st == -ECANCELED)
+				head_stored |= k == 0;
+			} else if (st == -ECANCELED)
 				retry |= 1u << k;
 			else if (lode_client_copy_failure(st))
 				chain_copy_failed(ch, k, st);
 			else if (!ch->err)
 				ch->err = st == -EBADMSG ? -EIO : st;
 		}
+	}
+	if (retry && !ch->err && ch->head_orders && head_stored) {
+		/* sent alone, the copies after the head would take it out of the head's
+		 * order: the writer resends it all through the head (its chunk hold orders
+		 * overlapping writes alike on every copy) */
+		ch->err = -ERESTART;
+		retry = 0;
 	}
 	if (retry && !ch->err) {
 		chain_keep(ch, retry);

@@ -14,12 +14,14 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "io.h"
 
 struct write_piece {
 	struct chain *chain; /* owned: chain replication, instead of calls[] */
+	bool head_orders;    /* chain: see struct chain */
 	struct lode_call calls[LODE_LAYOUT_TARGETS_MAX];
 	struct lode_wire_obj_rep reps[LODE_LAYOUT_TARGETS_MAX];
 	unsigned idx[LODE_LAYOUT_TARGETS_MAX]; /* layout index of each call's copy */
@@ -102,6 +104,7 @@ static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
 	ch->data = &p->iov;
 	ch->finish = write_chain_finish;
 	ch->arg = p;
+	ch->head_orders = p->head_orders;
 	for (unsigned m = 0; m < p->ncalls; m++) {
 		if (lode_client_chain_add(ch, p->idx[m]))
 			lode_client_file_report(f, p->idx[m], LODE_REPORT_WRITE_FAILED);
@@ -136,7 +139,7 @@ err_free:
  * would lose the bytes another writer of the same file stores there meanwhile (N-to-1).
  */
 static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, uint64_t obj_off,
-		       const char *src, uint64_t n)
+		       const char *src, uint64_t n, bool head_orders)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t start = round_down(obj_off, CHUNK), end = obj_off + n, nchunks;
@@ -150,6 +153,7 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->head_orders = head_orders;
 	rc = lode_client_file_cap(f, false, &p->cap);
 	if (rc)
 		goto err_free;
@@ -240,9 +244,10 @@ err_free:
 
 /* Writes len bytes at off; within_size: only those below the file's size as it stands
  * under f->rw, which no truncate can change meanwhile (a hole punched never grows the file
- * back after a truncate that ran between its pieces). */
+ * back after a truncate that ran between its pieces). head_orders: see struct chain (the
+ * write may then fail with -ERESTART, to be sent again). */
 static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uint64_t off,
-			   bool within_size)
+			   bool within_size, bool head_orders)
 {
 	const struct lode_wire_layout *l = &f->layout;
 	uint64_t pos = 0, stripes = 0;
@@ -275,7 +280,7 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 		unsigned stripe;
 
 		n = lode_client_stripe_piece(l, off, pos, len, &stripe, &obj_off);
-		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n);
+		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n, head_orders);
 		if (rc)
 			break;
 		stripes |= 1ull << (stripe % 64);
@@ -306,17 +311,31 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 	return rc ? rc : (ssize_t)len;
 }
 
+/* How often a write whose chain head could not forward it (-ERESTART) is sent through the
+ * head again, this far apart: a head learns a new target with its next heartbeat (1 s),
+ * and a broken forward connection is opened again by the next forward. After that the
+ * copies are sent the write alone (the hazard of struct chain, rather than no write). */
+#define HEAD_RESENDS	  20
+#define HEAD_RESEND_PAUSE 100 /* ms */
+
 static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, uint64_t off,
 			    bool within_size)
 {
 	struct lode_wire_cap cap;
-	ssize_t rc = pwrite_once(f, buf, len, off, within_size);
+	ssize_t rc;
 
-	/* a capability that expired on the way: renew it and write once more (the same
-	 * bytes at the same place) */
-	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
-		rc = pwrite_once(f, buf, len, off, within_size);
-	return rc;
+	for (unsigned tries = 0;; tries++) {
+		bool head_orders = tries < HEAD_RESENDS;
+
+		rc = pwrite_once(f, buf, len, off, within_size, head_orders);
+		/* a capability that expired on the way: renew it and write once more (the same
+		 * bytes at the same place) */
+		if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
+			rc = pwrite_once(f, buf, len, off, within_size, head_orders);
+		if (rc != -ERESTART || !head_orders)
+			return rc == -ERESTART ? -EIO : rc;
+		usleep(HEAD_RESEND_PAUSE * 1000);
+	}
 }
 
 ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off)

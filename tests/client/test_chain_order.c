@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A chained write that the head stored and could not forward (its answer says ECANCELED
+ * for the next copy: the head's table does not list that target yet, or its connection
+ * broke) is sent again through the head, never to the next copy alone: sent alone, it can
+ * land after another writer's overlapping write that the head ordered after it, and the
+ * copies differ with neither marked degraded. liblode is linked from its sources with
+ * lode_rpc_submit wrapped (-Wl,--wrap): the wrapper answers the first chained OBJ_WRITE
+ * itself, as such a head would, and logs every OBJ_WRITE the client sends after it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "lode/lode.h"
+#include "rpc.h"
+
+#define LOG_MAX 64
+
+struct sent {
+	char addr[128];
+	int hops; /* the chain's hops after the receiver; -1 without a chain */
+};
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sent sent_log[LOG_MAX]; /* protected by log_lock */
+static unsigned nsent;		      /* protected by log_lock */
+static bool cancel_next;	      /* protected by log_lock */
+static char head[128];		      /* protected by log_lock: where the cancel came from */
+
+void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
+void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
+
+/* The hops after the receiver in an OBJ_WRITE's body, or -1 without a chain. */
+static int write_hops(const struct lode_call *call)
+{
+	const struct lode_wire_obj_write_req *wr = call->body;
+	const struct lode_wire_chain *ch;
+	size_t at;
+
+	if (call->body_len < sizeof(*wr) || !(wr->flags & LODE_OBJ_F_CHAIN))
+		return -1;
+	at = sizeof(*wr) + (size_t)wr->nchunks * sizeof(uint64_t);
+	if (call->body_len < at + sizeof(*ch))
+		return -1;
+	ch = (const struct lode_wire_chain *)((const char *)call->body + at);
+	return ch->count;
+}
+
+void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	bool cancel = false;
+	int hops;
+
+	if (call->opcode != LODE_OP_OBJ_WRITE) {
+		__real_lode_rpc_submit(conn, call);
+		return;
+	}
+	hops = write_hops(call);
+	pthread_mutex_lock(&log_lock);
+	if (cancel_next && hops > 0) {
+		cancel_next = false;
+		cancel = true;
+		snprintf(head, sizeof(head), "%s", lode_rpc_conn_addr(conn));
+	} else if (nsent < LOG_MAX) {
+		snprintf(sent_log[nsent].addr, sizeof(sent_log[nsent].addr), "%s",
+			 lode_rpc_conn_addr(conn));
+		sent_log[nsent++].hops = hops;
+	}
+	pthread_mutex_unlock(&log_lock);
+	if (!cancel) {
+		__real_lode_rpc_submit(conn, call);
+		return;
+	}
+	/* the head's answer: its own copy stored, the next one never reached */
+	{
+		struct lode_wire_obj_chain_rep *rep = call->reply_body;
+
+		assert_true(call->reply_body_max >= sizeof(*rep));
+		memset(rep, 0, sizeof(*rep));
+		rep->count = (uint16_t)(hops + 1);
+		for (int k = 1; k <= hops; k++)
+			rep->status[k] = ECANCELED;
+		call->status = 0;
+		call->reply_body_len = sizeof(*rep);
+		call->reply_data_len = 0;
+		call->done(call);
+	}
+}
+
+static struct test_cluster tc;
+
+static int setup(void **state)
+{
+	(void)state;
+	return cluster_up(&tc, 3) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	cluster_down(&tc);
+	return 0;
+}
+
+static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_head(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_layout l = {
+	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct lode_client *c;
+	struct lode_file *f;
+	char *buf = malloc(1 << 20), *got = malloc(1 << 20);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(got);
+	memset(buf, 'w', 1 << 20);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_set_replication(c, LODE_REPLICATION_CHAIN), 0);
+	assert_int_equal(lode_create_with_layout(c, "/ordered", 0644, &l, &f), 0);
+	pthread_mutex_lock(&log_lock);
+	nsent = 0;
+	cancel_next = true;
+	pthread_mutex_unlock(&log_lock);
+	assert_int_equal(lode_pwrite(f, buf, 1 << 20, 0), 1 << 20);
+
+	/* after the head's answer, the same write went through the head again, with the
+	 * next copy as its hop, and never to that copy alone */
+	pthread_mutex_lock(&log_lock);
+	assert_false(cancel_next);
+	assert_true(nsent >= 1);
+	for (unsigned i = 0; i < nsent; i++) {
+		printf("OBJ_WRITE %u after the cancel: to %s with %d hop(s)\n", i, sent_log[i].addr,
+		       sent_log[i].hops);
+		if (sent_log[i].hops != 1 || strcmp(sent_log[i].addr, head))
+			fail_msg("OBJ_WRITE %u went to %s with %d hop(s), not through the head %s",
+				 i, sent_log[i].addr, sent_log[i].hops, head);
+	}
+	pthread_mutex_unlock(&log_lock);
+	assert_int_equal(lode_close(f), 0);
+
+	/* and the bytes are there, on both copies (nothing was marked degraded) */
+	{
+		struct lode_layout li;
+		uint64_t d;
+
+		assert_int_equal(lode_layout_info(c, "/ordered", &li, &d), 0);
+		assert_int_equal(d, 0);
+	}
+	assert_int_equal(lode_open(c, "/ordered", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, got, 1 << 20, 0), 1 << 20);
+	assert_memory_equal(got, buf, 1 << 20);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(c);
+	free(buf);
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(
+		test_a_write_the_head_could_not_forward_is_sent_again_through_the_head),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
