@@ -88,6 +88,8 @@ struct lode_file {
 	uint64_t ino;
 	uint64_t handle;
 	int flags; /* O_ACCMODE bits of the open */
+	/* Fixed for a write handle; a read-only handle's targets change only in
+	 * lode_client_layout_refresh, with rw held exclusively and read-ahead idle */
 	struct lode_wire_layout layout;
 	struct lode_wire_attr attr;   /* as the open returned them */
 	struct lode_wire_attr parent; /* CREATE: the parent's, after it; else ino 0 */
@@ -110,10 +112,12 @@ struct lode_file {
 	uint64_t meta_gen;	/* protected by lock: bumped with each change dirty_meta covers */
 	bool size_set;		/* protected by lock: a truncate not yet committed */
 	uint64_t dirty_stripes; /* protected by lock: stripes written since the last fsync */
-	uint64_t lease_renewed_ms; /* protected by lock */
-	uint64_t degraded;	   /* protected by lock: copies known to miss data (MDS agrees) */
-	uint64_t report_pending;   /* protected by lock: copies found failing, not yet reported */
-	uint64_t report_bad_data;  /* protected by lock: of those, the ones with bad data */
+	uint64_t lease_renewed_ms;  /* protected by lock */
+	uint64_t degraded;	    /* protected by lock: copies known to miss data (MDS agrees) */
+	uint64_t layout_checked_ms; /* protected by lock: when layout and degraded were last
+				     * known current (the open, or a LAYOUT_GET) */
+	uint64_t report_pending;    /* protected by lock: copies found failing, not yet reported */
+	uint64_t report_bad_data;   /* protected by lock: of those, the ones with bad data */
 
 	/* Sequential read-ahead of read-only handles (readahead.c): allocated on the first
 	 * sequential reads, dropped for good once reads of this handle overlap in time. */

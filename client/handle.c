@@ -35,6 +35,7 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->mtime_ns = rep->attr.mtime_ns;
 	f->lease_renewed_ms = lode_now_ms();
 	f->degraded = rep->degraded;
+	f->layout_checked_ms = f->lease_renewed_ms;
 	pthread_rwlock_init(&f->rw, NULL);
 	pthread_mutex_init(&f->fsync_lock, NULL);
 	pthread_mutex_init(&f->commit_lock, NULL);

@@ -64,6 +64,10 @@ struct window {
 	/* lode_read_stream (stream.c) only: pieces done, oldest first; protected by lock */
 	bool stream;
 	struct window_piece *done, **done_tail;
+	/* Set by whoever starts the pieces: a piece that finds every copy short of the size,
+	 * or every copy degraded, ends with -ESTALE instead of reading a hole or failing, for
+	 * the handle's layout may be out of date (lode_client_layout_refresh) */
+	bool recheck;
 };
 
 void lode_client_window_init(struct window *w);
@@ -96,8 +100,27 @@ ssize_t lode_client_read_span(struct lode_file *f, size_t len, uint64_t off);
  * from starting the rest (lode_client_window_drain(w) waits for what did start). */
 int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf, uint64_t len,
 				   uint64_t off);
-/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
-int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off);
+/* Reads [off, off + len) of the objects into buf (zeros where no data was written). With
+ * recheck, when the handle's layout is older than LODE_LAYOUT_RECHECK_MS: -ESTALE where
+ * the bytes would be a hole, or every copy is degraded (the caller refreshes the layout
+ * without holding f->rw, and reads again without recheck). */
+int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off,
+			     bool recheck);
+
+/* How old a read-only handle's layout may be before a hole or an all-degraded stripe
+ * makes it ask the MDS again. A copy moved (drain, rebalance) after the last check keeps
+ * its old object for the orphan grace (60 s by default), so the check only has to come
+ * before that. */
+#define LODE_LAYOUT_RECHECK_MS 1000
+/* Whether a read-only handle's layout was last known current longer ago than that. */
+bool lode_client_layout_recheck_due(struct lode_file *f);
+/* Asks the MDS for the file's layout (LAYOUT_GET) and takes the targets and degraded
+ * copies of the answer, if it is still the same generation and shape: a long-open reader
+ * then follows copies moved since it opened, and stops avoiding copies repaired since.
+ * Waits for the handle's read-ahead and takes f->rw exclusively: the caller holds neither.
+ * A write handle's copies cannot move (a move opens the file exclusively): nothing to do.
+ * An MDS that cannot answer leaves the layout as it was. Returns 0 or -ENOMEM. */
+int lode_client_layout_refresh(struct lode_file *f);
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
  * object has no data. start is chunk aligned. */
 int lode_client_object_read_sync(struct lode_file *f, unsigned stripe, uint64_t start, char *buf,

@@ -15,9 +15,13 @@
  * A copy that answers fewer bytes than the file's size says its object holds is tried on
  * the next copy too: it may be the old object of a copy moved elsewhere (lodectl drain,
  * rebalance), deleted once the orphan grace passed, which reads as empty. Only when every
- * copy is that short are the missing bytes a hole (zeros): a sparse file's.
+ * copy is that short are the missing bytes a hole (zeros): a sparse file's. Unless the
+ * read was started with recheck: then such a piece, and one whose copies are all
+ * degraded, ends with -ESTALE, and lode_pread asks the MDS for the layout and reads again
+ * (every copy may have moved, or been repaired, since the handle opened).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,6 +56,17 @@ struct read_piece {
 };
 
 static void read_piece_submit(struct read_piece *p);
+
+/* The piece leaves its window with err (0: its bytes are in place). */
+static void read_piece_end(struct read_piece *p, int err)
+{
+	if (!err)
+		lode_client_window_piece_done(p->w, p->dst, p->len);
+	else
+		lode_client_window_leave(p->w, err);
+	free(p->bounce);
+	free(p);
+}
 
 ssize_t lode_client_read_span(struct lode_file *f, size_t len, uint64_t off)
 {
@@ -155,6 +170,10 @@ static void read_piece_done(struct lode_call *call)
 			read_piece_submit(p);
 			return;
 		}
+		if (p->w->recheck) { /* every copy short: moved since the open, or a hole */
+			read_piece_end(p, -ESTALE);
+			return;
+		}
 	}
 	if (rc) {
 		struct lode_file *f = p->f;
@@ -170,9 +189,7 @@ static void read_piece_done(struct lode_call *call)
 		p->reread = false;
 		if (rc == -EACCES || rc == -EKEYEXPIRED) {
 			/* the capability, not the copy: every copy would say the same */
-			lode_client_window_leave(p->w, rc);
-			free(p->bounce);
-			free(p);
+			read_piece_end(p, rc);
 			return;
 		}
 		if (rc == -EBADMSG) /* bad bytes on that copy: the MDS hears of it, for repair */
@@ -189,6 +206,10 @@ static void read_piece_done(struct lode_call *call)
 			return;
 		}
 		if (p->had_short && !p->take_short) {
+			if (p->w->recheck) {
+				read_piece_end(p, -ESTALE);
+				return;
+			}
 			/* the others failed: the short copy's answer was a hole after all */
 			p->take_short = true;
 			p->mirror = p->short_mirror;
@@ -196,9 +217,7 @@ static void read_piece_done(struct lode_call *call)
 			return;
 		}
 		/* corruption on every copy is an I/O error to the application */
-		lode_client_window_leave(p->w, rc == -EBADMSG || rc == -EPROTO ? -EIO : rc);
-		free(p->bounce);
-		free(p);
+		read_piece_end(p, rc == -EBADMSG || rc == -EPROTO ? -EIO : rc);
 		return;
 	}
 	/* bytes the object does not have (a hole, or the end of a sparse file) read as 0 */
@@ -212,9 +231,7 @@ static void read_piece_done(struct lode_call *call)
 	} else if (got < p->len) {
 		memset(p->dst + got, 0, p->len - got);
 	}
-	lode_client_window_piece_done(p->w, p->dst, p->len);
-	free(p->bounce);
-	free(p);
+	read_piece_end(p, 0);
 }
 
 static void read_piece_submit(struct read_piece *p)
@@ -255,10 +272,9 @@ static void read_piece_start(struct read_piece *p, unsigned first)
 	p->first = first % p->f->layout.mirror_count;
 	m = next_copy(p->f, p->stripe, p->first, 0);
 	if (m < 0) {
-		/* every copy of the stripe is degraded: none is known to hold its bytes */
-		lode_client_window_leave(p->w, -EIO);
-		free(p->bounce);
-		free(p);
+		/* every copy of the stripe is degraded: none is known to hold its bytes (unless
+		 * one was repaired since the handle learnt of it) */
+		read_piece_end(p, p->w->recheck ? -ESTALE : -EIO);
 		return;
 	}
 	p->mirror = (unsigned)m;
@@ -329,28 +345,44 @@ int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *
 	return rc;
 }
 
-static int objects_read_once(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
+static int objects_read_once(struct lode_file *f, char *buf, uint64_t len, uint64_t off,
+			     bool recheck)
 {
 	struct window w;
 	int rc, rc2;
 
 	lode_client_window_init(&w);
+	w.recheck = recheck;
 	rc = lode_client_objects_read_start(f, &w, buf, len, off);
 	rc2 = lode_client_window_drain(&w);
 	lode_client_window_destroy(&w);
 	return rc ? rc : rc2;
 }
 
-/* Reads [off, off + len) of the objects into buf (zeros where no data was written). */
-int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off)
+int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off,
+			     bool recheck)
 {
 	struct lode_wire_cap cap;
-	int rc = objects_read_once(f, buf, len, off);
+	int rc;
 
+	recheck = recheck && lode_client_layout_recheck_due(f);
+	rc = objects_read_once(f, buf, len, off, recheck);
 	/* a capability that expired on the way: renew it and read once more */
 	if (rc == -EKEYEXPIRED && !lode_client_file_cap(f, true, &cap))
-		rc = objects_read_once(f, buf, len, off);
+		rc = objects_read_once(f, buf, len, off, recheck);
 	return rc;
+}
+
+bool lode_client_layout_recheck_due(struct lode_file *f)
+{
+	uint64_t checked;
+
+	if ((f->flags & O_ACCMODE) != O_RDONLY)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	checked = f->layout_checked_ms;
+	pthread_mutex_unlock(&f->lock);
+	return lode_now_ms() - checked >= LODE_LAYOUT_RECHECK_MS;
 }
 
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the

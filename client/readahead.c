@@ -178,10 +178,65 @@ static void ra_plan(struct lode_file *f, struct readahead *ra, uint64_t off, uin
 		x->off = covered;
 		x->len = want - covered < RA_WINDOW ? want - covered : RA_WINDOW;
 		x->gen = atomic_load_explicit(&f->c->write_gen, memory_order_acquire);
+		/* a window that failed is read again the normal way, which rechecks */
+		x->w.recheck = lode_client_layout_recheck_due(f);
 		x->err = lode_client_objects_read_start(f, &x->w, x->buf, x->len, x->off);
 		x->pending = true;
 		covered += x->len;
 	}
+}
+
+int lode_client_layout_refresh(struct lode_file *f)
+{
+	struct lode_wire_getattr_req req = {.ino = f->ino};
+	struct lode_wire_layout_rep rep;
+	struct lode_wire_layout *l = &f->layout;
+	struct readahead *ra;
+	int rc;
+
+	if ((f->flags & 3) != 0 /* O_RDONLY */)
+		return 0;
+	rc = lode_client_mds_call(f->c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep,
+				  sizeof(rep), NULL, 0, NULL);
+	if (!rc && lode_layout_check(&rep.layout))
+		rc = -EPROTO;
+	/* nothing may read the targets meanwhile: read-ahead idle (ra_plan starts windows
+	 * with ra->lock held), then no read or stream in progress */
+	ra = ra_get(f);
+	if (ra) {
+		pthread_mutex_lock(&ra->lock);
+		for (unsigned i = 0; i < RA_WINDOWS; i++)
+			ra_wait(&ra->win[i]);
+	}
+	pthread_rwlock_wrlock(&f->rw);
+	pthread_mutex_lock(&f->lock);
+	/* the same objects (a new generation is a file rewritten: this reader keeps the old
+	 * one's view, as a deleted file's does) */
+	if (!rc && rep.layout.generation == l->generation &&
+	    rep.layout.stripe_size == l->stripe_size &&
+	    rep.layout.stripe_count == l->stripe_count &&
+	    rep.layout.mirror_count == l->mirror_count) {
+		memcpy(l->targets, rep.layout.targets, sizeof(l->targets));
+		/* copies this handle found failing and has not reported yet stay avoided */
+		f->degraded = rep.degraded | f->report_pending;
+	}
+	f->layout_checked_ms = lode_now_ms();
+	pthread_mutex_unlock(&f->lock);
+	pthread_rwlock_unlock(&f->rw);
+	if (ra)
+		pthread_mutex_unlock(&ra->lock);
+	return ra ? 0 : -ENOMEM;
+}
+
+/* The objects' bytes of [off, off + len), with f->rw held shared. */
+static int read_objects(struct lode_file *f, char *buf, uint64_t len, uint64_t off, bool recheck)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&f->rw);
+	rc = lode_client_objects_read(f, buf, len, off, recheck);
+	pthread_rwlock_unlock(&f->rw);
+	return rc;
 }
 
 ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
@@ -209,9 +264,12 @@ ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off)
 			pthread_mutex_unlock(&ra->lock);
 	}
 	if (!served) {
-		pthread_rwlock_rdlock(&f->rw);
-		rc = lode_client_objects_read(f, buf, len, off);
-		pthread_rwlock_unlock(&f->rw);
+		rc = read_objects(f, buf, len, off, true);
+		if (rc == -ESTALE) { /* a hole, or no copy to read: is the layout current? */
+			rc = lode_client_layout_refresh(f);
+			if (!rc)
+				rc = read_objects(f, buf, len, off, false);
+		}
 		if (ra)
 			pthread_mutex_lock(&ra->lock);
 	}

@@ -48,6 +48,13 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 	if (span <= 0)
 		return span;
 	len = (size_t)span;
+	/* pieces are handed over as they come, so none can be read again after a refresh:
+	 * a layout that may be out of date is checked first */
+	if (lode_client_layout_recheck_due(f)) {
+		rc = lode_client_layout_refresh(f);
+		if (rc)
+			return rc;
+	}
 
 	lode_client_window_init(&w);
 	w.stream = true;

@@ -17,6 +17,7 @@ void lode_client_window_init(struct window *w)
 	w->stream = false;
 	w->done = NULL;
 	w->done_tail = &w->done;
+	w->recheck = false;
 }
 
 void lode_client_window_destroy(struct window *w)
