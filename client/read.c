@@ -16,9 +16,10 @@
  * the next copy too: it may be the old object of a copy moved elsewhere (lodectl drain,
  * rebalance), deleted once the orphan grace passed, which reads as empty. Only when every
  * copy is that short are the missing bytes a hole (zeros): a sparse file's. Unless the
- * read was started with recheck: then such a piece, and one whose copies are all
- * degraded, ends with -ESTALE, and lode_pread asks the MDS for the layout and reads again
- * (every copy may have moved, or been repaired, since the handle opened).
+ * read was started with recheck: then such a piece, and one that found no copy to read
+ * while it skipped a degraded one, ends with -ESTALE, and lode_pread asks the MDS for the
+ * layout and reads again (every copy may have moved, or been repaired, since the handle
+ * opened).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,18 @@ static int next_copy(struct lode_file *f, unsigned stripe, unsigned first, uint6
 	return -1;
 }
 
+/* Whether this handle takes a copy of stripe as degraded. */
+static bool stripe_has_degraded(struct lode_file *f, unsigned stripe)
+{
+	unsigned mc = f->layout.mirror_count;
+	uint64_t degraded;
+
+	pthread_mutex_lock(&f->lock);
+	degraded = f->degraded;
+	pthread_mutex_unlock(&f->lock);
+	return (degraded >> (stripe * mc)) & (mc >= 64 ? ~0ull : (1ull << mc) - 1);
+}
+
 /* Whether got bytes are fewer than the object holds in the piece's range, as this handle
  * knows the file's size. */
 static bool short_of_size(struct read_piece *p, uint64_t got)
@@ -205,11 +218,12 @@ static void read_piece_done(struct lode_call *call)
 			read_piece_submit(p);
 			return;
 		}
+		if (p->w->recheck && (p->had_short || stripe_has_degraded(f, p->stripe))) {
+			/* no copy left to try: one may have been repaired since (or moved) */
+			read_piece_end(p, -ESTALE);
+			return;
+		}
 		if (p->had_short && !p->take_short) {
-			if (p->w->recheck) {
-				read_piece_end(p, -ESTALE);
-				return;
-			}
 			/* the others failed: the short copy's answer was a hole after all */
 			p->take_short = true;
 			p->mirror = p->short_mirror;

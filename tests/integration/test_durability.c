@@ -217,7 +217,7 @@ static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_o
 	struct lode_client *c = cluster_client(&tc, 3000);
 	char *buf = malloc(MiB), *got = malloc(MiB);
 	struct lode_repair_result rr;
-	struct lode_file *f;
+	struct lode_file *f, *held;
 	uint64_t d;
 	ssize_t n;
 
@@ -248,6 +248,8 @@ static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_o
 	assert_int_equal(cluster_restart(&tc), 0);
 	assert_int_equal(read_mib(c, "/missed", got), MiB);
 	assert_memory_equal(got, buf, MiB);
+	/* a reader that opens now learns the second copy is degraded, and keeps the file */
+	assert_int_equal(lode_open(c, "/missed", O_RDONLY, 0, &held), 0);
 
 	/* repaired, the other copy alone has them */
 	cluster_wait_targets_up(c, 3);
@@ -257,6 +259,14 @@ static void test_a_copy_that_missed_a_write_is_never_read_in_place_of_the_good_o
 	memset(got, 0, MiB);
 	assert_int_equal(read_mib(c, "/missed", got), MiB);
 	assert_memory_equal(got, buf, MiB);
+	/* and the reader holding it since before the repair, with the copy it still took as
+	 * degraded the only one up: it asks the MDS again (its layout is over a second old)
+	 * rather than fail */
+	usleep(1100 * 1000);
+	memset(got, 0, MiB);
+	assert_int_equal(lode_pread(held, got, MiB, 0), MiB);
+	assert_memory_equal(got, buf, MiB);
+	assert_int_equal(lode_close(held), 0);
 	assert_int_equal(cluster_restart(&tc), 0);
 	printf("verified %d bytes from each copy in turn\n", 2 * (int)MiB);
 	free(buf);
