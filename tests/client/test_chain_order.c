@@ -6,7 +6,8 @@
  * land after another writer's overlapping write that the head ordered after it, and the
  * copies differ with neither marked degraded. liblode is linked from its sources with
  * lode_rpc_submit wrapped (-Wl,--wrap): the wrapper answers the first chained OBJ_WRITE
- * itself, as such a head would, and logs every OBJ_WRITE the client sends after it.
+ * itself, as such a head would (once, or every time), and logs every OBJ_WRITE the client
+ * sends after it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,8 @@ struct sent {
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sent sent_log[LOG_MAX]; /* protected by log_lock */
 static unsigned nsent;		      /* protected by log_lock */
-static bool cancel_next;	      /* protected by log_lock */
+static unsigned cancels_left;	      /* protected by log_lock: chained writes to answer */
+static unsigned cancels;	      /* protected by log_lock: answered so far */
 static char head[128];		      /* protected by log_lock: where the cancel came from */
 
 void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
@@ -68,8 +70,9 @@ void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 	}
 	hops = write_hops(call);
 	pthread_mutex_lock(&log_lock);
-	if (cancel_next && hops > 0) {
-		cancel_next = false;
+	if (cancels_left && hops > 0) {
+		cancels_left--;
+		cancels++;
 		cancel = true;
 		snprintf(head, sizeof(head), "%s", lode_rpc_conn_addr(conn));
 	} else if (nsent < LOG_MAX) {
@@ -131,14 +134,15 @@ static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_he
 	assert_int_equal(lode_create_with_layout(c, "/ordered", 0644, &l, &f), 0);
 	pthread_mutex_lock(&log_lock);
 	nsent = 0;
-	cancel_next = true;
+	cancels = 0;
+	cancels_left = 1;
 	pthread_mutex_unlock(&log_lock);
 	assert_int_equal(lode_pwrite(f, buf, 1 << 20, 0), 1 << 20);
 
 	/* after the head's answer, the same write went through the head again, with the
 	 * next copy as its hop, and never to that copy alone */
 	pthread_mutex_lock(&log_lock);
-	assert_false(cancel_next);
+	assert_int_equal(cancels, 1);
 	assert_true(nsent >= 1);
 	for (unsigned i = 0; i < nsent; i++) {
 		printf("OBJ_WRITE %u after the cancel: to %s with %d hop(s)\n", i, sent_log[i].addr,
@@ -167,11 +171,66 @@ static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_he
 	free(got);
 }
 
+/* A head that never forwards (its link to the next copy is down, the client's is not):
+ * after a bounded number of resends through it, the copy it never reached gets the write
+ * alone, rather than the write failing; both copies hold it, none is degraded. */
+static void test_a_head_that_never_forwards_is_bypassed_after_bounded_resends(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	struct lode_layout l = {
+	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 2, .targets = {2, 3}};
+	struct lode_client *c;
+	struct lode_file *f;
+	char *buf = malloc(1 << 20), *got = malloc(1 << 20);
+	struct lode_layout li;
+	uint64_t d;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(got);
+	memset(buf, 'v', 1 << 20);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	assert_int_equal(lode_set_replication(c, LODE_REPLICATION_CHAIN), 0);
+	assert_int_equal(lode_create_with_layout(c, "/bypassed", 0644, &l, &f), 0);
+	pthread_mutex_lock(&log_lock);
+	nsent = 0;
+	cancels = 0;
+	cancels_left = 1000;
+	pthread_mutex_unlock(&log_lock);
+	assert_int_equal(lode_pwrite(f, buf, 1 << 20, 0), 1 << 20);
+
+	pthread_mutex_lock(&log_lock);
+	printf("the head was sent the write %u times; then:\n", cancels);
+	for (unsigned i = 0; i < nsent; i++)
+		printf("OBJ_WRITE %u: to %s with %d hop(s)\n", i, sent_log[i].addr,
+		       sent_log[i].hops);
+	/* resent through the head, but not without end */
+	assert_true(cancels > 1 && cancels < 1000);
+	/* then the copy after the head alone, once */
+	assert_int_equal(nsent, 1);
+	assert_true(sent_log[0].hops <= 0);
+	assert_string_not_equal(sent_log[0].addr, head);
+	cancels_left = 0;
+	pthread_mutex_unlock(&log_lock);
+	assert_int_equal(lode_close(f), 0);
+
+	assert_int_equal(lode_layout_info(c, "/bypassed", &li, &d), 0);
+	assert_int_equal(d, 0);
+	assert_int_equal(lode_open(c, "/bypassed", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, got, 1 << 20, 0), 1 << 20);
+	assert_memory_equal(got, buf, 1 << 20);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(c);
+	free(buf);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(
 		test_a_write_the_head_could_not_forward_is_sent_again_through_the_head),
+	    cmocka_unit_test(test_a_head_that_never_forwards_is_bypassed_after_bounded_resends),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
