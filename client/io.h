@@ -65,8 +65,9 @@ struct window {
 	bool stream;
 	struct window_piece *done, **done_tail;
 	/* Set by whoever starts the pieces: a piece that finds every copy short of the size,
-	 * or every copy degraded, ends with -ESTALE instead of reading a hole or failing, for
-	 * the handle's layout may be out of date (lode_client_layout_refresh) */
+	 * or no copy left to read after it skipped one as degraded, ends with -ESTALE instead
+	 * of reading a hole or failing, for the handle's layout may be out of date
+	 * (lode_client_layout_refresh) */
 	bool recheck;
 };
 
@@ -101,9 +102,9 @@ ssize_t lode_client_read_span(struct lode_file *f, size_t len, uint64_t off);
 int lode_client_objects_read_start(struct lode_file *f, struct window *w, char *buf, uint64_t len,
 				   uint64_t off);
 /* Reads [off, off + len) of the objects into buf (zeros where no data was written). With
- * recheck, when the handle's layout is older than LODE_LAYOUT_RECHECK_MS: -ESTALE where
- * the bytes would be a hole, or every copy is degraded (the caller refreshes the layout
- * without holding f->rw, and reads again without recheck). */
+ * recheck, when the handle's layout is older than LODE_LAYOUT_RECHECK_MS: -ESTALE as
+ * window.recheck says (the caller refreshes the layout without holding f->rw, and reads
+ * again without recheck). */
 int lode_client_objects_read(struct lode_file *f, char *buf, uint64_t len, uint64_t off,
 			     bool recheck);
 
@@ -117,9 +118,12 @@ bool lode_client_layout_recheck_due(struct lode_file *f);
 /* Asks the MDS for the file's layout (LAYOUT_GET) and takes the targets and degraded
  * copies of the answer, if it is still the same generation and shape: a long-open reader
  * then follows copies moved since it opened, and stops avoiding copies repaired since.
- * Waits for the handle's read-ahead and takes f->rw exclusively: the caller holds neither.
- * A write handle's copies cannot move (a move opens the file exclusively): nothing to do.
- * An MDS that cannot answer leaves the layout as it was. Returns 0 or -ENOMEM. */
+ * Waits for the handle's read-ahead and takes f->rw exclusively: the caller holds neither
+ * (nor does a lode_read_stream callback on the same handle). Nothing to do for a write
+ * handle (a move opens the file exclusively, so its copies cannot move) or a layout
+ * checked less than LODE_LAYOUT_RECHECK_MS ago (by another reader of the handle, say).
+ * Returns 0 (also when the file was deleted: its reader keeps the old view), -ENOMEM, or
+ * -EIO when the MDS could not answer (the layout stays as it was, and due). */
 int lode_client_layout_refresh(struct lode_file *f);
 /* Reads [start, start + len) of one stripe object into buf, verified, zeros where the
  * object has no data. start is chunk aligned. */

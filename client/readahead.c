@@ -178,7 +178,9 @@ static void ra_plan(struct lode_file *f, struct readahead *ra, uint64_t off, uin
 		x->off = covered;
 		x->len = want - covered < RA_WINDOW ? want - covered : RA_WINDOW;
 		x->gen = atomic_load_explicit(&f->c->write_gen, memory_order_acquire);
-		/* a window that failed is read again the normal way, which rechecks */
+		/* a window that failed was read again the normal way (which rechecks): its
+		 * error is not this start's */
+		x->w.error = 0;
 		x->w.recheck = lode_client_layout_recheck_due(f);
 		x->err = lode_client_objects_read_start(f, &x->w, x->buf, x->len, x->off);
 		x->pending = true;
@@ -194,12 +196,17 @@ int lode_client_layout_refresh(struct lode_file *f)
 	struct readahead *ra;
 	int rc;
 
-	if ((f->flags & 3) != 0 /* O_RDONLY */)
+	/* a write handle's copies cannot move; another reader of the handle may have just
+	 * asked */
+	if (!lode_client_layout_recheck_due(f))
 		return 0;
 	rc = lode_client_mds_call(f->c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0, &rep,
 				  sizeof(rep), NULL, 0, NULL);
 	if (!rc && lode_layout_check(&rep.layout))
 		rc = -EPROTO;
+	/* the file deleted (ENOENT) is an answer: its reader keeps what it had, as before */
+	if (rc && rc != -ENOENT)
+		return rc == -ENOMEM ? rc : -EIO; /* unknown: never zeros in place of moved data */
 	/* nothing may read the targets meanwhile: read-ahead idle (ra_plan starts windows
 	 * with ra->lock held), then no read or stream in progress */
 	ra = ra_get(f);
@@ -216,8 +223,16 @@ int lode_client_layout_refresh(struct lode_file *f)
 	    rep.layout.stripe_size == l->stripe_size &&
 	    rep.layout.stripe_count == l->stripe_count &&
 	    rep.layout.mirror_count == l->mirror_count) {
+		uint64_t moved = 0;
+
+		for (unsigned i = 0; i < LODE_LAYOUT_TARGETS_MAX && i < 64; i++)
+			if (l->targets[i] != rep.layout.targets[i])
+				moved |= 1ull << i;
 		memcpy(l->targets, rep.layout.targets, sizeof(l->targets));
-		/* copies this handle found failing and has not reported yet stay avoided */
+		/* a report not sent yet was about the copy's old place: dropped; the others
+		 * stay avoided until the MDS has them */
+		f->report_pending &= ~moved;
+		f->report_bad_data &= ~moved;
 		f->degraded = rep.degraded | f->report_pending;
 	}
 	f->layout_checked_ms = lode_now_ms();
@@ -225,7 +240,7 @@ int lode_client_layout_refresh(struct lode_file *f)
 	pthread_rwlock_unlock(&f->rw);
 	if (ra)
 		pthread_mutex_unlock(&ra->lock);
-	return ra ? 0 : -ENOMEM;
+	return 0;
 }
 
 /* The objects' bytes of [off, off + len), with f->rw held shared. */

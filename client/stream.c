@@ -39,6 +39,7 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 	struct window_piece *done;
 	uint64_t pos = 0;
 	struct window w;
+	bool recheck = false;
 	ssize_t span;
 	int rc = 0;
 
@@ -49,14 +50,18 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 		return span;
 	len = (size_t)span;
 	/* pieces are handed over as they come, so none can be read again after a refresh:
-	 * a layout that may be out of date is checked first */
+	 * a layout that may be out of date is checked first; if the MDS cannot say, a piece
+	 * that would read a hole or find no copy fails the stream rather than give zeros */
 	if (lode_client_layout_recheck_due(f)) {
 		rc = lode_client_layout_refresh(f);
-		if (rc)
+		if (rc == -ENOMEM)
 			return rc;
+		recheck = rc != 0;
+		rc = 0;
 	}
 
 	lode_client_window_init(&w);
+	w.recheck = recheck;
 	w.stream = true;
 	pthread_rwlock_rdlock(&f->rw);
 	for (;;) {
@@ -89,5 +94,7 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 	pthread_rwlock_unlock(&f->rw);
 	lode_client_window_destroy(&w);
 	lode_client_file_reports_flush(f);
+	if (rc == -ESTALE && recheck)
+		rc = -EIO;
 	return rc ? rc : (ssize_t)len;
 }

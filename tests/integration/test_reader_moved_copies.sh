@@ -3,8 +3,9 @@
 # 4 OSS: the copies on the first two targets go to the other two) and reads only after the
 # old objects were deleted gets every byte, through lode_pread and lode_read_stream: its
 # layout names only deleted objects, which answer as empty, and liblode asks the MDS for
-# the layout again instead of reading zeros. An inference server holds its weights open for
-# days while admins drain and rebalance.
+# the layout again instead of reading zeros; with the MDS down it fails (EIO) rather than
+# read zeros, and reads right once the MDS is back. An inference server holds its weights
+# open for days while admins drain and rebalance.
 set -euo pipefail
 LODE_TEST_NAME=moved
 source "$(dirname "$0")/lib.sh"
@@ -29,25 +30,40 @@ PYTHONPATH=$(cd "$(dirname "$0")/../.." && pwd)/python
 LODE_BUILD_DIR=${LODE_BUILD_DIR:-$(dirname "$(dirname "$lodectl")")}
 export PYTHONPATH LODE_BUILD_DIR
 LD_PRELOAD=${LODE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 $py - "$dir" <<'PY' &
-import os, sys, time
+import errno, os, sys, time
 import lode
 d = sys.argv[1]
 want = open(os.path.join(d, "big"), "rb").read()
-with lode.Client() as c, c.open("/big") as a, c.open("/big") as b:
-    assert a.pread_into(bytearray(4096), 0) == 4096
-    assert b.pread_into(bytearray(4096), 0) == 4096
-    open(os.path.join(d, "held"), "w").close()
-    while not os.path.exists(os.path.join(d, "go")):
+def wait_for(name):
+    while not os.path.exists(os.path.join(d, name)):
         time.sleep(0.05)
+def result(what, n, buf):
+    return what + ": " + ("ok" if n == len(want) and buf == want else
+                          "differ (%d bytes, %d zero)" % (n, buf.count(0)))
+with lode.Client() as c, lode.Client(timeout_ms=2000) as quick, \
+        c.open("/big") as a, c.open("/big") as b, quick.open("/big") as q:
+    for h in (a, b, q):
+        assert h.pread_into(bytearray(4096), 0) == 4096
+    open(os.path.join(d, "held"), "w").close()
+    wait_for("go")
     out = []
     buf = bytearray(len(want))
-    n = a.pread_into(buf, 0)
-    out.append("pread: " + ("ok" if n == len(want) and buf == want else
-                            "differ (%d bytes, %d zero)" % (n, buf.count(0))))
+    out.append(result("pread", a.pread_into(buf, 0), buf))
     buf = bytearray(len(want))
-    n = b.read_stream(buf, 0)
-    out.append("stream: " + ("ok" if n == len(want) and buf == want else
-                             "differ (%d bytes, %d zero)" % (n, buf.count(0))))
+    out.append(result("stream", b.read_stream(buf, 0), buf))
+    # with the MDS down, the moved copies cannot be found: an error, never zeros
+    open(os.path.join(d, "read"), "w").close()
+    wait_for("mds-down")
+    buf = bytearray(len(want))
+    try:
+        n = q.pread_into(buf, 0)
+        out.append(result("pread, MDS down", n, buf).replace(": ok", ": read with no MDS"))
+    except lode.LodeError as e:
+        out.append("pread, MDS down: " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno))
+    open(os.path.join(d, "read-down"), "w").close()
+    wait_for("mds-up")
+    buf = bytearray(len(want))
+    out.append(result("pread, MDS back", q.pread_into(buf, 0), buf))
     open(os.path.join(d, "held.result"), "w").write("\n".join(out) + "\n")
 PY
 held=$!
@@ -82,8 +98,19 @@ print({x["id"]: x for x in json.load(sys.stdin)["targets"]}['"$t"']["objects"])'
 	[ "$objects" = 0 ] || fail "drained target $t still reports $objects objects"
 done
 
+wait_for() { # wait_for FILE: the Python reader's signal
+	for _ in $(seq 600); do [ -e "$dir/$1" ] && return 0; kill -0 $held 2>/dev/null || break; sleep 0.1; done
+	fail "the Python reader did not get to $1"
+}
 touch "$dir/go"
+wait_for read
+echo "stop the MDS: the third reader cannot learn where its copies went"
+"$lodectl" local kill "$c" mds -9 >/dev/null
+touch "$dir/mds-down"
+wait_for read-down
+"$lodectl" local up "$c" >/dev/null
+touch "$dir/mds-up"
 wait $held || fail "the reader holding /big open failed"
 cat "$dir/held.result"
-[ "$(grep -c ': ok$' "$dir/held.result")" = 2 ] || fail "the reader holding /big open read wrong bytes"
+[ "$(grep -c ': ok$' "$dir/held.result")" = 4 ] || fail "the reader holding /big open read wrong bytes"
 echo "ok"
