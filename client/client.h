@@ -88,8 +88,9 @@ struct lode_file {
 	uint64_t ino;
 	uint64_t handle;
 	int flags; /* O_ACCMODE bits of the open */
-	/* Fixed for a write handle; a read-only handle's targets change only in
-	 * lode_client_layout_refresh, with rw held exclusively and read-ahead idle */
+	/* Fixed for a write handle. A read-only handle's targets change only in
+	 * lode_client_layout_refresh, with rw held exclusively, read-ahead idle and lock held:
+	 * read pieces read them under rw or read-ahead, anything else under lock */
 	struct lode_wire_layout layout;
 	struct lode_wire_attr attr;   /* as the open returned them */
 	struct lode_wire_attr parent; /* CREATE: the parent's, after it; else ino 0 */

@@ -389,7 +389,9 @@ void lode_file_layout(const struct lode_file *f, struct lode_layout *out)
 	out->stripe_count = f->layout.stripe_count;
 	out->mirror_count = f->layout.mirror_count;
 	out->generation = f->layout.generation;
+	pthread_mutex_lock(&((struct lode_file *)f)->lock); /* lode_client_layout_refresh */
 	memcpy(out->targets, f->layout.targets, sizeof(out->targets));
+	pthread_mutex_unlock(&((struct lode_file *)f)->lock);
 }
 
 uint64_t lode_file_size(const struct lode_file *f)

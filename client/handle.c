@@ -122,15 +122,15 @@ void lode_client_file_report(struct lode_file *f, unsigned idx, unsigned kind)
  * stripe failed, the MDS keeps the last one reported as the good copy (EBUSY), and readers
  * never read a degraded copy: the good copy should be the one most likely to be reachable.
  * Fills order[] with layout indexes; returns how many. */
-static unsigned reports_order(struct lode_file *f, uint64_t pending, unsigned *order)
+static unsigned reports_order(struct lode_file *f, uint64_t pending, const uint32_t *tid,
+			      unsigned *order)
 {
 	uint8_t health[64];
 	unsigned n = 0;
 
 	for (unsigned idx = 0; idx < 64; idx++)
 		if (pending & (1ull << idx))
-			health[idx] =
-			    (uint8_t)lode_client_target_health(f->c, f->layout.targets[idx]);
+			health[idx] = (uint8_t)lode_client_target_health(f->c, tid[idx]);
 	for (unsigned h = 0; h < 3; h++)
 		for (unsigned idx = 0; idx < 64; idx++)
 			if ((pending & (1ull << idx)) && health[idx] == h)
@@ -138,17 +138,37 @@ static unsigned reports_order(struct lode_file *f, uint64_t pending, unsigned *o
 	return n;
 }
 
+/* The report of copy idx on target tid is answered: off the pending list (marked degraded
+ * if the MDS took it), unless the copy moved meanwhile (its bits are then the new place's). */
+static void report_done(struct lode_file *f, unsigned idx, uint32_t tid, bool degraded)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->layout.targets[idx] == tid) {
+		if (degraded)
+			f->degraded |= 1ull << idx;
+		f->report_pending &= ~(1ull << idx);
+		f->report_bad_data &= ~(1ull << idx);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
 int lode_client_file_reports_flush(struct lode_file *f)
 {
 	unsigned order[64], n;
+	uint32_t tid[64]; /* the targets reported, as they were when the reports were made */
 	uint64_t pending, bad;
 	int rc = 0;
 
+	/* a read-only handle's targets change under f->lock (lode_client_layout_refresh),
+	 * which drops the reports about a copy's old place */
 	pthread_mutex_lock(&f->lock);
 	pending = f->report_pending;
 	bad = f->report_bad_data;
+	for (unsigned idx = 0; idx < 64; idx++)
+		if (pending & (1ull << idx))
+			tid[idx] = f->layout.targets[idx];
 	pthread_mutex_unlock(&f->lock);
-	n = reports_order(f, pending, order);
+	n = reports_order(f, pending, tid, order);
 	for (unsigned k = 0; k < n; k++) {
 		unsigned idx = order[k];
 		struct lode_wire_report_req req = {.ino = f->ino,
@@ -156,7 +176,7 @@ int lode_client_file_reports_flush(struct lode_file *f)
 		int r;
 
 		req.stripe = idx / f->layout.mirror_count;
-		req.target_id = f->layout.targets[idx];
+		req.target_id = tid[idx];
 		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
 		r = lode_client_mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0,
 					 NULL, 0, NULL, 0, NULL);
@@ -165,10 +185,7 @@ int lode_client_file_reports_flush(struct lode_file *f)
 		if (r == -EBUSY) {
 			/* the stripe's last good copy: it stays good (it has everything that was
 			 * acknowledged), and what failed on it cannot be acknowledged */
-			pthread_mutex_lock(&f->lock);
-			f->report_pending &= ~(1ull << idx);
-			f->report_bad_data &= ~(1ull << idx);
-			pthread_mutex_unlock(&f->lock);
+			report_done(f, idx, tid[idx], false);
 			if (!rc)
 				rc = -EIO;
 			continue;
@@ -179,11 +196,7 @@ int lode_client_file_reports_flush(struct lode_file *f)
 				    -EIO; /* the failed copy is not on record: cannot acknowledge */
 			continue;
 		}
-		pthread_mutex_lock(&f->lock);
-		f->degraded |= 1ull << idx;
-		f->report_pending &= ~(1ull << idx);
-		f->report_bad_data &= ~(1ull << idx);
-		pthread_mutex_unlock(&f->lock);
+		report_done(f, idx, tid[idx], true);
 	}
 	return rc;
 }

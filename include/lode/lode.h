@@ -331,7 +331,8 @@ LODE_API int lode_create_with_layout(struct lode_client *c, const char *path, ui
 LODE_API ssize_t lode_pread(struct lode_file *f, void *buf, size_t len, uint64_t off);
 /* One piece of a streamed read: [off, off + len) of the file, verified against its
  * checksums, now at buf (inside the caller's buffer, at its final place). Returns 0 to go
- * on, or -errno to stop the stream (lode_read_stream returns it). */
+ * on, or -errno to stop the stream (lode_read_stream returns it). It must not read or
+ * write through the handle being streamed (it may through any other). */
 typedef int (*lode_piece_fn)(void *arg, uint64_t off, void *buf, size_t len);
 /* Reads up to len bytes at off into buf, as lode_pread, with many pieces (at most 1 MiB,
  * inside one stripe unit) in flight across the file's targets, and hands each piece to fn
