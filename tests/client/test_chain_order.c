@@ -116,27 +116,57 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_head(void **state)
+/* Connects with chained replication and creates path with one 1 MiB stripe on targets a
+ * and b; the wrapper will answer the next `cancel` chained writes as a head that could not
+ * forward them. */
+static struct lode_file *create_chained(struct lode_client **c, const char *path, uint32_t a,
+					uint32_t b, unsigned cancel)
 {
 	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
 	struct lode_layout l = {
-	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
-	struct lode_client *c;
+	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 2, .targets = {a, b}};
 	struct lode_file *f;
-	char *buf = malloc(1 << 20), *got = malloc(1 << 20);
 
-	(void)state;
-	assert_non_null(buf);
-	assert_non_null(got);
-	memset(buf, 'w', 1 << 20);
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
-	assert_int_equal(lode_set_replication(c, LODE_REPLICATION_CHAIN), 0);
-	assert_int_equal(lode_create_with_layout(c, "/ordered", 0644, &l, &f), 0);
+	assert_int_equal(lode_connect(tc.mds, &o, c), 0);
+	assert_int_equal(lode_set_replication(*c, LODE_REPLICATION_CHAIN), 0);
+	assert_int_equal(lode_create_with_layout(*c, path, 0644, &l, &f), 0);
 	pthread_mutex_lock(&log_lock);
 	nsent = 0;
 	cancels = 0;
-	cancels_left = 1;
+	cancels_left = cancel;
 	pthread_mutex_unlock(&log_lock);
+	return f;
+}
+
+/* path holds want (1 MiB) with no copy marked degraded; disconnects c. */
+static void check_both_copies(struct lode_client *c, const char *path, const char *want)
+{
+	char *got = malloc(1 << 20);
+	struct lode_layout li;
+	struct lode_file *f;
+	uint64_t d;
+
+	assert_non_null(got);
+	assert_int_equal(lode_layout_info(c, path, &li, &d), 0);
+	assert_int_equal(d, 0);
+	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_pread(f, got, 1 << 20, 0), 1 << 20);
+	assert_memory_equal(got, want, 1 << 20);
+	assert_int_equal(lode_close(f), 0);
+	lode_disconnect(c);
+	free(got);
+}
+
+static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_head(void **state)
+{
+	char *buf = malloc(1 << 20);
+	struct lode_client *c;
+	struct lode_file *f;
+
+	(void)state;
+	assert_non_null(buf);
+	memset(buf, 'w', 1 << 20);
+	f = create_chained(&c, "/ordered", 1, 2, 1);
 	assert_int_equal(lode_pwrite(f, buf, 1 << 20, 0), 1 << 20);
 
 	/* after the head's answer, the same write went through the head again, with the
@@ -153,22 +183,9 @@ static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_he
 	}
 	pthread_mutex_unlock(&log_lock);
 	assert_int_equal(lode_close(f), 0);
-
 	/* and the bytes are there, on both copies (nothing was marked degraded) */
-	{
-		struct lode_layout li;
-		uint64_t d;
-
-		assert_int_equal(lode_layout_info(c, "/ordered", &li, &d), 0);
-		assert_int_equal(d, 0);
-	}
-	assert_int_equal(lode_open(c, "/ordered", O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_pread(f, got, 1 << 20, 0), 1 << 20);
-	assert_memory_equal(got, buf, 1 << 20);
-	assert_int_equal(lode_close(f), 0);
-	lode_disconnect(c);
+	check_both_copies(c, "/ordered", buf);
 	free(buf);
-	free(got);
 }
 
 /* A head that never forwards (its link to the next copy is down, the client's is not):
@@ -176,27 +193,14 @@ static void test_a_write_the_head_could_not_forward_is_sent_again_through_the_he
  * alone, rather than the write failing; both copies hold it, none is degraded. */
 static void test_a_head_that_never_forwards_is_bypassed_after_bounded_resends(void **state)
 {
-	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
-	struct lode_layout l = {
-	    .stripe_size = 1 << 20, .stripe_count = 1, .mirror_count = 2, .targets = {2, 3}};
+	char *buf = malloc(1 << 20);
 	struct lode_client *c;
 	struct lode_file *f;
-	char *buf = malloc(1 << 20), *got = malloc(1 << 20);
-	struct lode_layout li;
-	uint64_t d;
 
 	(void)state;
 	assert_non_null(buf);
-	assert_non_null(got);
 	memset(buf, 'v', 1 << 20);
-	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
-	assert_int_equal(lode_set_replication(c, LODE_REPLICATION_CHAIN), 0);
-	assert_int_equal(lode_create_with_layout(c, "/bypassed", 0644, &l, &f), 0);
-	pthread_mutex_lock(&log_lock);
-	nsent = 0;
-	cancels = 0;
-	cancels_left = 1000;
-	pthread_mutex_unlock(&log_lock);
+	f = create_chained(&c, "/bypassed", 2, 3, 1000);
 	assert_int_equal(lode_pwrite(f, buf, 1 << 20, 0), 1 << 20);
 
 	pthread_mutex_lock(&log_lock);
@@ -213,16 +217,8 @@ static void test_a_head_that_never_forwards_is_bypassed_after_bounded_resends(vo
 	cancels_left = 0;
 	pthread_mutex_unlock(&log_lock);
 	assert_int_equal(lode_close(f), 0);
-
-	assert_int_equal(lode_layout_info(c, "/bypassed", &li, &d), 0);
-	assert_int_equal(d, 0);
-	assert_int_equal(lode_open(c, "/bypassed", O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_pread(f, got, 1 << 20, 0), 1 << 20);
-	assert_memory_equal(got, buf, 1 << 20);
-	assert_int_equal(lode_close(f), 0);
-	lode_disconnect(c);
+	check_both_copies(c, "/bypassed", buf);
 	free(buf);
-	free(got);
 }
 
 int main(void)

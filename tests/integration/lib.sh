@@ -21,6 +21,30 @@ fail() {
 	echo "FAIL: $*"
 	exit 1
 }
+# remove_target ID: lodectl target remove, again while the target still holds old copies
+# (its OSS deletes them after the orphan grace); fails on any other refusal, or after 30 s
+remove_target() {
+	local _
+	for _ in $(seq 60); do
+		"$lodectl" target remove "$1" >"$dir/remove.out" 2>&1 && return 0
+		grep -q "still holds" "$dir/remove.out" || fail "remove of target $1: $(cat "$dir/remove.out")"
+		sleep 0.5
+	done
+	fail "target $1 could not be removed: $(cat "$dir/remove.out")"
+}
+# wait_target_empty ID: until target ID's OSS reports no object (the count comes with its
+# heartbeats); fails after 10 s
+wait_target_empty() {
+	local objects= _
+	for _ in $(seq 40); do
+		objects=$("$lodectl" --json target list | /usr/bin/python3 -c '
+import json, sys
+print({x["id"]: x for x in json.load(sys.stdin)["targets"]}[int(sys.argv[1])]["objects"])' "$1")
+		[ "$objects" = 0 ] && return 0
+		sleep 0.25
+	done
+	fail "target $1 still reports $objects objects"
+}
 # mount_lode MNT [OPTS]: mounts the cluster ($mds) at MNT with $LODE_FUSE -f (options OPTS),
 # its log in MNT.log; unmounted by cleanup. Exits 77 where FUSE cannot be used.
 mounts=()

@@ -117,28 +117,13 @@ echo "new files are not placed on a draining target"
 "$lodectl" target list | grep -q "^$victim  *draining" || fail "target list: $("$lodectl" target list)"
 
 echo "target remove waits until the old copies are deleted, then works"
-removed=
-for _ in $(seq 60); do
-	if "$lodectl" target remove $victim >"$dir/out" 2>&1; then removed=1; break; fi
-	grep -q "still holds" "$dir/out" || fail "remove failed: $(cat "$dir/out")"
-	sleep 0.5
-done
-[ -n "$removed" ] || fail "target $victim could not be removed: $(cat "$dir/out")"
+remove_target $victim
 "$lodectl" --json target list | $py -c '
 import json, sys
 t = {x["id"]: x for x in json.load(sys.stdin)["targets"]}
 assert t['$victim']["state"] == "removed", t'
-# its OSS has deleted every object (the MDS lists them for deletion like a deleted file);
-# the count comes with its heartbeats
-objects=
-for _ in $(seq 40); do
-	objects=$("$lodectl" --json target list | $py -c '
-import json, sys
-print({x["id"]: x for x in json.load(sys.stdin)["targets"]}['$victim']["objects"])')
-	[ "$objects" = 0 ] && break
-	sleep 0.25
-done
-[ "$objects" = 0 ] || fail "removed target $victim still reports $objects objects"
+# its OSS has deleted every object (the MDS lists them for deletion like a deleted file)
+wait_target_empty $victim
 touch "$dir/go"
 wait $held || fail "the reader holding /big open failed"
 [ "$(cat "$dir/held.result")" = ok ] || fail "the reader holding /big open: $(cat "$dir/held.result")"

@@ -78,25 +78,8 @@ after=$(targets_of)
 for t in $before; do ! grep -qx "$t" <<<"$after" || fail "/big still has a copy on $t"; done
 
 echo "wait until the drained targets deleted their old objects"
-for t in $before; do
-	removed=
-	for _ in $(seq 60); do
-		if "$lodectl" target remove "$t" >"$dir/out" 2>&1; then removed=1; break; fi
-		sleep 0.5
-	done
-	[ -n "$removed" ] || fail "target $t could not be removed: $(cat "$dir/out")"
-done
-for t in $before; do
-	objects=
-	for _ in $(seq 40); do
-		objects=$("$lodectl" --json target list | $py -c '
-import json, sys
-print({x["id"]: x for x in json.load(sys.stdin)["targets"]}['"$t"']["objects"])')
-		[ "$objects" = 0 ] && break
-		sleep 0.25
-	done
-	[ "$objects" = 0 ] || fail "drained target $t still reports $objects objects"
-done
+for t in $before; do remove_target "$t"; done
+for t in $before; do wait_target_empty "$t"; done
 
 wait_for() { # wait_for FILE: the Python reader's signal
 	for _ in $(seq 600); do [ -e "$dir/$1" ] && return 0; kill -0 $held 2>/dev/null || break; sleep 0.1; done
