@@ -73,6 +73,9 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	rc = lode_leases_create(&m->leases, opts->lease_ms);
 	if (rc)
 		goto destroy_pl;
+	m->write_cap_lifetime_ms = lode_leases_ms(m->leases) / 4 * 3;
+	if (m->write_cap_lifetime_ms > m->cap_lifetime_ms)
+		m->write_cap_lifetime_ms = m->cap_lifetime_ms;
 	rc = lode_writer_start(&m->writer, m->st);
 	if (rc) {
 		snprintf(why, why_len, "cannot start the writer thread: %s", strerror(-rc));
@@ -115,17 +118,29 @@ void lode_mds_fini(struct lode_mds *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* A capability for rights on the objects of (ino, generation), signed unless --insecure:
- * CAP_GET's reply, and the one OPEN and CREATE hand out with a handle. */
+/*
+ * A capability for rights on the objects of (ino, generation), signed unless --insecure:
+ * CAP_GET's reply, and the one OPEN and CREATE hand out with a handle.
+ *
+ * Write rights last three quarters of a write lease at most. Each is issued with a lease
+ * renewal (OPEN, CREATE, CAP_GET) or to an admin, and an exclusive open (a repair, a move)
+ * takes over a lease only once it went a whole lease unrenewed: by then every write
+ * capability of the old writer has expired, with a quarter of a lease to spare for the
+ * clocks of MDS and OSS, and its late writes are refused on every copy. A late write
+ * that landed would reach the copies the writer's old layout names (the one a move left
+ * in place, say) and not the new one, and the copies would differ with neither degraded.
+ */
 static void cap_make(const struct lode_mds *m, uint64_t ino, uint64_t generation, uint32_t rights,
 		     struct lode_wire_cap_rep *rep)
 {
+	unsigned life = rights & LODE_CAP_WRITE ? m->write_cap_lifetime_ms : m->cap_lifetime_ms;
+
 	memset(rep, 0, sizeof(*rep));
 	rep->cap.ino = ino;
 	rep->cap.generation = generation;
 	rep->cap.rights = rights;
-	rep->cap.expiry_ms = lode_cap_now_ms() + m->cap_lifetime_ms;
-	rep->lifetime_ms = m->cap_lifetime_ms;
+	rep->cap.expiry_ms = lode_cap_now_ms() + life;
+	rep->lifetime_ms = life;
 	if (m->cap_signed)
 		lode_cap_sign(m->cap_key, &rep->cap);
 }
@@ -950,12 +965,13 @@ static bool cap_mutates(const struct lode_msg *msg)
 
 /* CAP_GET for writing (on the writer thread, which owns the leases): the holder of the
  * file's write lease gets read and write, and its lease is renewed as by a COMMIT; an
- * admin gets them without one. */
+ * admin gets them without a handle, but not for a handle that lost its lease (to a repair
+ * or a move: its writes would now reach only the copies its old layout names). */
 static int run_cap(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_cap_req *q = w->msg.fixed;
 
-	if (lode_req_role(w->req) != LODE_ROLE_ADMIN) {
+	if (lode_req_role(w->req) != LODE_ROLE_ADMIN || q->handle) {
 		int rc = lode_lease_renew(w->m->leases, q->handle, q->ino, lode_now_ms());
 
 		if (rc)

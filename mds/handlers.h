@@ -56,6 +56,7 @@ struct lode_mds {
 	bool cap_signed;
 	uint8_t cap_key[32];
 	unsigned cap_lifetime_ms;
+	unsigned write_cap_lifetime_ms; /* of write rights: under a lease (cap_make) */
 	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */
 	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
 	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */

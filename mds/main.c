@@ -4,7 +4,7 @@
  *
  *   lode-mds --data DIR --listen tcp://HOST:PORT [--threads N] [--log-level LEVEL]
  *            [--port-file FILE] [--target-timeout MS] [--orphan-grace SECONDS]
- *            [--cap-lifetime SECONDS]
+ *            [--cap-lifetime SECONDS] [--lease SECONDS]
  *            (--key FILE | --insecure)
  *   lode-mds --config FILE [options that override the file's]
  *            [--metrics HOST:PORT [--metrics-port-file FILE]]
@@ -67,7 +67,11 @@ static void usage(FILE *out)
 		"  --orphan-grace S    objects of deleted files are handed to their targets for\n"
 		"                      deletion after S seconds (default 60)\n"
 		"  --cap-lifetime S    capabilities for file data expire after S seconds\n"
-		"                      (default 3600); clients renew them before\n"
+		"                      (default 3600); clients renew them before. Write\n"
+		"                      rights last three quarters of a lease at most\n"
+		"  --lease S           a writer that leaves its write lease unrenewed for S\n"
+		"                      seconds (it renews as it writes) may lose it to a repair\n"
+		"                      or a move (default 60)\n"
 		"  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
 		"                      (off by default; port 0: any free port)\n"
 		"  --metrics-port-file FILE\n"
@@ -164,6 +168,7 @@ int main(int argc, char **argv)
 	    {"target-timeout", required_argument, NULL, 'T'},
 	    {"orphan-grace", required_argument, NULL, 'G'},
 	    {"cap-lifetime", required_argument, NULL, 'c'},
+	    {"lease", required_argument, NULL, 'e'},
 	    {"format", no_argument, NULL, 'F'},
 	    {"restore", required_argument, NULL, 'R'},
 	    {"config", required_argument, NULL, 'C'},
@@ -236,6 +241,12 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 1, 30 * 86400, &num))
 				return bad_args("--cap-lifetime wants seconds, not '%s'", optarg);
 			mds.cap_lifetime_ms = (unsigned)num * 1000;
+			break;
+		case 'e':
+			if (parse_num(optarg, 2, 86400, &num))
+				return bad_args("--lease wants seconds from 2 to 86400, not '%s'",
+						optarg);
+			mopts.lease_ms = (unsigned)num * 1000;
 			break;
 		case 'F':
 			mopts.format = 1;

@@ -186,11 +186,11 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 
 /* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
-			const char *grace, const char *cap_life, const char *key, char *addr,
-			size_t alen, char *err, size_t errlen)
+			const char *grace, const char *cap_life, const char *lease, const char *key,
+			char *addr, size_t alen, char *err, size_t errlen)
 {
 	char prog[PATH_MAX], listen[160], addrfile[PATH_MAX], old[160] = "", cap[32] = "";
-	char *argv[18];
+	char *argv[20];
 	int i = 0, rc;
 
 	snprintf(addrfile, sizeof(addrfile), "%s/addr", dir);
@@ -228,6 +228,10 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	if (cap_life && cap_life[0]) {
 		argv[i++] = "--cap-lifetime";
 		argv[i++] = (char *)cap_life;
+	}
+	if (lease && lease[0]) {
+		argv[i++] = "--lease";
+		argv[i++] = (char *)lease;
 	}
 	if (key) {
 		argv[i++] = "--key";
@@ -335,7 +339,7 @@ static void make_oss_dir(const char *dir, int i, const char *capacity, char *pat
 int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, const char *capacity,
 	     char *mds_addr, size_t mds_len, char *key, size_t key_len, char *err, size_t errlen)
 {
-	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", cap_life[32] = "";
+	char path[PATH_MAX], addr[160], buf[32], grace[32] = "", cap_life[32] = "", lease[32] = "";
 	int rc;
 
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -363,10 +367,12 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, co
 	/* DIR/cap-lifetime (lodectl local up --cap-lifetime): the MDS's --cap-lifetime */
 	snprintf(path, sizeof(path), "%s/cap-lifetime", dir);
 	read_file(path, cap_life, sizeof(cap_life));
+	snprintf(path, sizeof(path), "%s/lease", dir); /* lodectl local up --lease */
+	read_file(path, lease, sizeof(lease));
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	mkdir(path, 0755);
 	rc = start_daemon(path, "lode-mds", "mds", NULL, grace_opt ? grace_opt : grace, cap_life,
-			  key[0] ? key : NULL, mds_addr, mds_len, err, errlen);
+			  lease, key[0] ? key : NULL, mds_addr, mds_len, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < noss; i++) {
@@ -376,7 +382,7 @@ int local_up(const char *dir, int noss, const char *grace_opt, bool insecure, co
 		make_oss_dir(dir, i, capacity, path, sizeof(path));
 		snprintf(uuid, sizeof(uuid), "%s/oss.uuid", path);
 		fresh = access(uuid, F_OK) != 0;
-		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL,
+		rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL, NULL,
 				  key[0] ? key : NULL, addr, sizeof(addr), err, errlen);
 		/* a new OSS registers before the next starts, so ossK is target K + 1 (the MDS
 		 * numbers targets as they first register; tests and users count on it) */
@@ -430,8 +436,8 @@ int local_add_oss(const char *dir, const char *capacity, char *addr, size_t addr
 		return rc;
 	}
 	snprintf(path, sizeof(path), "%s/oss%d", dir, noss);
-	rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL, key[0] ? key : NULL, addr,
-			  addr_len, err, errlen);
+	rc = start_daemon(path, "lode-oss", "oss", mds_addr, NULL, NULL, NULL, key[0] ? key : NULL,
+			  addr, addr_len, err, errlen);
 	if (rc)
 		return rc;
 	*index = noss;

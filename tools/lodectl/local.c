@@ -13,16 +13,33 @@
 #include "../local_cluster.h"
 #include "lodectl.h"
 
+/* Writes value into DIR/name: an MDS option remembered for restarts (local_cluster.c). */
+static int remember(struct lodectl *ctl, const char *dir, const char *name, uint64_t value)
+{
+	char path[PATH_MAX], val[32];
+	FILE *fp;
+
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return lodectl_fail_as(ctl, -errno, "cannot create %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)value);
+	fp = fopen(path, "w");
+	if (!fp || fputs(val, fp) < 0 || fclose(fp))
+		return lodectl_fail_as(ctl, -EIO, "cannot write %s", path);
+	return 0;
+}
+
 int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 {
 	uint64_t noss = 0, capacity = 0;
 	const char *grace = NULL;
-	uint64_t cap_life = 0;
+	uint64_t cap_life = 0, lease = 0;
 	const struct lodectl_opt opts[] = {
 	    {"--oss", NULL, LODECTL_OPT_UINT, &noss, 1, 64},
 	    {"--orphan-grace", NULL, LODECTL_OPT_STRING, &grace, 0, 0},
 	    {"--capacity", NULL, LODECTL_OPT_SIZE, &capacity, 1, UINT64_MAX},
 	    {"--cap-lifetime", NULL, LODECTL_OPT_UINT, &cap_life, 1, 30 * 86400},
+	    {"--lease", NULL, LODECTL_OPT_UINT, &lease, 2, 86400},
 	    {NULL, NULL, 0, NULL, 0, 0},
 	};
 	char *pos[1], mds[160], key[PATH_MAX], err[512] = "", cap[32];
@@ -34,20 +51,11 @@ int cmd_local_up(struct lodectl *ctl, int argc, char **argv)
 	if (grace && lodectl_parse_number(grace, false, 0, UINT32_MAX, &g))
 		return lodectl_usage_error(ctl, "--orphan-grace: '%s' is not a number of seconds",
 					   grace);
-	if (cap_life) {
-		/* the MDS's --cap-lifetime, remembered in DIR for restarts (local_cluster.c) */
-		char path[PATH_MAX], val[32];
-		FILE *fp;
-
-		if (mkdir(pos[0], 0755) && errno != EEXIST)
-			return lodectl_fail_as(ctl, -errno, "cannot create %s: %s", pos[0],
-					       strerror(errno));
-		snprintf(path, sizeof(path), "%s/cap-lifetime", pos[0]);
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)cap_life);
-		fp = fopen(path, "w");
-		if (!fp || fputs(val, fp) < 0 || fclose(fp))
-			return lodectl_fail_as(ctl, -EIO, "cannot write %s", path);
-	}
+	/* the MDS's --cap-lifetime and --lease, remembered in DIR for restarts */
+	if (cap_life && remember(ctl, pos[0], "cap-lifetime", cap_life))
+		return ctl->exit;
+	if (lease && remember(ctl, pos[0], "lease", lease))
+		return ctl->exit;
 	/* the common --insecure: a cluster that checks no key (remembered in DIR) */
 	snprintf(cap, sizeof(cap), "%" PRIu64, capacity);
 	rc = local_up(pos[0], (int)noss, grace, ctl->key_file && !ctl->key_file[0],

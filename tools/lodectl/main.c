@@ -167,7 +167,7 @@ static const struct lodectl_cmd commands[] = {
      true},
     {"local up", cmd_local_up, "start a local cluster on loopback (prints the MDS)",
      "local up DIR [--oss N] [--orphan-grace S] [--capacity BYTES] [--cap-lifetime S]\n"
-     "       [--insecure]\n"
+     "       [--lease S] [--insecure]\n"
      "  Starts what is not running of a cluster on 127.0.0.1 with its data under DIR and\n"
      "  prints the MDS address once every OSS has registered. Options given once stay\n"
      "  with DIR. LODE_LOCAL_LISTEN=rdma://HOST starts a new cluster on that transport.\n"
@@ -179,7 +179,8 @@ static const struct lodectl_cmd commands[] = {
      "  --capacity BYTES      the size each OSS declares (lode-oss --capacity; K, M, G):\n"
      "                        on one machine every OSS shares a disk, this gives each a\n"
      "                        size of its own (kept with each OSS's directory)\n"
-     "  --cap-lifetime S      the MDS's --cap-lifetime (how long a data capability lasts)",
+     "  --cap-lifetime S      the MDS's --cap-lifetime (how long a data capability lasts)\n"
+     "  --lease S             the MDS's --lease (how long a writer's lease lasts unrenewed)",
      false},
     {"local add-oss", cmd_local_add_oss, "start one more OSS in a running local cluster",
      "local add-oss DIR [--capacity BYTES]\n"
