@@ -4,7 +4,9 @@
 # any copy: its layout still names the copy the move replaced, so a write that landed
 # would change the copy left in place and not the new one, and the two copies would differ
 # with neither marked degraded (readers would get old or new bytes by which copy they
-# read). The MDS runs --lease 2, so write capabilities last 1.5 s. Checked for a writer
+# read). The MDS runs --lease 2, so write capabilities last 1.5 s, and --orphan-grace 1
+# (a copy moved back to a target that still holds its old object waits for the object to
+# go). Checked for a writer
 # holding the admin's key and for one holding a client key, through liblode (the Python
 # package); each copy is then read alone (the other's OSS stopped).
 set -euo pipefail
@@ -13,7 +15,7 @@ source "$(dirname "$0")/lib.sh"
 py=/usr/bin/python3
 
 c="$dir/c"
-mds=$("$lodectl" local up "$c" --oss 4 --lease 2)
+mds=$("$lodectl" local up "$c" --oss 4 --lease 2 --orphan-grace 1)
 export LODE_MDS=$mds
 "$lodectl" key derive --role client "$c/cluster.key" "$dir/client.key" >/dev/null
 
