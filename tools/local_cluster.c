@@ -444,31 +444,48 @@ int local_add_oss(const char *dir, const char *capacity, char *addr, size_t addr
 	return wait_targets(mds_addr, key, noss + 1, err, errlen);
 }
 
+/* Whether pid has exited: gone, a zombie of ours (reaped here), or anyone else's. */
+static bool exited(pid_t pid)
+{
+	return kill(pid, 0) || waitpid(pid, NULL, WNOHANG) == pid || is_zombie(pid);
+}
+
+/* Waits up to 10 s for every pid to exit, then kills what is left. */
+static void wait_exited(const pid_t *pids, int n)
+{
+	for (int waited = 0; waited < 10000; waited += 20) {
+		int left = 0;
+
+		for (int i = 0; i < n; i++)
+			left += pids[i] && !exited(pids[i]);
+		if (!left)
+			return;
+		sleep_ms(20);
+	}
+	for (int i = 0; i < n; i++)
+		if (pids[i] && !exited(pids[i]))
+			kill(pids[i], SIGKILL);
+	sleep_ms(50);
+}
+
 static int stop_one(const char *dir, int sig)
 {
 	pid_t pid = running_pid(dir);
-	int waited = 0;
 
-	if (!pid)
-		return 0;
-	kill(pid, sig);
-	while (waited < 10000 && !kill(pid, 0)) {
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			break;
-		sleep_ms(20);
-		waited += 20;
-	}
-	if (!kill(pid, 0) && waitpid(pid, NULL, WNOHANG) != pid) {
-		kill(pid, SIGKILL);
-		sleep_ms(50);
+	if (pid) {
+		kill(pid, sig);
+		wait_exited(&pid, 1);
 	}
 	return 0;
 }
 
+/* Stops every OSS at once (each exits in milliseconds; waiting for them in turn only added
+ * up the waits), then the MDS. */
 int local_down(const char *dir, char *err, size_t errlen)
 {
 	char path[PATH_MAX], buf[32];
-	int noss = 64;
+	pid_t pids[64] = {0};
+	int noss;
 
 	snprintf(path, sizeof(path), "%s/cluster", dir);
 	if (read_file(path, buf, sizeof(buf))) {
@@ -481,8 +498,11 @@ int local_down(const char *dir, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/oss%d", dir, i);
 		if (i >= noss && access(path, F_OK))
 			break;
-		stop_one(path, SIGTERM);
+		pids[i] = running_pid(path);
+		if (pids[i])
+			kill(pids[i], SIGTERM);
 	}
+	wait_exited(pids, 64);
 	snprintf(path, sizeof(path), "%s/mds", dir);
 	stop_one(path, SIGTERM);
 	return 0;
@@ -502,7 +522,7 @@ int local_kill(const char *dir, const char *name, int sig, char *err, size_t err
 	if (sig == SIGKILL) {
 		kill(pid, SIGKILL);
 		/* wait for it to be gone so that a restart finds the port free */
-		for (int i = 0; i < 500 && !kill(pid, 0); i++)
+		for (int i = 0; i < 500 && !exited(pid); i++)
 			sleep_ms(10);
 		return 0;
 	}
