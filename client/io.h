@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -67,8 +68,9 @@ struct window {
 	/* Set by whoever starts the pieces: a piece that finds every copy short of the size,
 	 * or no copy left to read after it skipped one as degraded, ends with -ESTALE instead
 	 * of reading a hole or failing, for the handle's layout may be out of date
-	 * (lode_client_layout_refresh) */
-	bool recheck;
+	 * (lode_client_layout_refresh). A stream changes it between pieces, as its layout ages,
+	 * while pieces already started complete on other threads */
+	atomic_bool recheck;
 };
 
 void lode_client_window_init(struct window *w);

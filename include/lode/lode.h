@@ -341,7 +341,9 @@ typedef int (*lode_piece_fn)(void *arg, uint64_t off, void *buf, size_t len);
  * the reads, and no byte is copied on the host. Returns the bytes read (short only at end
  * of file) or -errno: -EBADF (write-only handle), -EINVAL (no buf or fn), -EIO, or what fn
  * returned. On error nothing is in flight any more when it returns; pieces already handed
- * to fn stay valid, the rest of buf is undefined. */
+ * to fn stay valid, the rest of buf is undefined. Each piece is handed over once: copies
+ * that move while the stream runs are followed (the pieces not handed over yet are read
+ * again from their new place). */
 LODE_API ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t off,
 				  lode_piece_fn fn, void *arg);
 /* Bytes of this handle's reads served from its read-ahead. A read-only handle read

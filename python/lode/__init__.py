@@ -197,14 +197,15 @@ class _Closing:
 
 class Client(_Closing):
     """A connection to a Lode cluster: mds is "tcp://HOST:PORT" (default: $LODE_MDS);
-    key_file the key it proves (default: $LODE_KEY_FILE; "" for none)."""
+    key_file the key it proves (default: $LODE_KEY_FILE; "" for none); max_inflight the
+    data requests one read keeps in flight (default 64)."""
 
-    def __init__(self, mds=None, timeout_ms=0, key_file=None):
+    def __init__(self, mds=None, timeout_ms=0, key_file=None, max_inflight=0):
         mds = mds or os.environ.get("LODE_MDS")
         if not mds:
             raise ValueError("lode: no MDS address (pass one or set LODE_MDS)")
         opts = _ClientOpts(size=ctypes.sizeof(_ClientOpts), timeout_ms=timeout_ms,
-                           use_process_creds=1,
+                           max_inflight=max_inflight, use_process_creds=1,
                            key_file=None if key_file is None else key_file.encode())
         self._h = None
         h = _vp()

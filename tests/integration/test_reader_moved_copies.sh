@@ -3,8 +3,9 @@
 # 4 OSS: the copies on the first two targets go to the other two) and reads only after the
 # old objects were deleted gets every byte, through lode_pread and lode_read_stream: its
 # layout names only deleted objects, which answer as empty, and liblode asks the MDS for
-# the layout again instead of reading zeros; with the MDS down it fails (EIO) rather than
-# read zeros, and reads right once the MDS is back. An inference server holds its weights
+# the layout again instead of reading zeros; with the MDS down either fails (EIO) rather
+# than read zeros, and reads right once the MDS is back. So does a stream that was already
+# running (2 pieces in flight, its first piece's consumer blocked) while the copies moved. An inference server holds its weights
 # open for days while admins drain and rebalance.
 set -euo pipefail
 LODE_TEST_NAME=moved
@@ -41,12 +42,16 @@ def result(what, n, buf):
     return what + ": " + ("ok" if n == len(want) and buf == want else
                           "differ (%d bytes, %d zero)" % (n, buf.count(0)))
 with lode.Client() as c, lode.Client(timeout_ms=2000) as quick, \
-        c.open("/big") as a, c.open("/big") as b, quick.open("/big") as q:
-    for h in (a, b, q):
+        lode.Client(max_inflight=2) as narrow, c.open("/big") as a, c.open("/big") as b, \
+        quick.open("/big") as q, quick.open("/big") as qs, narrow.open("/big") as s:
+    for h in (a, b, q, qs, s):
         assert h.pread_into(bytearray(4096), 0) == 4096
-    open(os.path.join(d, "held"), "w").close()
-    wait_for("go")
-    out = []
+    def on_piece(off, n):  # the first piece's consumer waits out the two drains
+        if not os.path.exists(os.path.join(d, "held")):
+            open(os.path.join(d, "held"), "w").close()
+            wait_for("go")
+    buf = bytearray(len(want))
+    out = [result("stream running across the drains", s.read_stream(buf, 0, on_piece), buf)]
     buf = bytearray(len(want))
     out.append(result("pread", a.pread_into(buf, 0), buf))
     buf = bytearray(len(want))
@@ -60,6 +65,12 @@ with lode.Client() as c, lode.Client(timeout_ms=2000) as quick, \
         out.append(result("pread, MDS down", n, buf).replace(": ok", ": read with no MDS"))
     except lode.LodeError as e:
         out.append("pread, MDS down: " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno))
+    buf = bytearray(len(want))
+    try:
+        n = qs.read_stream(buf, 0)
+        out.append(result("stream, MDS down", n, buf).replace(": ok", ": read with no MDS"))
+    except lode.LodeError as e:
+        out.append("stream, MDS down: " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno))
     open(os.path.join(d, "read-down"), "w").close()
     wait_for("mds-up")
     buf = bytearray(len(want))
@@ -95,5 +106,5 @@ wait_for read-down
 touch "$dir/mds-up"
 wait $held || fail "the reader holding /big open failed"
 cat "$dir/held.result"
-[ "$(grep -c ': ok$' "$dir/held.result")" = 4 ] || fail "the reader holding /big open read wrong bytes"
+[ "$(grep -c ': ok$' "$dir/held.result")" = 6 ] || fail "the reader holding /big open read wrong bytes"
 echo "ok"
