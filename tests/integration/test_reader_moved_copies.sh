@@ -41,6 +41,12 @@ def wait_for(name):
 def result(what, n, buf):
     return what + ": " + ("ok" if n == len(want) and buf == want else
                           "differ (%d bytes, %d zero)" % (n, buf.count(0)))
+def no_mds(what, read):  # "ok" if read fails with EIO
+    buf = bytearray(len(want))
+    try:
+        return result(what, read(buf), buf).replace(": ok", ": read with no MDS")
+    except lode.LodeError as e:
+        return what + ": " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno)
 with lode.Client() as c, lode.Client(timeout_ms=2000) as quick, \
         lode.Client(max_inflight=2) as narrow, c.open("/big") as a, c.open("/big") as b, \
         quick.open("/big") as q, quick.open("/big") as qs, narrow.open("/big") as s:
@@ -59,18 +65,8 @@ with lode.Client() as c, lode.Client(timeout_ms=2000) as quick, \
     # with the MDS down, the moved copies cannot be found: an error, never zeros
     open(os.path.join(d, "read"), "w").close()
     wait_for("mds-down")
-    buf = bytearray(len(want))
-    try:
-        n = q.pread_into(buf, 0)
-        out.append(result("pread, MDS down", n, buf).replace(": ok", ": read with no MDS"))
-    except lode.LodeError as e:
-        out.append("pread, MDS down: " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno))
-    buf = bytearray(len(want))
-    try:
-        n = qs.read_stream(buf, 0)
-        out.append(result("stream, MDS down", n, buf).replace(": ok", ": read with no MDS"))
-    except lode.LodeError as e:
-        out.append("stream, MDS down: " + ("ok" if e.errno == errno.EIO else "errno %d" % e.errno))
+    out.append(no_mds("pread, MDS down", lambda buf: q.pread_into(buf, 0)))
+    out.append(no_mds("stream, MDS down", lambda buf: qs.read_stream(buf, 0)))
     open(os.path.join(d, "read-down"), "w").close()
     wait_for("mds-up")
     buf = bytearray(len(want))
