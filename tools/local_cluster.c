@@ -450,14 +450,18 @@ static bool exited(pid_t pid)
 	return kill(pid, 0) || waitpid(pid, NULL, WNOHANG) == pid || is_zombie(pid);
 }
 
-/* Waits up to 10 s for every pid to exit, then kills what is left. */
-static void wait_exited(const pid_t *pids, int n)
+/* Waits up to 10 s for every pid to exit, then kills what is left. A pid is forgotten (set
+ * to 0) once it has exited: reaped, it may be reused. */
+static void wait_exited(pid_t *pids, int n)
 {
 	for (int waited = 0; waited < 10000; waited += 20) {
 		int left = 0;
 
-		for (int i = 0; i < n; i++)
-			left += pids[i] && !exited(pids[i]);
+		for (int i = 0; i < n; i++) {
+			if (pids[i] && exited(pids[i]))
+				pids[i] = 0;
+			left += pids[i] != 0;
+		}
 		if (!left)
 			return;
 		sleep_ms(20);
