@@ -160,8 +160,8 @@ ssize_t lode_read_stream(struct lode_file *f, void *buf, size_t len, uint64_t of
 		if (rc != -ESTALE || s.refresh_failed)
 			break;
 		/* a piece found every copy short with a layout over a second old: ask again and
-		 * read what was not handed over (a second pass with nothing handed over means the
-		 * MDS keeps naming copies that are gone: give up) */
+		 * read what was not handed over (still stale after two asks in a row with nothing
+		 * handed over: the MDS keeps naming copies that are gone, give up) */
 		stale = handed ? 1 : stale + 1;
 		if (stale > 2)
 			break;
