@@ -4,9 +4,10 @@
  *
  * Reads run on the worker thread that received them, each in its own read-only
  * transaction (LMDB readers never block the writer nor each other). Mutations become a
- * struct wreq queued to the writer thread; the request's body and data stay valid until
- * the reply, so a wreq points into them instead of copying. Leases and handles are only
- * touched in the writer's run()/done() callbacks, i.e. on the writer thread.
+ * struct wreq handed to the writer (mds/writer.h: its thread, or this one for a lazy
+ * change while it is idle); the request's body and data stay valid until the reply, so a
+ * wreq points into them instead of copying. Leases and handles are only touched in the
+ * writer's run()/done() callbacks, which run one op at a time.
  *
  * Records in reply data (READDIR, TARGET_LIST) are packed back to back: the fixed wire
  * struct, then the name bytes, then zero padding up to a multiple of 8 bytes.
@@ -145,7 +146,7 @@ static void cap_make(const struct lode_mds *m, uint64_t ino, uint64_t generation
 		lode_cap_sign(m->cap_key, &rep->cap);
 }
 
-/* ---- mutations, on the writer thread ---- */
+/* ---- mutations, in the writer's batches ---- */
 
 struct wreq {
 	struct lode_wop op;
@@ -202,9 +203,9 @@ struct rreply {
  * message table (proto/wire/msg.c) first; then its row says where it runs:
  * - read: on the worker thread that received it; with txn set, inside a read-only LMDB
  *   transaction of its own (readers never block the writer nor each other);
- * - run: on the writer thread, inside the group commit's batch, in a nested transaction
- *   that rolls back alone when run fails; the reply waits for the durable commit;
- * - done: on the writer thread after the commit (status 0) or the rollback: state that must
+ * - run: in the writer's batch (writer.h: on its thread, or inline for a lazy change), in a nested
+ * transaction that rolls back alone when run fails; the reply waits for the durable commit;
+ * - done: in the writer's batch after the commit (status 0) or the rollback: state that must
  *   follow durability (leases, the in-memory target table). It may turn status into an error.
  * A row with both read and run sends a request to the writer when mutates() says so.
  */
@@ -217,7 +218,7 @@ struct mds_op {
 	bool (*mutates)(const struct lode_msg *msg);
 };
 
-/* ---- mutations, on the writer thread ---- */
+/* ---- mutations, in the writer's batches ---- */
 
 /* OPEN/CREATE for writing: take the lease as the op's last step, so -EBUSY rolls back
  * everything the op did (a truncation included). */
@@ -963,7 +964,7 @@ static bool cap_mutates(const struct lode_msg *msg)
 	return ((const struct lode_wire_cap_req *)msg->fixed)->rights & LODE_CAP_WRITE;
 }
 
-/* CAP_GET for writing (on the writer thread, which owns the leases): the holder of the
+/* CAP_GET for writing (in the writer's batch, which owns the leases): the holder of the
  * file's write lease gets read and write, and its lease is renewed as by a COMMIT; an
  * admin gets them without a handle, but not for a handle that lost its lease (to a repair
  * or a move: its writes would now reach only the copies its old layout names). */

@@ -4,8 +4,8 @@
  *
  * lode_mds_on_request() runs on a server worker thread: it decodes the request with
  * proto/wire/codec.h (a malformed body is answered with the decoder's errno), answers reads
- * there with a read-only transaction, and hands mutations to the writer thread, which
- * answers them after their group commit.
+ * there with a read-only transaction, and hands mutations to the writer (mds/writer.h),
+ * which answers them after their group commit.
  */
 #ifndef LODE_MDS_HANDLERS_H
 #define LODE_MDS_HANDLERS_H
@@ -44,7 +44,7 @@ struct lode_mds_opts {
 struct lode_mds {
 	struct lode_store *st;
 	struct lode_placement *pl;
-	struct lode_leases *leases; /* writer thread only */
+	struct lode_leases *leases; /* in the writer's run()/done() only */
 	struct lode_writer *writer;
 	struct lode_liveness *live;
 	struct lode_mds_backup *backup; /* lodectl mds backup (backup.c) */
@@ -57,7 +57,8 @@ struct lode_mds {
 	uint8_t cap_key[32];
 	unsigned cap_lifetime_ms;
 	unsigned write_cap_lifetime_ms; /* of write rights: under a lease (cap_make) */
-	/* Counted after commit, for metrics (atomic; writer thread adds, any thread reads). */
+	/* Counted after commit, for metrics (atomic; the writer's done() adds, any thread reads).
+	 */
 	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
 	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */
 };

@@ -2,10 +2,10 @@
 /*
  * lode_leases: open write handles of files and their leases, in memory.
  *
- * Touched only by the writer thread (no lock): OPEN/CREATE with LODE_OPEN_WRITE take a
- * write handle, COMMIT renews its lease, CLOSE releases it. A file may have many write
- * handles at once (N-to-1 writers: MPI-IO, HDF5, IOR's shared file), from any number of
- * clients; what their writes make of the data is the OSS's business (per-object
+ * Touched only in the writer's run()/done(), one op at a time (no lock of its own): OPEN/CREATE
+ * with LODE_OPEN_WRITE take a write handle, COMMIT renews its lease, CLOSE releases it. A file may
+ * have many write handles at once (N-to-1 writers: MPI-IO, HDF5, IOR's shared file), from any
+ * number of clients; what their writes make of the data is the OSS's business (per-object
  * serialization, docs/design.md "Many writers of one file"), and their commits only ever
  * grow the size (LODE_COMMIT_EXTEND). A handle opened with LODE_OPEN_EXCLUSIVE (a repair,
  * which copies objects that no write may change meanwhile) is the file's only writer: it

@@ -9,7 +9,7 @@
  * points into the map once its transaction ends.
  *
  * Transactions: any thread may run read-only transactions; write transactions belong to
- * the writer thread (mds/writer.c). A write transaction may
+ * the writer (mds/writer.c), one batch at a time. A write transaction may
  * have nested children, so a failed operation rolls back alone.
  */
 #ifndef LODE_MDS_STORE_H
@@ -86,7 +86,7 @@ int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struc
  * way. */
 int lode_store_commit(struct lode_txn *t);
 /* Makes every commit so far durable: syncs the data file and records the snapshot in the
- * sync record. The writer thread only (or while no write txn can run). Returns 0 or
+ * sync record. The writer only, between batches (or while no write txn can run). Returns 0 or
  * -errno. Once a sync failed, every later sync and write transaction fails with its
  * error, and the next open of the store rolls back to the last recorded snapshot
  * (store_sync.h). */

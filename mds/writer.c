@@ -30,21 +30,26 @@
 struct lode_writer {
 	struct lode_store *st;
 	pthread_t thread;
+	/* Held while a batch runs or the store syncs, on whichever thread does it: batches
+	 * run one at a time, and what the writer header calls "the writer thread only" is
+	 * state touched under this lock. Taken before lock, never after. */
+	pthread_mutex_t batch_lock;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct lode_wop *head; /* protected by lock: queue, oldest first */
 	struct lode_wop *tail; /* protected by lock */
 	int stopping;	       /* protected by lock */
-	unsigned long batches; /* writer thread only (read after join or racily for stats) */
-	uint64_t unsynced_ms;  /* writer thread only: when a lazy batch was committed and not
-				* yet synced (0: everything committed is durable) */
-	struct lode_writer_stats stats; /* written by the writer thread, read atomically */
+	unsigned long batches; /* batch_lock (read after join or racily for stats) */
+	/* Written under batch_lock, read atomically by the idle writer: when a lazy batch was
+	 * committed and not yet synced (0: everything committed is durable) */
+	uint64_t unsynced_ms;
+	struct lode_writer_stats stats; /* written under batch_lock, read atomically */
 };
 
 const double lode_writer_batch_bounds[LODE_WRITER_BATCH_BOUNDS] = {1,  2,   4,	 8,   16,  32,
 								   64, 128, 256, 512, 1024};
 
-/* The writer thread is the only writer of its stats: a plain add, published atomically. */
+/* Stats have one writer at a time (batch_lock): a plain add, published atomically. */
 static void count_batch(struct lode_writer *w, unsigned n)
 {
 	unsigned b = 0;
@@ -64,12 +69,12 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Makes every commit so far durable. Returns 0 or -errno. */
+/* Makes every commit so far durable (batch_lock held). Returns 0 or -errno. */
 static int sync_now(struct lode_writer *w)
 {
 	int rc = lode_store_sync(w->st);
 
-	w->unsynced_ms = 0;
+	__atomic_store_n(&w->unsynced_ms, 0, __ATOMIC_RELAXED);
 	if (!rc) {
 		__atomic_store_n(&w->stats.syncs, w->stats.syncs + 1, __ATOMIC_RELAXED);
 		return 0;
@@ -83,6 +88,7 @@ static int sync_now(struct lode_writer *w)
 	return rc;
 }
 
+/* Runs a batch, then calls each op's done (batch_lock held). */
 static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 {
 	struct lode_txn top, child;
@@ -119,7 +125,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 		if (changed)
 			__atomic_store_n(&w->stats.written, w->stats.written + 1, __ATOMIC_RELAXED);
 		if (changed && lazy && !w->unsynced_ms)
-			w->unsynced_ms = now_ms();
+			__atomic_store_n(&w->unsynced_ms, now_ms(), __ATOMIC_RELAXED);
 		else if (!rc && !lazy && (changed || w->unsynced_ms))
 			rc = sync_now(w);
 	}
@@ -154,6 +160,15 @@ static void wait_until(struct lode_writer *w, uint64_t deadline_ms)
 	pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 }
 
+/* Syncs what lazy batches left unsynced, if anything (neither lock held). */
+static void sync_unsynced(struct lode_writer *w)
+{
+	pthread_mutex_lock(&w->batch_lock);
+	if (w->unsynced_ms)
+		sync_now(w);
+	pthread_mutex_unlock(&w->batch_lock);
+}
+
 static void *writer_main(void *arg)
 {
 	struct lode_writer *w = arg;
@@ -163,30 +178,36 @@ static void *writer_main(void *arg)
 		struct lode_wop *batch;
 
 		while (!w->head && !w->stopping) {
-			if (!w->unsynced_ms) {
+			uint64_t unsynced = __atomic_load_n(&w->unsynced_ms, __ATOMIC_RELAXED);
+
+			if (!unsynced) {
 				pthread_cond_wait(&w->cond, &w->lock);
 				continue;
 			}
 			/* lazy changes wait at most LODE_WRITER_LAZY_MS for a sync */
-			if (now_ms() >= w->unsynced_ms + LODE_WRITER_LAZY_MS) {
+			if (now_ms() >= unsynced + LODE_WRITER_LAZY_MS) {
 				pthread_mutex_unlock(&w->lock);
-				sync_now(w);
+				sync_unsynced(w);
 				pthread_mutex_lock(&w->lock);
 				continue;
 			}
-			wait_until(w, w->unsynced_ms + LODE_WRITER_LAZY_MS);
+			wait_until(w, unsynced + LODE_WRITER_LAZY_MS);
 		}
-		if (!w->head) {
-			if (w->unsynced_ms)
-				sync_now(w); /* stopping: what was answered is durable */
-			break;		     /* stopping and drained */
-		}
-		batch = take_batch(w);
+		if (!w->head)
+			break; /* stopping and drained */
+		/* the batch lock first (the lock order): an op queued is then never overtaken
+		 * by a lazy one run inline (lode_writer_submit) */
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&w->batch_lock);
+		pthread_mutex_lock(&w->lock);
+		batch = take_batch(w); /* only this thread takes from the queue: still there */
 		pthread_mutex_unlock(&w->lock);
 		run_batch(w, batch);
+		pthread_mutex_unlock(&w->batch_lock);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
+	sync_unsynced(w); /* stopping: what was answered is durable */
 	return NULL;
 }
 
@@ -212,10 +233,12 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
 	if (!w)
 		return -ENOMEM;
 	w->st = st;
+	pthread_mutex_init(&w->batch_lock, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	rc = cond_init_monotonic(&w->cond);
 	if (rc) {
 		pthread_mutex_destroy(&w->lock);
+		pthread_mutex_destroy(&w->batch_lock);
 		free(w);
 		return -rc;
 	}
@@ -223,6 +246,7 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
 	if (rc) {
 		pthread_cond_destroy(&w->cond);
 		pthread_mutex_destroy(&w->lock);
+		pthread_mutex_destroy(&w->batch_lock);
 		free(w);
 		return -rc;
 	}
@@ -230,10 +254,44 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
 	return 0;
 }
 
+/*
+ * A lazy op that finds the writer idle (no batch running, nothing queued) runs here, on
+ * the caller's thread, as a batch of its own: nothing is waiting to be batched with it,
+ * and handing it to the writer thread and its reply back would cost two thread wakeups,
+ * most of a lazy create's time at the MDS. Its commit writes no sync, so it holds the
+ * caller (a server worker) about as long as a read. Returns whether it ran.
+ */
+static bool run_inline(struct lode_writer *w, struct lode_wop *op)
+{
+	bool idle, was_synced;
+
+	if (!op->lazy || pthread_mutex_trylock(&w->batch_lock))
+		return false;
+	pthread_mutex_lock(&w->lock);
+	idle = !w->head && !w->stopping;
+	pthread_mutex_unlock(&w->lock);
+	if (!idle) {
+		pthread_mutex_unlock(&w->batch_lock);
+		return false;
+	}
+	was_synced = !w->unsynced_ms;
+	run_batch(w, op);
+	if (was_synced && w->unsynced_ms) {
+		/* the idle writer learns that a sync is now due within LODE_WRITER_LAZY_MS */
+		pthread_mutex_lock(&w->lock);
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->batch_lock);
+	return true;
+}
+
 void lode_writer_submit(struct lode_writer *w, struct lode_wop *op)
 {
 	op->next = NULL;
 	op->status = 0;
+	if (run_inline(w, op))
+		return;
 	pthread_mutex_lock(&w->lock);
 	if (w->stopping) {
 		pthread_mutex_unlock(&w->lock);
@@ -260,6 +318,7 @@ void lode_writer_stop(struct lode_writer *w)
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->batch_lock);
 	free(w);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode_writer: group commit. Every mutation of the MDS runs on one writer thread.
+ * lode_writer: group commit. Every mutation of the MDS runs in a batch of the writer's,
+ * one batch at a time.
  *
  * Worker threads submit operations (any thread, never blocks for long); the writer takes
  * everything queued at once, runs each op's run() in a nested transaction of one write
@@ -13,9 +14,12 @@
  * it durable, which the next batch with an op that is not lazy does, or the writer once
  * idle for LODE_WRITER_LAZY_MS.
  *
- * run() and done() are called on the writer thread, in submission order; done() is where
- * the reply is sent and in-memory state that must follow the commit is updated. done()
- * owns the op afterwards (usually frees it).
+ * run() and done() are called one op at a time, in submission order: on the writer
+ * thread, or, for a lazy op submitted while the writer is idle (nothing queued, no batch
+ * running), on the submitting thread within lode_writer_submit, as a batch of its own.
+ * State "of the writer thread" (leases, handles) is state only run() and done() touch.
+ * done() is where the reply is sent and in-memory state that must follow the commit is
+ * updated. done() owns the op afterwards (usually frees it).
  */
 #ifndef LODE_MDS_WRITER_H
 #define LODE_MDS_WRITER_H
@@ -44,8 +48,10 @@ struct lode_wop {
 
 /* Starts the writer thread. Returns 0 or -errno. */
 int lode_writer_start(struct lode_writer **out, struct lode_store *st);
-/* Queues op. Any thread. After lode_writer_stop() began, done(op, -ESHUTDOWN) is called
- * at once on the caller's thread. */
+/* Queues op, or runs it at once if it is lazy and the writer idle (done() may then have
+ * been called when this returns: the caller must not touch op after). Any thread, holding
+ * no lock that run() or done() takes. After lode_writer_stop() began, done(op, -ESHUTDOWN)
+ * is called at once on the caller's thread. */
 void lode_writer_submit(struct lode_writer *w, struct lode_wop *op);
 /* Runs what is queued, stops the thread and frees the writer. NULL is accepted. */
 void lode_writer_stop(struct lode_writer *w);

@@ -14,6 +14,10 @@
  * in this boot would not roll back. pread and pwrite of the record (data.sync; pread64 and
  * pwrite64 with 64-bit file offsets) are wrapped the same way; LMDB's own I/O is not (a
  * shared library's calls are not wrapped).
+ *
+ * And where a change runs: a lazy one that finds the writer idle runs on the submitting
+ * thread, and the idle writer still syncs it within LODE_WRITER_LAZY_MS; one that finds a
+ * batch running or changes queued waits its turn behind them, on the writer thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,12 +117,33 @@ struct put {
 	pthread_cond_t cond;
 	bool done;
 	int status;
+	pthread_t ran_on; /* the thread run() ran on */
 };
+
+/* The order run() was called in (test_lazy_changes_wait_behind_queued_ones): run() is
+ * called one op at a time, so a plain array. */
+static const char *ran[8];
+static unsigned n_ran;
+/* While gate_closed, the run() of a put whose key is "gate" waits for it to open. */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_closed, gate_reached;
 
 static int put_run(struct lode_wop *wop, struct lode_txn *t)
 {
 	struct put *p = (struct put *)wop;
 
+	p->ran_on = pthread_self();
+	if (n_ran < sizeof(ran) / sizeof(ran[0]))
+		ran[n_ran++] = p->key;
+	if (!strcmp(p->key, "gate")) {
+		pthread_mutex_lock(&gate_lock);
+		gate_reached = true;
+		pthread_cond_broadcast(&gate_cond);
+		while (gate_closed)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+		pthread_mutex_unlock(&gate_lock);
+	}
 	return lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
 }
 
@@ -133,21 +158,32 @@ static void put_done(struct lode_wop *wop, int status)
 	pthread_mutex_unlock(&p->lock);
 }
 
+static void put_submit(struct lode_writer *w, struct put *p, const char *key, bool lazy)
+{
+	*p = (struct put){.wop = {.run = put_run, .done = put_done, .lazy = lazy}, .key = key};
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	lode_writer_submit(w, &p->wop);
+}
+
+static int put_wait(struct put *p)
+{
+	pthread_mutex_lock(&p->lock);
+	while (!p->done)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	return p->status;
+}
+
 /* Submits the put of key (lazy or not) and waits for its answer. */
 static int put(struct lode_writer *w, const char *key, bool lazy)
 {
-	struct put p = {.wop = {.run = put_run, .done = put_done, .lazy = lazy}, .key = key};
+	struct put p;
 
-	pthread_mutex_init(&p.lock, NULL);
-	pthread_cond_init(&p.cond, NULL);
-	lode_writer_submit(w, &p.wop);
-	pthread_mutex_lock(&p.lock);
-	while (!p.done)
-		pthread_cond_wait(&p.cond, &p.lock);
-	pthread_mutex_unlock(&p.lock);
-	pthread_cond_destroy(&p.cond);
-	pthread_mutex_destroy(&p.lock);
-	return p.status;
+	put_submit(w, &p, key, lazy);
+	return put_wait(&p);
 }
 
 static bool has_key(struct lode_store *st, const char *key)
@@ -328,9 +364,94 @@ static void test_a_failed_mark_after_a_failed_sync_is_said(void **state)
 	fixture_tmpdir_remove(dir);
 }
 
+/* A lazy change on an idle writer runs on the submitting thread, answered before any
+ * sync; the idle writer syncs it within LODE_WRITER_LAZY_MS all the same. A change that is
+ * not lazy runs on the writer thread and is synced before it is answered. */
+static void test_a_lazy_change_on_an_idle_writer_runs_here(void **state)
+{
+	struct lode_writer_stats ws;
+	struct lode_writer *w;
+	struct lode_store *st;
+	struct put p;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+
+	put_submit(w, &p, "durable", false);
+	assert_int_equal(put_wait(&p), 0);
+	assert_false(pthread_equal(p.ran_on, pthread_self()));
+	lode_writer_stats(w, &ws);
+	assert_int_equal(ws.syncs, 1);
+
+	put_submit(w, &p, "lazy", true);
+	assert_true(p.done); /* answered before lode_writer_submit returned */
+	assert_int_equal(put_wait(&p), 0);
+	assert_true(pthread_equal(p.ran_on, pthread_self()));
+	assert_true(has_key(st, "lazy"));
+	lode_writer_stats(w, &ws);
+	assert_int_equal(ws.syncs, 1); /* not synced yet */
+	/* the idle writer syncs it: within LODE_WRITER_LAZY_MS; a bound 5 times that */
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 2; i++) {
+		usleep(10 * 1000);
+		lode_writer_stats(w, &ws);
+	}
+	assert_int_equal(ws.syncs, 2);
+	assert_int_equal(ws.ops, 2);
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
+/* A lazy change submitted while a batch runs, with a change queued behind it, runs after
+ * both, on the writer thread: the order of submission holds. */
+static void test_lazy_changes_wait_behind_queued_ones(void **state)
+{
+	struct lode_writer *w;
+	struct lode_store *st;
+	struct put a, b, c;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	n_ran = 0;
+	gate_closed = true;
+	gate_reached = false;
+	put_submit(w, &a, "gate", false);
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_reached) /* the writer runs "gate" and waits */
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	put_submit(w, &b, "queued", false);
+	put_submit(w, &c, "lazy", true);
+	assert_false(c.done);
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = false;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	assert_int_equal(put_wait(&a), 0);
+	assert_int_equal(put_wait(&b), 0);
+	assert_int_equal(put_wait(&c), 0);
+	assert_int_equal(n_ran, 3);
+	assert_string_equal(ran[0], "gate");
+	assert_string_equal(ran[1], "queued");
+	assert_string_equal(ran[2], "lazy");
+	assert_false(pthread_equal(c.ran_on, pthread_self()));
+	assert_true(has_key(st, "lazy"));
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_a_lazy_change_on_an_idle_writer_runs_here),
+	    cmocka_unit_test(test_lazy_changes_wait_behind_queued_ones),
 	    cmocka_unit_test(test_the_data_file_sync_fails),
 	    cmocka_unit_test(test_the_record_sync_fails),
 	    cmocka_unit_test(test_a_sync_record_that_cannot_be_read_stops_the_open),
