@@ -156,7 +156,7 @@ static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *bo
 		};
 		uint64_t now, gone, until;
 
-		rc = lode_rpc_call(c->mds, &call);
+		rc = lode_rpc_call_direct(c->mds, &call);
 		now = lode_now_ms();
 		/*
 		 * A connection that failed before the MDS could have seen the request (refused,

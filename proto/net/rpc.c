@@ -30,6 +30,7 @@
 #include "codec.h"
 #include "loop.h"
 #include "rpc.h"
+#include "rpc_direct.h"
 #include "transport.h"
 
 #define NBUCKETS 256
@@ -74,6 +75,8 @@ struct lode_rpc_conn {
 	uint8_t cnonce[LODE_NONCE_BYTES];
 	struct lode_wire_auth_rep auth_rep;
 	unsigned server_flags; /* atomic: of the last handshake (LODE_AUTH_F_INSECURE) */
+	/* lode_rpc_call_direct's connections (TCP): made at its first call (atomic) */
+	struct lode_direct_pool *direct;
 };
 
 struct call_send {
@@ -243,6 +246,7 @@ static void conn_free(struct lode_rpc_conn *conn)
 		rpc->conns = conn->next;
 	if (conn->next)
 		conn->next->prev = conn->prev;
+	lode_direct_pool_destroy(conn->direct);
 	free(conn);
 	if (rpc->stopping && !rpc->conns)
 		lode_loop_stop(rpc->loop);
@@ -728,6 +732,30 @@ int lode_rpc_call(struct lode_rpc_conn *conn, struct lode_call *call)
 	lode_rpc_batch_destroy(&b);
 	rc = call->status;
 	return rc;
+}
+
+int lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	struct lode_direct_pool *p = __atomic_load_n(&conn->direct, __ATOMIC_ACQUIRE), *none = NULL;
+	struct lode_rpc *rpc = conn->rpc;
+
+	if (call->cap || call->data_iovcnt > LODE_DIRECT_IOV_MAX)
+		return lode_rpc_call(conn, call);
+	if (!p && conn->addr.scheme == LODE_SCHEME_TCP) {
+		struct lode_direct_auth a = {.role = rpc->role, .has_key = rpc->has_key};
+
+		memcpy(a.key, rpc->key, sizeof(a.key));
+		memcpy(a.group, rpc->group, sizeof(a.group));
+		if (!lode_direct_pool_create(&conn->addr, &a, rpc->default_timeout_ms,
+					     &conn->server_flags, &p) &&
+		    !__atomic_compare_exchange_n(&conn->direct, &none, p, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			lode_direct_pool_destroy(p); /* another thread's came first */
+			p = none;
+		}
+		sodium_memzero(a.key, sizeof(a.key));
+	}
+	return p ? lode_direct_call(p, call) : lode_rpc_call(conn, call);
 }
 
 int lode_rpc_simple(struct lode_rpc_conn *conn, uint8_t opcode, const void *body, uint32_t body_len,

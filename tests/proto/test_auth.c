@@ -222,23 +222,43 @@ static struct lode_server *serve(const struct lode_keyring *keys)
 	return srv;
 }
 
-/* One call of opcode (empty body but for HEARTBEAT's zeros) from a new rpc with keys/role. */
-static int call_as(struct lode_server *srv, const struct lode_keyring *keys, unsigned role,
-		   uint8_t opcode, unsigned *server_flags)
+/* One call of opcode (empty body but for HEARTBEAT's zeros) from a new rpc with keys/role,
+ * through its I/O thread or direct (rpc_direct.h). */
+static int call_as_one(struct lode_server *srv, const struct lode_keyring *keys, unsigned role,
+		       uint8_t opcode, unsigned *server_flags, bool direct)
 {
 	struct lode_wire_target_heartbeat_req hb = {0};
+	struct lode_call call = {.opcode = opcode};
 	struct lode_rpc *rpc;
 	struct lode_rpc_conn *conn;
 	int rc;
 
+	if (opcode == LODE_OP_TARGET_HEARTBEAT) {
+		call.body = &hb;
+		call.body_len = sizeof(hb);
+	}
 	assert_int_equal(lode_rpc_create(&rpc, 5000), 0);
 	assert_int_equal(lode_rpc_set_auth(rpc, keys, role), 0);
 	assert_int_equal(lode_rpc_conn_open(rpc, lode_server_address(srv, 0), &conn), 0);
-	rc = lode_rpc_simple(conn, opcode, opcode == LODE_OP_TARGET_HEARTBEAT ? &hb : NULL,
-			     opcode == LODE_OP_TARGET_HEARTBEAT ? sizeof(hb) : 0, NULL, 0);
+	rc = direct ? lode_rpc_call_direct(conn, &call) : lode_rpc_call(conn, &call);
 	if (server_flags)
 		*server_flags = lode_rpc_conn_server_flags(conn);
 	lode_rpc_destroy(rpc);
+	return rc;
+}
+
+/* The call both ways: the handshake of a direct connection must end as the I/O thread's. */
+static int call_as(struct lode_server *srv, const struct lode_keyring *keys, unsigned role,
+		   uint8_t opcode, unsigned *server_flags)
+{
+	unsigned flags = 99, direct_flags = 99;
+	int rc = call_as_one(srv, keys, role, opcode, &flags, false);
+
+	assert_int_equal(call_as_one(srv, keys, role, opcode, &direct_flags, true), rc);
+	if (!rc)
+		assert_int_equal(direct_flags, flags);
+	if (server_flags)
+		*server_flags = flags;
 	return rc;
 }
 

@@ -7,6 +7,10 @@
  *
  * Every wait is bounded: calls carry timeouts, and waits on completions give up after a
  * few seconds (failing the test rather than hanging it).
+ *
+ * The tests of one call at a time run twice: through the I/O thread (lode_rpc_call), and
+ * on the caller's thread over a blocking connection (lode_rpc_call_direct, liblode's MDS
+ * calls), which must fail the same way.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -34,15 +38,33 @@
 
 #define MIB (1u << 20)
 
+/* Whether do_call makes its calls direct (the tests run a second time with setup_direct). */
+static bool direct;
+
+static int do_call(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	return direct ? lode_rpc_call_direct(conn, call) : lode_rpc_call(conn, call);
+}
+
 static int setup(void **state)
 {
+	direct = false;
 	*state = echo_fixture_new(2);
 	return *state ? 0 : -1;
+}
+
+static int setup_direct(void **state)
+{
+	int rc = setup(state);
+
+	direct = true;
+	return rc;
 }
 
 static int teardown(void **state)
 {
 	echo_fixture_free(*state);
+	direct = false;
 	return 0;
 }
 
@@ -87,7 +109,7 @@ static int ping(struct lode_rpc_conn *conn, uint64_t v)
 				 .reply_body = &back,
 				 .reply_body_max = sizeof(back),
 				 .timeout_ms = 3000};
-	int rc = lode_rpc_call(conn, &call);
+	int rc = do_call(conn, &call);
 
 	if (!rc && (call.reply_body_len != sizeof(v) || back != v))
 		return -EBADMSG;
@@ -124,7 +146,7 @@ static void test_call_round_trips_a_body_and_3_mib_of_data_into_the_callers_buff
 	call.reply_data = rdata;
 	call.reply_data_max = 4 * MIB;
 	call.timeout_ms = 8000;
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
+	assert_int_equal(do_call(f->conn, &call), 0);
 	assert_int_equal(call.reply_body_len, sizeof(body));
 	assert_memory_equal(rbody, body, sizeof(body));
 	assert_int_equal(rbody[sizeof(body)], 0xa5);
@@ -155,7 +177,7 @@ static void test_a_request_with_many_small_iovecs_round_trips(void **state)
 	call.reply_data = rdata;
 	call.reply_data_max = N * SZ;
 	call.timeout_ms = 5000;
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
+	assert_int_equal(do_call(f->conn, &call), 0);
 	assert_int_equal(call.reply_data_len, N * SZ);
 	assert_memory_equal(rdata, data, N * SZ);
 	free(iov);
@@ -272,12 +294,12 @@ static void test_a_server_error_reaches_the_caller_as_its_negative_errno(void **
 				 .reply_body_max = sizeof(rbody),
 				 .timeout_ms = 3000};
 
-	assert_int_equal(lode_rpc_call(f->conn, &call), -ENOENT);
+	assert_int_equal(do_call(f->conn, &call), -ENOENT);
 	assert_int_equal(call.reply_body_len, 0);
 	st = -EDOM; /* not a wire errno: EIO */
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EIO);
+	assert_int_equal(do_call(f->conn, &call), -EIO);
 	st = 17; /* a handler bug (a positive status) must not read as success */
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EIO);
+	assert_int_equal(do_call(f->conn, &call), -EIO);
 	assert_int_equal(ping(f->conn, 5), 0);
 }
 
@@ -290,7 +312,7 @@ static void test_a_call_never_answered_times_out_and_the_next_call_reconnects(vo
 	unsigned long long t0, dt;
 
 	t0 = echo_now_ms();
-	assert_int_equal(lode_rpc_call(f->conn, &call), -ETIMEDOUT);
+	assert_int_equal(do_call(f->conn, &call), -ETIMEDOUT);
 	dt = echo_now_ms() - t0;
 	/* the deadline is checked every 100 ms: allow for that and a loaded machine */
 	if (dt < 290 || dt > 1300)
@@ -374,7 +396,7 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 	memset(rdata, 0x5a, 64 * 1024);
 	call.reply_data = rdata;
 	call.reply_data_max = 4096;
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EPROTO);
+	assert_int_equal(do_call(f->conn, &call), -EPROTO);
 	/* nothing past reply_data_max was written */
 	for (size_t i = 4096; i < 64 * 1024; i++)
 		if (rdata[i] != 0x5a)
@@ -384,12 +406,12 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 	/* a small one too (received through the connection buffer, not directly) */
 	iov.iov_len = 100;
 	call.reply_data_max = 99;
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EPROTO);
+	assert_int_equal(do_call(f->conn, &call), -EPROTO);
 	assert_int_equal(rdata[99], 0x5a);
 	/* data where the caller gave no buffer */
 	call.reply_data = NULL;
 	call.reply_data_max = 0;
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EPROTO);
+	assert_int_equal(do_call(f->conn, &call), -EPROTO);
 	/* a body longer than reply_body_max */
 	pattern_fill(body, sizeof(body), 5, 0);
 	memset(rbody, 0x5a, sizeof(rbody));
@@ -399,12 +421,12 @@ static void test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto(
 				  .reply_body = rbody,
 				  .reply_body_max = 8,
 				  .timeout_ms = 3000};
-	assert_int_equal(lode_rpc_call(f->conn, &call), -EPROTO);
+	assert_int_equal(do_call(f->conn, &call), -EPROTO);
 	assert_int_equal(rbody[8], 0x5a);
 	/* the stream stayed in step: the same connection still works */
 	assert_int_equal(ping(f->conn, 8), 0);
 	call.reply_body_max = sizeof(rbody);
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
+	assert_int_equal(do_call(f->conn, &call), 0);
 	assert_memory_equal(rbody, body, sizeof(body));
 	free(data);
 	free(rdata);
@@ -482,12 +504,12 @@ static void test_a_body_at_the_limit_round_trips(void **state)
 				 .timeout_ms = 3000};
 
 	pattern_fill(body, sizeof(body), 6, 0);
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0); /* from the replier thread */
+	assert_int_equal(do_call(f->conn, &call), 0); /* from the replier thread */
 	assert_int_equal(call.reply_body_len, LODE_BODY_MAX);
 	assert_memory_equal(rbody, body, LODE_BODY_MAX);
 	call.opcode = LODE_OP_PING;
 	memset(rbody, 0, sizeof(rbody));
-	assert_int_equal(lode_rpc_call(f->conn, &call), 0);
+	assert_int_equal(do_call(f->conn, &call), 0);
 	assert_memory_equal(rbody, body, LODE_BODY_MAX);
 }
 
@@ -501,14 +523,14 @@ static void test_a_request_over_the_limits_fails_without_hanging(void **state)
 	    .opcode = LODE_OP_PING, .data = &iov, .data_iovcnt = 1, .timeout_ms = 3000};
 
 	assert_non_null(data);
-	assert_true(lode_rpc_call(f->conn, &call) < 0);
+	assert_true(do_call(f->conn, &call) < 0);
 	call = (struct lode_call){.opcode = LODE_OP_PING,
 				  .body = body,
 				  .body_len = LODE_BODY_MAX + 1,
 				  .timeout_ms = 3000};
-	assert_true(lode_rpc_call(f->conn, &call) < 0);
+	assert_true(do_call(f->conn, &call) < 0);
 	call = (struct lode_call){.opcode = 0, .timeout_ms = 3000}; /* an unknown opcode */
-	assert_true(lode_rpc_call(f->conn, &call) < 0);
+	assert_true(do_call(f->conn, &call) < 0);
 	assert_int_equal(ping(f->conn, 1), 0);
 	free(data);
 }
@@ -705,6 +727,22 @@ static void test_a_hostile_server_fails_the_call_instead_of_hanging(void **state
 	assert_int_equal(ping(f->conn, 2), 0);
 }
 
+/* Connections a server restart left idle (direct calls keep them) are found dead before
+ * they are used: the first call after the restart reaches the new server, with no error
+ * for the caller to retry. */
+static void test_a_server_restart_is_ridden_over_by_the_next_call(void **state)
+{
+	struct echo_fixture *f = *state;
+	char addr[64];
+
+	assert_int_equal(ping(f->conn, 1), 0);
+	snprintf(addr, sizeof(addr), "%s", lode_rpc_conn_addr(f->conn));
+	echo_server_stop(&f->e);
+	assert_int_equal(echo_server_start_at(&f->e, 2, addr), 0);
+	assert_int_equal(ping(f->conn, 2), 0);
+	assert_int_equal(ping(f->conn, 3), 0);
+}
+
 /* ---- regressions: bugs these tests found in proto/, fixed since ---- */
 
 /*
@@ -853,6 +891,34 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_a_hostile_server_fails_the_call_instead_of_hanging,
 					    setup, teardown),
 	};
+	/* the tests of one call at a time, made direct */
+	const struct CMUnitTest direct_tests[] = {
+	    cmocka_unit_test_setup_teardown(
+		test_call_round_trips_a_body_and_3_mib_of_data_into_the_callers_buffer,
+		setup_direct, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_request_with_many_small_iovecs_round_trips,
+					    setup_direct, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_server_error_reaches_the_caller_as_its_negative_errno, setup_direct,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_call_never_answered_times_out_and_the_next_call_reconnects, setup_direct,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_connecting_where_nothing_listens_fails_with_econnrefused, setup_direct,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_reply_larger_than_reply_data_max_fails_that_call_with_eproto, setup_direct,
+		teardown),
+	    cmocka_unit_test_setup_teardown(test_a_body_at_the_limit_round_trips, setup_direct,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_request_over_the_limits_fails_without_hanging,
+					    setup_direct, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_hostile_server_fails_the_call_instead_of_hanging,
+					    setup_direct, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_server_restart_is_ridden_over_by_the_next_call,
+					    setup_direct, teardown),
+	};
 	const struct CMUnitTest regressions[] = {
 	    cmocka_unit_test_setup_teardown(
 		test_an_oversized_request_fails_alone_and_spares_other_calls, setup, teardown),
@@ -871,6 +937,7 @@ int main(int argc, char **argv)
 	(void)argv;
 	fixture_skip_without_io_uring();
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("direct", direct_tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("regressions", regressions, NULL, NULL);
 	return failed ? 1 : 0;
 }
