@@ -86,14 +86,11 @@ static int send_all(int fd, struct iovec *iov, int cnt, uint64_t deadline_ms)
 	return 0;
 }
 
-/* Reads len bytes into buf (NULL: reads and drops them). */
+/* Reads len bytes into buf. */
 static int recv_all(int fd, void *buf, uint64_t len, uint64_t deadline_ms)
 {
-	char sink[4096];
-
 	while (len) {
-		size_t want = buf ? len : (len < sizeof(sink) ? len : sizeof(sink));
-		ssize_t n = recv(fd, buf ? buf : sink, want, MSG_DONTWAIT);
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
 		int rc;
 
 		if (n == 0)
@@ -108,8 +105,7 @@ static int recv_all(int fd, void *buf, uint64_t len, uint64_t deadline_ms)
 				return rc;
 			continue;
 		}
-		if (buf)
-			buf = (char *)buf + n;
+		buf = (char *)buf + n;
 		len -= (uint64_t)n;
 	}
 	return 0;
@@ -336,7 +332,8 @@ int lode_direct_call(struct lode_direct_pool *p, struct lode_call *call)
 	for (int i = 0; i < call->data_iovcnt; i++)
 		dlen += call->data[i].iov_len;
 	if (!lode_op_known(call->opcode) || call->cap || call->body_len > LODE_BODY_MAX ||
-	    dlen > LODE_DATA_MAX || call->data_iovcnt < 0 || call->data_iovcnt > LODE_DIRECT_IOV_MAX)
+	    dlen > LODE_DATA_MAX || call->data_iovcnt < 0 ||
+	    call->data_iovcnt > LODE_DIRECT_IOV_MAX)
 		return call->status = -EMSGSIZE;
 	d = take_idle(p);
 	if (!d) {
