@@ -26,6 +26,11 @@
 #include "writer.h"
 
 #define MAX_BATCH 1024u
+/* An inline batch (run_inline) that took longer than this, a disk whose writes are being
+ * throttled say, held a server worker and every connection on it: lazy changes then go to
+ * the writer thread again for INLINE_BACKOFF_MS. */
+#define INLINE_SLOW_US	  2000u
+#define INLINE_BACKOFF_MS 1000u
 
 struct lode_writer {
 	struct lode_store *st;
@@ -43,6 +48,7 @@ struct lode_writer {
 	/* Written under batch_lock, read atomically by the idle writer: when a lazy batch was
 	 * committed and not yet synced (0: everything committed is durable) */
 	uint64_t unsynced_ms;
+	uint64_t inline_off_until_ms;	/* batch_lock: no inline batch before (run_inline) */
 	struct lode_writer_stats stats; /* written under batch_lock, read atomically */
 };
 
@@ -60,13 +66,19 @@ static void count_batch(struct lode_writer *w, unsigned n)
 	__atomic_store_n(&w->stats.ops, w->stats.ops + n, __ATOMIC_RELAXED);
 }
 
-/* Milliseconds of CLOCK_MONOTONIC, the clock of the writer's condition variable. */
-static uint64_t now_ms(void)
+/* Microseconds of CLOCK_MONOTONIC. */
+static uint64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Milliseconds of CLOCK_MONOTONIC, the clock of the writer's condition variable. */
+static uint64_t now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* Makes every commit so far durable (batch_lock held). Returns 0 or -errno. */
@@ -259,23 +271,28 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
  * the caller's thread, as a batch of its own: nothing is waiting to be batched with it,
  * and handing it to the writer thread and its reply back would cost two thread wakeups,
  * most of a lazy create's time at the MDS. Its commit writes no sync, so it holds the
- * caller (a server worker) about as long as a read. Returns whether it ran.
+ * caller (a server worker) about as long as a read; one that held it longer than
+ * INLINE_SLOW_US turns this off for a while (see there). Returns whether it ran.
  */
 static bool run_inline(struct lode_writer *w, struct lode_wop *op)
 {
 	bool idle, was_synced;
+	uint64_t t0;
 
 	if (!op->lazy || pthread_mutex_trylock(&w->batch_lock))
 		return false;
 	pthread_mutex_lock(&w->lock);
 	idle = !w->head && !w->stopping;
 	pthread_mutex_unlock(&w->lock);
-	if (!idle) {
+	t0 = now_us();
+	if (!idle || t0 / 1000 < w->inline_off_until_ms) {
 		pthread_mutex_unlock(&w->batch_lock);
 		return false;
 	}
 	was_synced = !w->unsynced_ms;
 	run_batch(w, op);
+	if (now_us() - t0 > INLINE_SLOW_US)
+		w->inline_off_until_ms = now_ms() + INLINE_BACKOFF_MS;
 	if (was_synced && w->unsynced_ms) {
 		/* the idle writer learns that a sync is now due within LODE_WRITER_LAZY_MS */
 		pthread_mutex_lock(&w->lock);

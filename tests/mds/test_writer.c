@@ -17,7 +17,9 @@
  *
  * And where a change runs: a lazy one that finds the writer idle runs on the submitting
  * thread, and the idle writer still syncs it within LODE_WRITER_LAZY_MS; one that finds a
- * batch running or changes queued waits its turn behind them, on the writer thread.
+ * batch running or changes queued waits its turn behind them, on the writer thread; after
+ * an inline one that was slow (a throttled disk holds the worker), the writer thread takes
+ * them for a while.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,6 +126,8 @@ struct put {
  * called one op at a time, so a plain array. */
 static const char *ran[8];
 static unsigned n_ran;
+/* The run() of a put whose key is "slow" takes this long (a disk that throttles writes). */
+#define SLOW_RUN_US 20000
 /* While gate_closed, the run() of a put whose key is "gate" waits for it to open. */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
@@ -136,6 +140,8 @@ static int put_run(struct lode_wop *wop, struct lode_txn *t)
 	p->ran_on = pthread_self();
 	if (n_ran < sizeof(ran) / sizeof(ran[0]))
 		ran[n_ran++] = p->key;
+	if (!strcmp(p->key, "slow"))
+		usleep(SLOW_RUN_US);
 	if (!strcmp(p->key, "gate")) {
 		pthread_mutex_lock(&gate_lock);
 		gate_reached = true;
@@ -447,9 +453,44 @@ static void test_lazy_changes_wait_behind_queued_ones(void **state)
 	fixture_tmpdir_remove(dir);
 }
 
+/* An inline change that held its thread long (20 ms here) sends the next lazy ones to the
+ * writer thread, for about a second; then they run inline again. */
+static void test_a_slow_inline_change_sends_the_next_ones_to_the_writer(void **state)
+{
+	struct lode_writer *w;
+	struct lode_store *st;
+	struct put p;
+	char dir[64];
+	bool inline_again = false;
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	put_submit(w, &p, "slow", true);
+	assert_int_equal(put_wait(&p), 0);
+	assert_true(pthread_equal(p.ran_on, pthread_self()));
+	put_submit(w, &p, "after-slow", true);
+	assert_int_equal(put_wait(&p), 0);
+	assert_false(pthread_equal(p.ran_on, pthread_self()));
+	assert_true(has_key(st, "after-slow"));
+	/* inline again once the backoff (a second) has passed; a bound 5 times that */
+	for (int i = 0; i < 50 && !inline_again; i++) {
+		usleep(100 * 1000);
+		put_submit(w, &p, "later", true);
+		assert_int_equal(put_wait(&p), 0);
+		inline_again = pthread_equal(p.ran_on, pthread_self());
+	}
+	assert_true(inline_again);
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_a_slow_inline_change_sends_the_next_ones_to_the_writer),
 	    cmocka_unit_test(test_a_lazy_change_on_an_idle_writer_runs_here),
 	    cmocka_unit_test(test_lazy_changes_wait_behind_queued_ones),
 	    cmocka_unit_test(test_the_data_file_sync_fails),
