@@ -36,9 +36,12 @@ cleanup() {
 		umount "$m" 2>/dev/null || umount -l "$m"
 	done
 	if [ -n "$CLUSTER_DIR" ]; then
-		if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -f "$CLUSTER_DIR/fuse.log" ]; then
-			echo "--- tail of lode-fuse's log" >&2
-			tail -n 30 "$CLUSTER_DIR/fuse.log" >&2
+		if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+			for m in "$CLUSTER_DIR/fuse.log" "$CLUSTER_DIR"/mds/log "$CLUSTER_DIR"/oss*/log; do
+				[ -f "$m" ] || continue
+				echo "--- tail of $(basename "$(dirname "$m")")/$(basename "$m")" >&2
+				tail -n 30 "$m" >&2
+			done
 		fi
 		"$FIXTURE" down "$CLUSTER_DIR"
 	fi
