@@ -99,6 +99,16 @@ struct lode_file {
 	/* Readers and writers take it shared (the OSS merges partial chunks and orders writes
 	 * that share a chunk); truncate takes it exclusive. */
 	pthread_rwlock_t rw;
+	/* Reads and writes of the handle take turns (lode_client_io_enter): many of one kind
+	 * at a time, never the two kinds at once. The OSS reads a chunk's checksum, then
+	 * sends its bytes from the page cache, which a write of the chunk changes in place:
+	 * a read overlapping a write of this handle (the mount's shared writer, with the
+	 * kernel reading and writing back pages of the same file) got bytes and checksum of
+	 * two different writes, took both copies for bad, had them marked degraded and failed
+	 * with EIO (fsx through the mount, under load). */
+	pthread_mutex_t io_lock;
+	pthread_cond_t io_cond;
+	unsigned io_active[2], io_waiting[2], io_turn; /* protected by io_lock */
 	/* Held through a whole lode_fsync: a second fsync on the handle would find the
 	 * stripes the first one took already gone, and return before they are synced. */
 	pthread_mutex_t fsync_lock;
@@ -213,6 +223,12 @@ void lode_client_file_free(struct lode_file *f);
  * lazy_namespace), else once visible (close, flush, a lease renewal: close-to-open needs
  * the size seen, not kept across a power cut). */
 int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable);
+/* Reads (LODE_IO_READ) and writes (LODE_IO_WRITE) of a handle: enter waits while the
+ * other kind runs, or waits and it is its turn; a kind that finished hands the turn to the
+ * other, so neither starves. */
+enum { LODE_IO_READ, LODE_IO_WRITE };
+void lode_client_io_enter(struct lode_file *f, unsigned kind);
+void lode_client_io_leave(struct lode_file *f, unsigned kind);
 /* Renews the write lease once half of it has passed (from the write path). */
 int lode_client_file_lease_renew_if_due(struct lode_file *f);
 /* Copies found failing (any thread; never blocks) and their report to the MDS (caller

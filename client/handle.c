@@ -37,6 +37,8 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 	f->degraded = rep->degraded;
 	f->layout_checked_ms = f->lease_renewed_ms;
 	pthread_rwlock_init(&f->rw, NULL);
+	pthread_mutex_init(&f->io_lock, NULL);
+	pthread_cond_init(&f->io_cond, NULL);
 	pthread_mutex_init(&f->fsync_lock, NULL);
 	pthread_mutex_init(&f->commit_lock, NULL);
 	pthread_mutex_init(&f->lock, NULL);
@@ -49,6 +51,8 @@ int lode_client_file_new(struct lode_client *c, const struct lode_wire_open_rep 
 void lode_client_file_free(struct lode_file *f)
 {
 	pthread_rwlock_destroy(&f->rw);
+	pthread_mutex_destroy(&f->io_lock);
+	pthread_cond_destroy(&f->io_cond);
 	pthread_mutex_destroy(&f->fsync_lock);
 	pthread_mutex_destroy(&f->commit_lock);
 	pthread_mutex_destroy(&f->lock);
@@ -92,6 +96,32 @@ static int commit_locked(struct lode_file *f, uint8_t op, bool durable)
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
+}
+
+void lode_client_io_enter(struct lode_file *f, unsigned kind)
+{
+	unsigned other = !kind;
+
+	pthread_mutex_lock(&f->io_lock);
+	f->io_waiting[kind]++;
+	while (f->io_active[other] || (f->io_waiting[other] && f->io_turn != kind)) {
+		if (f->io_active[other])
+			f->io_turn = kind; /* the other kind runs: this one goes next */
+		pthread_cond_wait(&f->io_cond, &f->io_lock);
+	}
+	f->io_waiting[kind]--;
+	f->io_active[kind]++;
+	pthread_mutex_unlock(&f->io_lock);
+}
+
+void lode_client_io_leave(struct lode_file *f, unsigned kind)
+{
+	pthread_mutex_lock(&f->io_lock);
+	if (!--f->io_active[kind]) {
+		f->io_turn = !kind;
+		pthread_cond_broadcast(&f->io_cond);
+	}
+	pthread_mutex_unlock(&f->io_lock);
 }
 
 int lode_client_file_commit(struct lode_file *f, uint8_t op, bool durable)

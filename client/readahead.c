@@ -248,9 +248,11 @@ static int read_objects(struct lode_file *f, char *buf, uint64_t len, uint64_t o
 {
 	int rc;
 
+	lode_client_io_enter(f, LODE_IO_READ);
 	pthread_rwlock_rdlock(&f->rw);
 	rc = lode_client_objects_read(f, buf, len, off, recheck);
 	pthread_rwlock_unlock(&f->rw);
+	lode_client_io_leave(f, LODE_IO_READ);
 	return rc;
 }
 

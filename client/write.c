@@ -263,7 +263,9 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 	lode_client_targets_maybe_refresh(f->c);
 	lode_client_write_gen_bump(f->c); /* read-ahead fetched from now on may miss this write */
 	/* shared even for partial chunks: the OSS merges those, and orders writes that share
-	 * a chunk (only truncates take f->rw exclusively) */
+	 * a chunk (only truncates take f->rw exclusively); never beside a read of the handle
+	 * (struct lode_file's io_lock says why) */
+	lode_client_io_enter(f, LODE_IO_WRITE);
 	pthread_rwlock_rdlock(&f->rw);
 	if (within_size) {
 		pthread_mutex_lock(&f->lock);
@@ -271,6 +273,7 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 		pthread_mutex_unlock(&f->lock);
 		if (!len) {
 			pthread_rwlock_unlock(&f->rw);
+			lode_client_io_leave(f, LODE_IO_WRITE);
 			return 0;
 		}
 	}
@@ -305,6 +308,7 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_rwlock_unlock(&f->rw);
+	lode_client_io_leave(f, LODE_IO_WRITE);
 	lode_client_write_gen_bump(f->c); /* and read-ahead started during it may too */
 	if (!rc)
 		rc = lode_client_file_lease_renew_if_due(f);

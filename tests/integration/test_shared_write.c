@@ -4,7 +4,9 @@
  * checkpoints) from two liblode clients of a real cluster: disjoint records that share
  * chunks land intact, the size is the largest end written, every open after the last close
  * sees the union, and writers whose writes overlap get, for each chunk-aligned write, one
- * writer's bytes with checksums that verify, on every copy alike.
+ * writer's bytes with checksums that verify, on every copy alike. And readers racing a
+ * writer of the same chunks through the same handle get, for each chunk, the bytes of one
+ * write whole, with no copy marked degraded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -294,9 +297,104 @@ test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies(v
 	free(one);
 }
 
+#define RACE_SIZE   (4 * CHUNK)
+#define RACE_WRITES 400
+
+struct racer {
+	pthread_t thread;
+	struct lode_file *f;
+	int rc;
+	unsigned reads;
+	char why[128];
+};
+
+static volatile bool race_over;
+
+/* Reads the first RACE_SIZE bytes again and again: each chunk must hold one write's byte. */
+static void *race_reader(void *arg)
+{
+	struct racer *r = arg;
+	char *buf = malloc(RACE_SIZE);
+
+	if (!buf) {
+		r->rc = -ENOMEM;
+		return NULL;
+	}
+	while (!race_over && !r->rc) {
+		ssize_t n = lode_pread(r->f, buf, RACE_SIZE, 0);
+
+		if (n != RACE_SIZE) {
+			r->rc = n < 0 ? (int)n : -EIO;
+			snprintf(r->why, sizeof(r->why), "read %zd of %u bytes", n, RACE_SIZE);
+			break;
+		}
+		for (unsigned k = 0; k < RACE_SIZE / CHUNK && !r->rc; k++)
+			for (unsigned i = 1; i < CHUNK; i++)
+				if (buf[k * CHUNK + i] != buf[k * CHUNK]) {
+					r->rc = -EILSEQ;
+					snprintf(r->why, sizeof(r->why),
+						 "chunk %u mixes two writes at byte %u", k, i);
+					break;
+				}
+		r->reads++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Reads of chunks a write of the same handle is rewriting (a mount's shared writer: the
+ * kernel reads pages of a file while it writes others back). The OSS reads a chunk's
+ * checksum, then sends its bytes from the page cache, which the write changes in place: the
+ * reader saw one write's bytes with another's checksum, took the copy for corrupt, had it
+ * marked degraded (bad data), and failed with EIO once both copies were (fsx through the
+ * mount, under load). Reads and writes of a handle now take turns.
+ */
+static void test_reads_racing_writes_of_one_handle_see_whole_writes(void **state)
+{
+	struct lode_layout l = {
+	    .stripe_size = OVL_SIZE, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct racer r[2] = {0};
+	struct lode_file *f;
+	char *b = malloc(CHUNK);
+	uint64_t degraded = 99;
+	unsigned reads = 0;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(lode_create_with_layout(clients[1], "/race", 0644, &l, &f), 0);
+	memset(b, 'a', CHUNK);
+	for (unsigned k = 0; k < RACE_SIZE / CHUNK; k++)
+		assert_int_equal(lode_pwrite(f, b, CHUNK, k * CHUNK), CHUNK);
+	assert_int_equal(lode_fsync(f), 0);
+	race_over = false;
+	for (unsigned i = 0; i < 2; i++) {
+		r[i].f = f;
+		assert_int_equal(pthread_create(&r[i].thread, NULL, race_reader, &r[i]), 0);
+	}
+	for (unsigned w = 0; w < RACE_WRITES && !r[0].rc && !r[1].rc; w++) {
+		memset(b, 'b' + w % 20, CHUNK);
+		assert_int_equal(lode_pwrite(f, b, CHUNK, (w % (RACE_SIZE / CHUNK)) * CHUNK),
+				 CHUNK);
+	}
+	race_over = true;
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(r[i].thread, NULL), 0);
+		if (r[i].rc)
+			fail_msg("reader %u: %s (%s)", i, r[i].why, strerror(-r[i].rc));
+		reads += r[i].reads;
+	}
+	assert_int_equal(lode_close(f), 0);
+	printf("%u writes raced by %u reads of the same chunks, one handle\n", RACE_WRITES, reads);
+	assert_int_equal(lode_layout_info(clients[0], "/race", &l, &degraded), 0);
+	assert_int_equal(degraded, 0);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_reads_racing_writes_of_one_handle_see_whole_writes),
 	    cmocka_unit_test(
 		test_eight_writers_on_two_clients_write_interleaved_records_of_one_file),
 	    cmocka_unit_test(
