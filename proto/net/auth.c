@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "wire_spec.h"
 #include "codec.h"
 #include "cap.h"
 #include "wire_spec.h"
@@ -324,6 +325,23 @@ bool lode_auth_verify(const uint8_t key[LODE_KEY_BYTES], bool server, unsigned r
 	ok = sodium_memcmp(want, proof, LODE_PROOF_BYTES) == 0;
 	sodium_memzero(want, sizeof(want));
 	return ok;
+}
+
+int lode_auth_check_server(uint32_t body_len, const struct lode_wire_auth_rep *rep,
+			   const uint8_t *key, unsigned role,
+			   const uint8_t cnonce[LODE_NONCE_BYTES], bool *step2,
+			   uint8_t proof[LODE_PROOF_BYTES])
+{
+	*step2 = false;
+	if (body_len != sizeof(*rep) || rep->reserved || (rep->flags & ~LODE_AUTH_F_INSECURE))
+		return -EPROTO;
+	if (rep->flags & LODE_AUTH_F_INSECURE)
+		return key ? -EACCES : 0;
+	if (!key || !lode_auth_verify(key, true, role, cnonce, rep->nonce, rep->proof))
+		return -EACCES;
+	lode_auth_proof(key, false, role, cnonce, rep->nonce, proof);
+	*step2 = true;
+	return 0;
 }
 
 const char *lode_auth_explain(int rc, const char *key_file, char *buf, size_t len)

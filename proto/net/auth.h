@@ -105,6 +105,21 @@ bool lode_auth_verify(const uint8_t key[LODE_KEY_BYTES], bool server, unsigned r
 		      const uint8_t snonce[LODE_NONCE_BYTES],
 		      const uint8_t proof[LODE_PROOF_BYTES]);
 
+struct lode_wire_auth_rep;
+/*
+ * The client's check of the server's answer to AUTH step 1 (body_len bytes in rep; a
+ * refusal's status is the caller's to check), for the connecting sides (rpc.c,
+ * rpc_direct.c). key: the client's key for role, or NULL when it holds none; cnonce: what
+ * it sent. Returns 0 when the server is accepted, with *step2 true when the client must
+ * now send AUTH step 2 with proof (filled here); -EACCES when the server proves no key,
+ * or none where this client holds one (an insecure server: anyone could claim to be
+ * one); -EPROTO for a malformed answer.
+ */
+int lode_auth_check_server(uint32_t body_len, const struct lode_wire_auth_rep *rep,
+			   const uint8_t *key, unsigned role,
+			   const uint8_t cnonce[LODE_NONCE_BYTES], bool *step2,
+			   uint8_t proof[LODE_PROOF_BYTES]);
+
 /*
  * Why a connection failed with rc, in words, for a tool to print: the key file's problem if
  * it has one (key_file, or LODE_KEY_FILE when NULL; "" for none), "the cluster refused the

@@ -379,6 +379,7 @@ static void auth_on_reply(struct lode_rpc_conn *conn, const struct lode_wire_hdr
 	struct lode_rpc *rpc = conn->rpc;
 	const struct lode_wire_auth_rep *rep = &conn->auth_rep;
 	uint8_t proof[LODE_PROOF_BYTES];
+	bool step2;
 	int rc;
 
 	if (hdr->status) {
@@ -389,29 +390,13 @@ static void auth_on_reply(struct lode_rpc_conn *conn, const struct lode_wire_hdr
 	}
 	if (conn->auth == A_READY)
 		return; /* step 2 accepted: calls already follow it */
-	if (hdr->body_len != sizeof(*rep) || rep->reserved ||
-	    (rep->flags & ~LODE_AUTH_F_INSECURE)) {
-		conn->ops->close(conn->t, -EPROTO);
-		return;
-	}
-	if (rep->flags & LODE_AUTH_F_INSECURE) {
-		/* a server without a key cannot prove one: a client holding one refuses it
-		 * (else anyone could pose as the cluster by claiming to be insecure) */
-		if (rpc->has_key) {
-			conn->ops->close(conn->t, -EACCES);
-			return;
-		}
-	} else if (!rpc->has_key || !lode_auth_verify(rpc->key, true, rpc->role, conn->cnonce,
-						      rep->nonce, rep->proof)) {
-		conn->ops->close(conn->t, -EACCES);
-		return;
-	} else {
-		lode_auth_proof(rpc->key, false, rpc->role, conn->cnonce, rep->nonce, proof);
+	rc = lode_auth_check_server(hdr->body_len, rep, rpc->has_key ? rpc->key : NULL, rpc->role,
+				    conn->cnonce, &step2, proof);
+	if (!rc && step2)
 		rc = auth_send(conn, 2, proof);
-		if (rc) {
-			conn->ops->close(conn->t, rc);
-			return;
-		}
+	if (rc) {
+		conn->ops->close(conn->t, rc);
+		return;
 	}
 	__atomic_store_n(&conn->server_flags, rep->flags, __ATOMIC_RELAXED);
 	conn->auth = A_READY;

@@ -139,7 +139,8 @@ static int handshake(struct lode_direct_pool *p, int fd, uint64_t deadline_ms)
 	struct lode_wire_auth_req req = {.step = 1, .role = p->auth.role};
 	struct lode_wire_auth_rep rep;
 	struct lode_wire_hdr h;
-	uint8_t cnonce[LODE_NONCE_BYTES];
+	uint8_t cnonce[LODE_NONCE_BYTES], proof[LODE_PROOF_BYTES];
+	bool step2;
 	int rc;
 
 	if (p->auth.has_key) {
@@ -157,22 +158,16 @@ static int handshake(struct lode_direct_pool *p, int fd, uint64_t deadline_ms)
 	if (h.status) /* refused: a keyless client where a key is needed, an unknown role */
 		return lode_status_to_errno(h.status) == -EACCES ? -EACCES : -EPROTO;
 	if (h.body_len != sizeof(rep) || h.data_len)
-		return -EPROTO;
+		return -EPROTO; /* before reading a body of the wrong size */
 	rc = recv_all(fd, &rep, sizeof(rep), deadline_ms);
+	if (!rc)
+		rc = lode_auth_check_server(h.body_len, &rep, p->auth.has_key ? p->auth.key : NULL,
+					    p->auth.role, cnonce, &step2, proof);
 	if (rc)
 		return rc;
-	if (rep.reserved || (rep.flags & ~LODE_AUTH_F_INSECURE))
-		return -EPROTO;
-	if (rep.flags & LODE_AUTH_F_INSECURE) {
-		/* a server without a key cannot prove one: a client holding one refuses it */
-		if (p->auth.has_key)
-			return -EACCES;
-	} else {
-		if (!p->auth.has_key || !lode_auth_verify(p->auth.key, true, p->auth.role, cnonce,
-							  rep.nonce, rep.proof))
-			return -EACCES;
+	if (step2) {
 		req = (struct lode_wire_auth_req){.step = 2, .role = p->auth.role};
-		lode_auth_proof(p->auth.key, false, p->auth.role, cnonce, rep.nonce, req.proof);
+		memcpy(req.proof, proof, sizeof(proof));
 		rc = send_auth(fd, &req, deadline_ms);
 		if (!rc)
 			rc = recv_hdr(fd, &h, LODE_OP_AUTH, 0, deadline_ms);
@@ -280,17 +275,15 @@ static void drop_idle(struct lode_direct_pool *p)
 	}
 }
 
-/* Sends the request and reads its reply on d. Returns 0 with call->status set (the
- * connection is fine), or a transport error (it is not). */
-static int exchange(struct dconn *d, struct lode_call *call, uint64_t deadline_ms)
+/* Sends the request (dlen bytes of data) and reads its reply on d. Returns 0 with call->status set
+ * (the connection is fine), or a transport error (it is not). */
+static int exchange(struct dconn *d, struct lode_call *call, uint64_t dlen, uint64_t deadline_ms)
 {
 	struct iovec iov[IOV_MAX_];
 	struct lode_wire_hdr h;
-	uint64_t id = d->next_id++, dlen = 0;
+	uint64_t id = d->next_id++;
 	int n = 0, rc;
 
-	for (int i = 0; i < call->data_iovcnt; i++)
-		dlen += call->data[i].iov_len;
 	lode_hdr_init(&h, call->opcode, id, call->body_len, dlen);
 	h.flags = call->lazy ? LODE_WIRE_F_LAZY : 0;
 	iov[n++] = (struct iovec){&h, sizeof(h)};
@@ -341,7 +334,7 @@ int lode_direct_call(struct lode_direct_pool *p, struct lode_call *call)
 		if (rc)
 			return call->status = rc;
 	}
-	rc = exchange(d, call, deadline_ms);
+	rc = exchange(d, call, dlen, deadline_ms);
 	if (rc) {
 		conn_close(d);
 		if (rc != -ETIMEDOUT && rc != -EPROTO)
