@@ -10,7 +10,10 @@
  *
  * A piece whose target errs, times out or returns data that does not match its checksums
  * is retried on the next copy; only when every copy failed does the read fail, with -EIO
- * for corruption. Corrupt data is never copied to the caller.
+ * for corruption. Corrupt data is never copied to the caller. A mismatch is read once more
+ * from the same copy first, held against writes (LODE_OBJ_READ_HELD): a write of the same
+ * chunks from another client can land between the OSS's read of the checksums and its send
+ * of the bytes, and that copy is not bad.
  *
  * A copy that answers fewer bytes than the file's size says its object holds is tried on
  * the next copy too: it may be the old object of a copy moved elsewhere (lodectl drain,
@@ -179,6 +182,8 @@ static void read_piece_done(struct lode_call *call)
 				p->had_short = true;
 				p->short_mirror = p->mirror;
 			}
+			p->reread = false;
+			p->req.flags = 0;
 			p->mirror = (unsigned)next;
 			read_piece_submit(p);
 			return;
@@ -193,13 +198,16 @@ static void read_piece_done(struct lode_call *call)
 
 		p->last_err = rc;
 		if (rc == -EBADMSG && !p->reread) {
-			/* a write racing this read can make bytes and checksums disagree for a
-			 * moment: read once more before calling the copy bad */
+			/* a write racing this read can pair its bytes with the checksums read
+			 * before it: read once more, bytes and checksums of one moment, before
+			 * calling the copy bad */
 			p->reread = true;
+			p->req.flags = LODE_OBJ_READ_HELD;
 			read_piece_submit(p);
 			return;
 		}
 		p->reread = false;
+		p->req.flags = 0;
 		if (rc == -EACCES || rc == -EKEYEXPIRED) {
 			/* the capability, not the copy: every copy would say the same */
 			read_piece_end(p, rc);

@@ -626,14 +626,41 @@ static int op_write(struct lode_oss *oss, struct lode_objstore_io *io, struct lo
 			(end + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE, write_start);
 }
 
+static void hold_read_done(void *arg, int status, struct lode_obj_result *res)
+{
+	struct obj_hold *h = arg;
+	struct lode_req *req = h->req;
+
+	/* the bytes are a copy in memory: no write can change them now */
+	hold_release(h);
+	read_done(req, status, res);
+}
+
+static int read_held_start(struct lode_oss *oss, struct lode_objstore_io *io, struct obj_hold *h)
+{
+	const struct lode_wire_obj_read_req *rr = h->msg->fixed;
+
+	(void)oss;
+	if (!io)
+		return -ENOMEM;
+	lode_objstore_read(io, &rr->obj, rr->offset, rr->length, hold_read_done, h);
+	return 0;
+}
+
+/* A read goes from the page cache to the socket, unless it asks for bytes and checksums
+ * of one moment (LODE_OBJ_READ_HELD): then it holds its chunks against writes, as they hold
+ * them against each other, while it reads a copy. */
 static int op_read(struct lode_oss *oss, struct lode_objstore_io *io, struct lode_req *req,
 		   const struct lode_msg *msg)
 {
 	const struct lode_wire_obj_read_req *rr = msg->fixed;
 
-	(void)oss;
 	if (!io)
 		return -ENOMEM;
+	if (rr->flags & LODE_OBJ_READ_HELD)
+		return hold_run(oss, io, req, msg, &rr->obj, rr->offset / LODE_CHUNK_SIZE,
+				(rr->offset + rr->length + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE,
+				read_held_start);
 	lode_objstore_read_fd(io, &rr->obj, rr->offset, rr->length, read_done, req);
 	return 0;
 }

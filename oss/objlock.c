@@ -10,7 +10,8 @@
  * update). So every write, and every truncate, holds the chunks it touches from before its
  * first I/O until it is answered: on a chain head that includes the forward to the other
  * copies, so overlapping writes reach every copy in the head's order and mirrors cannot
- * diverge (the ordering chained replication promises).
+ * diverge (the ordering chained replication promises). A read that asks for bytes and
+ * checksums of one moment (LODE_OBJ_READ_HELD) holds its chunks the same way while it reads.
  *
  * Cost. Writes to disjoint chunk ranges never wait: a single writer's pipelined pieces of
  * one object, and N-to-1 writers of disjoint chunk-aligned ranges, go on as before; the

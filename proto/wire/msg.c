@@ -443,7 +443,7 @@ static int check_obj_read(struct lode_msg *m, uint32_t blen, uint64_t dlen)
 	const struct lode_wire_obj_read_req *r = m->fixed;
 
 	(void)blen, (void)dlen;
-	if (!objid_ok(&r->obj))
+	if (!objid_ok(&r->obj) || (r->flags & ~LODE_OBJ_READ_ALL_))
 		return -EPROTO;
 	if (r->offset % LODE_CHUNK_SIZE || r->length == 0 || r->length > LODE_DATA_MAX)
 		return -EINVAL;
@@ -685,7 +685,6 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 			   .roles = R_ANY},
     [LODE_OP_OBJ_READ] = {.name = "OBJ_READ",
 			  .fixed = sizeof(struct lode_wire_obj_read_req),
-			  .zero = {ZERO(struct lode_wire_obj_read_req, reserved)},
 			  .check = check_obj_read,
 			  .roles = R_ANY},
     [LODE_OP_OBJ_TRUNCATE] = {.name = "OBJ_TRUNCATE",

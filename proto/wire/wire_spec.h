@@ -925,9 +925,18 @@ struct lode_wire_obj_read_req {
 	struct lode_wire_objid obj;
 	uint64_t offset;
 	uint32_t length;
-	uint32_t reserved;
+	uint32_t flags; /* LODE_OBJ_READ_* */
 };
 _Static_assert(sizeof(struct lode_wire_obj_read_req) == 40, "obj read");
+
+/* Read bytes and checksums from one moment: the OSS holds the chunks against writes (as a
+ * write holds them) while it reads them into memory, and sends that copy. Without it the
+ * bytes go from the page cache to the socket without a copy, and a write of the same
+ * chunks landing meanwhile can pair its bytes with the checksums read before it. A client
+ * reads a chunk that did not match once more with this flag before it takes the copy for
+ * bad. */
+#define LODE_OBJ_READ_HELD 0x1u
+#define LODE_OBJ_READ_ALL_ 0x1u
 
 struct lode_wire_obj_read_rep {
 	uint64_t object_size;

@@ -6,7 +6,7 @@
  * sees the union, and writers whose writes overlap get, for each chunk-aligned write, one
  * writer's bytes with checksums that verify, on every copy alike. And readers racing a
  * writer of the same chunks through the same handle get, for each chunk, the bytes of one
- * write whole, with no copy marked degraded.
+ * write whole, with no copy marked degraded; so do readers on another client.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -343,38 +343,26 @@ static void *race_reader(void *arg)
 }
 
 /*
- * Reads of chunks a write of the same handle is rewriting (a mount's shared writer: the
- * kernel reads pages of a file while it writes others back). The OSS reads a chunk's
- * checksum, then sends its bytes from the page cache, which the write changes in place: the
- * reader saw one write's bytes with another's checksum, took the copy for corrupt, had it
- * marked degraded (bad data), and failed with EIO once both copies were (fsx through the
- * mount, under load). Reads and writes of a handle now take turns.
+ * Two readers loop over the first RACE_SIZE bytes through rf while RACE_WRITES full-chunk
+ * writes through wf rewrite them: every read gets whole chunks, and no copy ends degraded.
  */
-static void test_reads_racing_writes_of_one_handle_see_whole_writes(void **state)
+static void race(struct lode_file *wf, struct lode_file *rf, const char *path, const char *how)
 {
-	struct lode_layout l = {
-	    .stripe_size = OVL_SIZE, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
 	struct racer r[2] = {0};
-	struct lode_file *f;
+	struct lode_layout l;
 	char *b = malloc(CHUNK);
 	uint64_t degraded = 99;
 	unsigned reads = 0;
 
-	(void)state;
 	assert_non_null(b);
-	assert_int_equal(lode_create_with_layout(clients[1], "/race", 0644, &l, &f), 0);
-	memset(b, 'a', CHUNK);
-	for (unsigned k = 0; k < RACE_SIZE / CHUNK; k++)
-		assert_int_equal(lode_pwrite(f, b, CHUNK, k * CHUNK), CHUNK);
-	assert_int_equal(lode_fsync(f), 0);
 	race_over = false;
 	for (unsigned i = 0; i < 2; i++) {
-		r[i].f = f;
+		r[i].f = rf;
 		assert_int_equal(pthread_create(&r[i].thread, NULL, race_reader, &r[i]), 0);
 	}
 	for (unsigned w = 0; w < RACE_WRITES && !r[0].rc && !r[1].rc; w++) {
 		memset(b, 'b' + w % 20, CHUNK);
-		assert_int_equal(lode_pwrite(f, b, CHUNK, (w % (RACE_SIZE / CHUNK)) * CHUNK),
+		assert_int_equal(lode_pwrite(wf, b, CHUNK, (w % (RACE_SIZE / CHUNK)) * CHUNK),
 				 CHUNK);
 	}
 	race_over = true;
@@ -384,17 +372,69 @@ static void test_reads_racing_writes_of_one_handle_see_whole_writes(void **state
 			fail_msg("reader %u: %s (%s)", i, r[i].why, strerror(-r[i].rc));
 		reads += r[i].reads;
 	}
-	assert_int_equal(lode_close(f), 0);
-	printf("%u writes raced by %u reads of the same chunks, one handle\n", RACE_WRITES, reads);
-	assert_int_equal(lode_layout_info(clients[0], "/race", &l, &degraded), 0);
+	printf("%u writes raced by %u reads of the same chunks, %s\n", RACE_WRITES, reads, how);
+	assert_int_equal(lode_layout_info(clients[0], path, &l, &degraded), 0);
 	assert_int_equal(degraded, 0);
 	free(b);
+}
+
+/* A file of RACE_SIZE bytes on one stripe of two copies, open for writing on clients[1]. */
+static struct lode_file *race_file(const char *path)
+{
+	struct lode_layout l = {
+	    .stripe_size = OVL_SIZE, .stripe_count = 1, .mirror_count = 2, .targets = {1, 2}};
+	struct lode_file *f;
+	char *b = malloc(CHUNK);
+
+	assert_non_null(b);
+	assert_int_equal(lode_create_with_layout(clients[1], path, 0644, &l, &f), 0);
+	memset(b, 'a', CHUNK);
+	for (unsigned k = 0; k < RACE_SIZE / CHUNK; k++)
+		assert_int_equal(lode_pwrite(f, b, CHUNK, k * CHUNK), CHUNK);
+	assert_int_equal(lode_fsync(f), 0);
+	free(b);
+	return f;
+}
+
+/*
+ * Reads of chunks a write of the same handle is rewriting (a mount's shared writer: the
+ * kernel reads pages of a file while it writes others back). The OSS reads a chunk's
+ * checksum, then sends its bytes from the page cache, which the write changes in place: the
+ * reader saw one write's bytes with another's checksum, took the copy for corrupt, had it
+ * marked degraded (bad data), and failed with EIO once both copies were (fsx through the
+ * mount, under load). Reads and writes of a handle now take turns.
+ */
+static void test_reads_racing_writes_of_one_handle_see_whole_writes(void **state)
+{
+	struct lode_file *f = race_file("/race");
+
+	(void)state;
+	race(f, f, "/race", "one handle");
+	assert_int_equal(lode_close(f), 0);
+}
+
+/*
+ * The same race between two clients, which share no handle: a reader that finds bytes and
+ * checksums apart reads the chunk once more, held against writes at the OSS, and so never
+ * takes a good copy for bad (both copies were marked degraded and the read failed with EIO
+ * before that second read was held).
+ */
+static void test_reads_racing_another_clients_writes_keep_every_copy(void **state)
+{
+	struct lode_file *w = race_file("/race2"), *r;
+
+	(void)state;
+	assert_int_equal(lode_open(clients[0], "/race2", O_RDONLY, 0, &r), 0);
+	race(w, r, "/race2", "two clients");
+	assert_int_equal(lode_close(r), 0);
+	assert_int_equal(lode_close(w), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reads_racing_writes_of_one_handle_see_whole_writes),
+	    cmocka_unit_test(test_reads_racing_another_clients_writes_keep_every_copy),
 	    cmocka_unit_test(
 		test_eight_writers_on_two_clients_write_interleaved_records_of_one_file),
 	    cmocka_unit_test(

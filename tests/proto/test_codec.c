@@ -497,8 +497,7 @@ static const struct req_case reqs[] = {
      .required = {FIELD(struct lode_wire_obj_write_req, obj.ino)}},
     {LODE_OP_OBJ_READ,
      FIXED(struct lode_wire_obj_read_req, .obj = GOOD_OBJ, .offset = CHUNK, .length = 100),
-     .reserved = {FIELD(struct lode_wire_obj_read_req, obj.reserved),
-		  FIELD(struct lode_wire_obj_read_req, reserved)},
+     .reserved = {FIELD(struct lode_wire_obj_read_req, obj.reserved)},
      .required = {FIELD(struct lode_wire_obj_read_req, obj.ino)}},
     {LODE_OP_OBJ_TRUNCATE, FIXED(struct lode_wire_obj_truncate_req, .obj = GOOD_OBJ, .size = 5),
      .reserved = {FIELD(struct lode_wire_obj_truncate_req, obj.reserved)},
@@ -1373,8 +1372,10 @@ static void test_create_and_layout_check_refuse_each_bad_layout_field(void **sta
 
 /* ---- objects ---- */
 
-static void test_obj_read_checks_offset_and_length(void **state)
+static void test_obj_read_checks_offset_length_and_flags(void **state)
 {
+	static const struct value_case flags[] = {
+	    {0, 0}, {LODE_OBJ_READ_HELD, 0}, {2, -EPROTO}, {UINT32_MAX, -EPROTO}};
 	static const struct value_case offsets[] = {
 	    {0, 0}, {CHUNK, 0}, {1, -EINVAL}, {512, -EINVAL}, {CHUNK + 512, -EINVAL}};
 	static const struct value_case lengths[] = {{1, 0},
@@ -1387,6 +1388,7 @@ static void test_obj_read_checks_offset_and_length(void **state)
 	(void)state;
 	EXPECT_FIELD(LODE_OP_OBJ_READ, NULL, struct lode_wire_obj_read_req, offset, offsets);
 	EXPECT_FIELD(LODE_OP_OBJ_READ, NULL, struct lode_wire_obj_read_req, length, lengths);
+	EXPECT_FIELD(LODE_OP_OBJ_READ, NULL, struct lode_wire_obj_read_req, flags, flags);
 	/* an offset past int64: test_sizes_and_offsets_past_int64_max_are_too_big */
 }
 
@@ -2449,7 +2451,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_create_checks_its_flags_and_its_layout_markers),
 	    cmocka_unit_test(test_create_takes_a_layout_with_its_targets_or_with_none),
 	    cmocka_unit_test(test_create_and_layout_check_refuse_each_bad_layout_field),
-	    cmocka_unit_test(test_obj_read_checks_offset_and_length),
+	    cmocka_unit_test(test_obj_read_checks_offset_length_and_flags),
 	    cmocka_unit_test(test_obj_write_checks_its_checksums_data_offset_and_flags),
 	    cmocka_unit_test(test_obj_write_accepts_a_chain_of_zero_to_the_most_hops),
 	    cmocka_unit_test(test_obj_write_rejects_a_chain_of_the_wrong_shape),
