@@ -129,6 +129,13 @@ struct lode_file {
 				     * known current (the open, or a LAYOUT_GET) */
 	uint64_t report_pending;    /* protected by lock: copies found failing, not yet reported */
 	uint64_t report_bad_data;   /* protected by lock: of those, the ones with bad data */
+	/* What each stripe's object takes on disk, as this handle's writes were answered (the
+	 * largest answer per stripe: writes only add blocks). A handle that created its file
+	 * (O_EXCL) and has neither truncated nor allocated since (stored_exact) knows from them
+	 * what the file takes, for st_blocks, without an OBJ_STAT per stripe at each commit;
+	 * a stripe it has not written has no object. */
+	bool stored_exact; /* protected by lock */
+	_Atomic uint64_t stored[LODE_LAYOUT_TARGETS_MAX];
 
 	/* Sequential read-ahead of read-only handles (readahead.c): allocated on the first
 	 * sequential reads, dropped for good once reads of this handle overlap in time. */

@@ -117,8 +117,15 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 		return rc;
 	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of
 	 * an existing file works); reads are allowed if the caller asked for them */
-	return open_finish(c, &rep, sent_ms, flags,
-			   (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags, out);
+	rc = open_finish(c, &rep, sent_ms, flags, (flags & O_ACCMODE) == O_RDONLY ? O_RDWR : flags,
+			 out);
+	if (!rc && (flags & O_EXCL) && !(flags & O_TRUNC)) {
+		/* a new file: its objects hold only what this handle writes */
+		pthread_mutex_lock(&(*out)->lock);
+		(*out)->stored_exact = true;
+		pthread_mutex_unlock(&(*out)->lock);
+	}
+	return rc;
 }
 
 int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,

@@ -158,9 +158,10 @@ struct chain {
 	struct lode_wire_cap cap;	  /* sent with every round */
 	struct lode_wire_obj_chain_rep rep;
 	/* results: written by one completion at a time (a resubmission follows the last) */
-	unsigned good; /* copies that took it */
-	int err;       /* a failure that fails the operation itself */
-	int copy_err;  /* the last failure of one copy (recorded as degraded) */
+	unsigned good;	 /* copies that took it */
+	int err;	 /* a failure that fails the operation itself */
+	int copy_err;	 /* the last failure of one copy (recorded as degraded) */
+	uint64_t stored; /* the largest bytes_stored a head that took it answered */
 	/* OBJ_WRITE: copies the head stored the write for and could not forward it to
 	 * (ECANCELED) are not sent it alone, where it could land after another writer's
 	 * overlapping write that the head ordered after it: the round ends with -ERESTART,
@@ -190,6 +191,9 @@ int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end
 /* The bytes one copy of the file takes on its targets' disks (OBJ_STAT of the first live
  * copy of each stripe). Returns 0 or -errno; *bytes written only on success. */
 int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes);
+/* A write of stripe's object was answered with the bytes the object takes now (struct
+ * lode_file's stored). Any thread; never blocks. */
+void lode_client_file_stored(struct lode_file *f, unsigned stripe, uint64_t bytes);
 /* Makes the written stripes (bit s % 64 for stripe s) durable on every live copy, and
  * sends the file's durable COMMIT while the object servers sync (its result in
  * *commit_rc): fsync returns when both are durable, and neither waits for the other. If

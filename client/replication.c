@@ -193,6 +193,8 @@ static void chain_done(struct lode_call *call)
 			if (!st) {
 				ch->good++;
 				head_stored |= k == 0;
+				if (k == 0 && rep->obj.bytes_stored > ch->stored)
+					ch->stored = rep->obj.bytes_stored;
 			} else if (st == -ECANCELED)
 				retry |= 1u << k;
 			else if (lode_client_copy_failure(st))

@@ -54,6 +54,8 @@ static void write_call_done(struct lode_call *call)
 	struct write_piece *p = call->arg;
 	unsigned i = (unsigned)(call - p->calls);
 
+	if (!call->status && call->reply_body_len == sizeof(p->reps[i]))
+		lode_client_file_stored(p->f, p->req->obj.stripe, p->reps[i].bytes_stored);
 	if (lode_client_copy_failure(call->status)) {
 		lode_client_file_report(p->f, p->idx[i], LODE_REPORT_WRITE_FAILED);
 		if (lode_client_unreachable(call->status))
@@ -79,6 +81,8 @@ static void write_chain_finish(struct chain *ch)
 {
 	struct write_piece *p = ch->arg;
 
+	if (ch->good)
+		lode_client_file_stored(p->f, p->req->obj.stripe, ch->stored);
 	p->good = ch->good;
 	p->err = ch->err;
 	p->copy_err = ch->copy_err;
@@ -563,10 +567,33 @@ static int objects_each(struct lode_file *f, uint8_t op, uint64_t stripes, uint6
 	return rc;
 }
 
+/* A truncate or an allocation changes what objects take, unanswered by writes: st_blocks
+ * is measured (OBJ_STAT) from then on. */
+static void stored_inexact(struct lode_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->stored_exact = false;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void lode_client_file_stored(struct lode_file *f, unsigned stripe, uint64_t bytes)
+{
+	uint64_t old;
+
+	if (stripe >= LODE_LAYOUT_TARGETS_MAX)
+		return;
+	old = atomic_load_explicit(&f->stored[stripe], memory_order_relaxed);
+	while (bytes > old &&
+	       !atomic_compare_exchange_weak_explicit(&f->stored[stripe], &old, bytes,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 int lode_client_objects_truncate(struct lode_file *f, uint64_t new_size)
 {
 	int rc;
 
+	stored_inexact(f);
 	lode_client_write_gen_bump(f->c); /* as for a write */
 	rc = objects_each(f, LODE_OP_OBJ_TRUNCATE, ~0ull, new_size, 0);
 	lode_client_write_gen_bump(f->c);
@@ -609,7 +636,9 @@ static void stat_done(struct lode_call *call)
  * What one copy of the file takes on disk: OBJ_STAT of the first live copy of each stripe,
  * its data and checksum files' allocated blocks summed. A measure, not a ledger: taken by
  * the writer when it commits, so that st_blocks (and du, and quotas built on it) shows
- * what a sparse or preallocated file really takes, at one RPC per stripe per commit.
+ * what a sparse or preallocated file really takes, at one RPC per stripe per commit. A
+ * handle that created its file and only wrote it sums its writes' answers instead (struct
+ * lode_file's stored): a new file's commit costs no round trip to the object servers.
  */
 int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 {
@@ -618,8 +647,20 @@ int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 	struct lode_wire_cap cap;
 	uint64_t degraded;
 	struct window w;
+	bool exact;
 	int rc, rc2;
 
+	pthread_mutex_lock(&f->lock);
+	exact = f->stored_exact;
+	pthread_mutex_unlock(&f->lock);
+	if (exact) {
+		uint64_t sum = 0;
+
+		for (unsigned s = 0; s < l->stripe_count && s < LODE_LAYOUT_TARGETS_MAX; s++)
+			sum += atomic_load_explicit(&f->stored[s], memory_order_relaxed);
+		*bytes = sum;
+		return 0;
+	}
 	rc = lode_client_file_cap(f, false, &cap);
 	if (rc)
 		return rc;
@@ -680,5 +721,6 @@ int lode_client_objects_stored(struct lode_file *f, uint64_t *bytes)
 
 int lode_client_objects_allocate(struct lode_file *f, uint64_t off, uint64_t end)
 {
+	stored_inexact(f);
 	return objects_each(f, LODE_OP_OBJ_ALLOCATE, ~0ull, off, end);
 }

@@ -10,11 +10,11 @@
  * durable with the next fsync.
  *
  * And a commit taken before a truncate never lands after it: the wrapper holds the first
- * OBJ_STAT after it is armed (a commit measures the file before it sends the size), so a
- * flush is caught between its snapshot of the size and its COMMIT while another thread
- * truncates the file; the MDS must end with the truncate's size. The same hold catches a
- * truncate at its first OBJ_TRUNCATE while a hole is punched: the punch must not grow the
- * file back.
+ * OBJ_STAT after it is armed (a commit of a handle that did not create its file measures
+ * the file before it sends the size), so a flush is caught between its snapshot of the size and its
+ * COMMIT while another thread truncates the file; the MDS must end with the truncate's size. The
+ * same hold catches a truncate at its first OBJ_TRUNCATE while a hole is punched: the punch must
+ * not grow the file back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -80,12 +81,20 @@ static void hold_arm(uint8_t opcode)
 	pthread_mutex_unlock(&log_lock);
 }
 
+/* Waits (10 s at most) for the armed opcode to be held. */
 static void hold_wait(void)
 {
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
 	pthread_mutex_lock(&log_lock);
-	while (!held)
-		pthread_cond_wait(&hold_cond, &log_lock);
+	while (!held && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&hold_cond, &log_lock, &until);
 	pthread_mutex_unlock(&log_lock);
+	if (!held)
+		fail_msg("opcode %u was never sent within 10 s", hold_opcode);
 }
 
 static void hold_release(void)
@@ -243,6 +252,9 @@ static void test_a_commit_taken_before_a_truncate_never_lands_after_it(void **st
 	assert_non_null(buf);
 	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
 	assert_int_equal(lode_create_with_layout(c, "/race", 0644, NULL, &f), 0);
+	assert_int_equal(lode_close(f), 0);
+	/* opened again: a handle that did not create its file measures it at each commit */
+	assert_int_equal(lode_open(c, "/race", O_RDWR, 0, &f), 0);
 	assert_int_equal(lode_pwrite(f, buf, 3 << 20, 0), 3 << 20); /* not committed yet */
 	/* the flush takes the size (3 MiB, to extend to) and is held before its COMMIT (a
 	 * commit measures the file with OBJ_STAT before it sends the size) */

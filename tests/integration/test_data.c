@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,6 +110,30 @@ static void test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss
 	lode_disconnect(c);
 }
 
+/*
+ * st_blocks of a file its creator wrote (summed from its writes' answers) against the same
+ * file measured (OBJ_STAT of each object, as a handle that did not create it measures at
+ * its commit): rewriting bytes it holds adds no blocks, so the two agree, up to a file
+ * system block or so per object for extent blocks allocated at writeback.
+ */
+static void expect_blocks_as_measured(struct lode_client *c, const char *path, const void *same,
+				      size_t len, uint64_t off)
+{
+	struct lode_stat by_writes, measured;
+	struct lode_file *f;
+
+	assert_int_equal(lode_stat(c, path, &by_writes), 0);
+	assert_int_equal(lode_open(c, path, O_WRONLY, 0, &f), 0);
+	assert_int_equal(lode_pwrite(f, same, len, off), (ssize_t)len);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, path, &measured), 0);
+	printf("%s: st_blocks %" PRIu64 " from the creator's writes, %" PRIu64 " measured\n", path,
+	       by_writes.blocks, measured.blocks);
+	assert_true(by_writes.blocks >= by_writes.size / 512 / 4); /* not unmeasured */
+	assert_true(by_writes.blocks + 64 >= measured.blocks);
+	assert_true(measured.blocks + 64 >= by_writes.blocks);
+}
+
 static void test_unaligned_and_sparse_writes_read_back_like_a_local_file(void **state)
 {
 	struct lode_client *c = connect_or_fail();
@@ -135,6 +160,7 @@ static void test_unaligned_and_sparse_writes_read_back_like_a_local_file(void **
 	assert_int_equal(lode_pread(f, got, size, 0), (ssize_t)size);
 	assert_memory_equal(got, model, size);
 	assert_int_equal(lode_close(f), 0);
+	expect_blocks_as_measured(c, "/sparse", model + size - 1000, 1000, size - 1000);
 	/* and through a fresh handle of a fresh client */
 	lode_disconnect(c);
 	c = connect_or_fail();
