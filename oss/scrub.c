@@ -6,12 +6,14 @@
  *
  * It lists the store twice: once for the totals that progress and ETA are measured against,
  * then page by page to read each object in READ_STEP pieces through lode_objstore_read (the
- * same reads clients are served with: no lock is held across I/O, so clients go on). Each
- * chunk's bytes are summed and compared with the stored checksum. A write racing the read
- * can show new bytes with the old checksum for a moment (data is stored before its
- * checksums), so a piece with a bad chunk is read again after RECHECK_MS and counts only if
- * it is still bad. Throttling: after each piece the thread sleeps until the bytes read so
- * far, at `rate`, would have taken as long as the scrub has run.
+ * same reads clients are served with: no lock is held across a first read, so clients go
+ * on). Each chunk's bytes are summed and compared with the stored checksum. A write racing
+ * the read can show new bytes with the old checksum for a moment (data is stored before its
+ * checksums), so a piece with a bad chunk is read again after RECHECK_MS, holding its chunks
+ * against writes as writes hold them against each other (objlock.c), and counts only if it
+ * is still bad: a rewrite that never pauses cannot make a good copy look bad. Throttling:
+ * after each piece the thread sleeps until the bytes read so far, at `rate`, would have
+ * taken as long as the scrub has run.
  */
 #include "scrub.h"
 
@@ -79,6 +81,8 @@ struct run {
 	bool done;
 	int status;
 	struct lode_obj_result res;
+	struct lode_obj_range range; /* a recheck's hold on its chunks */
+	bool held;
 };
 
 static int64_t mono_ns(void)
@@ -139,6 +143,35 @@ static int read_piece(struct run *r, const struct lode_wire_objid *id, uint64_t 
 			return rc;
 	}
 	return r->status;
+}
+
+static void range_granted(struct lode_obj_range *rg)
+{
+	struct run *r = lode_container_of(rg, struct run, range);
+
+	r->held = true;
+	lode_loop_stop(r->loop);
+}
+
+/* The same read held against writes of its chunks, as they hold them against each other:
+ * bytes and checksums of one moment. A queued hold cannot be given up, so this waits for it
+ * whatever the loop says. */
+static int read_piece_held(struct run *r, const struct lode_wire_objid *id, uint64_t off)
+{
+	int rc;
+
+	memset(&r->range, 0, sizeof(r->range));
+	r->range.id = *id;
+	r->range.first = off / LODE_CHUNK_SIZE;
+	r->range.end = (off + READ_STEP + LODE_CHUNK_SIZE - 1) / LODE_CHUNK_SIZE;
+	r->range.loop = r->loop;
+	r->range.granted = range_granted;
+	r->held = lode_objstore_range_lock(r->s->st, &r->range);
+	while (!r->held)
+		lode_loop_run(r->loop);
+	rc = read_piece(r, id, off);
+	lode_objstore_range_unlock(r->s->st, &r->range);
+	return rc;
 }
 
 static void piece_free(struct run *r)
@@ -253,7 +286,7 @@ static int scrub_object(struct run *r, const struct lode_wire_objinfo *o)
 			piece_free(r);
 			if (sleep_until(s, mono_ns() + RECHECK_MS * 1000000L))
 				return 1;
-			rc = read_piece(r, &o->obj, off);
+			rc = read_piece_held(r, &o->obj, off);
 			if (rc)
 				return rc == -ENOENT ? 0 : rc;
 			n = bad_chunks(r, &f);
