@@ -211,8 +211,9 @@ int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const 
 
 /* ---- targets ---- */
 
-/* Fetches the target list: *data (malloc'd, dlen bytes) holds the records. */
-static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
+/* Fetches the target list: *data (malloc'd, dlen bytes) holds the *count records the MDS
+ * says it holds. */
+static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen, uint32_t *count)
 {
 	size_t cap = LODE_TARGETS_MAX * (sizeof(struct lode_wire_target) + LODE_ADDR_MAX + 8);
 	struct lode_wire_target_list_rep rep;
@@ -228,6 +229,7 @@ static int fetch_targets(struct lode_client *c, char **data, uint64_t *dlen)
 		return rc;
 	}
 	*data = buf;
+	*count = rep.count;
 	return 0;
 }
 
@@ -236,12 +238,27 @@ int lode_client_targets_refresh(struct lode_client *c)
 	const struct lode_wire_target *t;
 	struct lode_name addr;
 	uint64_t dlen = 0, pos = 0;
+	uint32_t count;
 	char *data;
 	int rc;
 
-	rc = fetch_targets(c, &data, &dlen);
+	rc = fetch_targets(c, &data, &dlen, &count);
 	if (rc)
 		return rc;
+	/* the whole list checked before any of it is taken: never half a list */
+	for (uint32_t n = 0;; n++) {
+		rc = lode_target_next(data, dlen, &pos, &t, &addr);
+		if (rc <= 0) {
+			if (!rc && n != count)
+				rc = -EPROTO;
+			break;
+		}
+	}
+	if (rc < 0) {
+		free(data);
+		return -EPROTO;
+	}
+	pos = 0;
 	pthread_mutex_lock(&c->lock);
 	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
 		struct target_slot *s = NULL;
@@ -397,10 +414,11 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 	const struct lode_wire_target *t;
 	struct lode_name addr;
 	uint64_t dlen = 0, pos = 0;
+	uint32_t count;
 	int rc, n = 0;
 	char *data;
 
-	rc = fetch_targets(c, &data, &dlen);
+	rc = fetch_targets(c, &data, &dlen, &count);
 	if (rc)
 		return rc;
 	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
@@ -421,7 +439,7 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 		n++;
 	}
 	free(data);
-	return rc < 0 ? -EPROTO : n;
+	return rc < 0 || (uint32_t)n != count ? -EPROTO : n;
 }
 
 /* ---- connect ---- */

@@ -140,7 +140,8 @@ int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uin
  * status not ECANCELED (it always tries its own copy). */
 int lode_dec_obj_chain_rep(const void *body, uint32_t len, unsigned count,
 			   const struct lode_wire_obj_chain_rep **rep);
-/* Walks TARGET_LIST records the same way. */
+/* Walks TARGET_LIST records the same way; a record also needs a target id, a state that
+ * is LODE_TARGET_UP or _DOWN and an admin state it knows. */
 int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		     const struct lode_wire_target **t, struct lode_name *addr);
 

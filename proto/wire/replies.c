@@ -130,7 +130,10 @@ int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		return rc;
 	if (n.len == 0 || n.len > LODE_ADDR_MAX || memchr(n.ptr, '\0', n.len))
 		return -EPROTO;
-	if (((const struct lode_wire_target *)rec)->admin > LODE_TARGET_REMOVED ||
+	if (((const struct lode_wire_target *)rec)->target_id == 0 ||
+	    (((const struct lode_wire_target *)rec)->state != LODE_TARGET_UP &&
+	     ((const struct lode_wire_target *)rec)->state != LODE_TARGET_DOWN) ||
+	    ((const struct lode_wire_target *)rec)->admin > LODE_TARGET_REMOVED ||
 	    ((const struct lode_wire_target *)rec)->reserved1)
 		return -EPROTO;
 	*t = rec;

@@ -2371,7 +2371,7 @@ static void test_readdir_next_rejects_a_record_with_non_zero_reserved_or_padding
 	assert_int_equal(lode_readdir_next(page_mem.b, len, &pos, &e, &n), -EPROTO);
 }
 
-static void test_target_next_rejects_a_record_with_non_zero_reserved(void **state)
+static void test_target_next_rejects_a_record_with_non_zero_reserved_or_unknown_states(void **state)
 {
 	const struct lode_wire_target *t;
 	struct lode_name a;
@@ -2384,6 +2384,17 @@ static void test_target_next_rejects_a_record_with_non_zero_reserved(void **stat
 	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), -EPROTO);
 	first->reserved1 = 0;
 	first->admin = LODE_TARGET_REMOVED + 1; /* no such state */
+	pos = 0;
+	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), -EPROTO);
+	first->admin = LODE_TARGET_DRAINING;
+	for (uint32_t s = 0; s < 5; s++) {
+		first->state = s;
+		pos = 0;
+		assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a),
+				 s == LODE_TARGET_UP || s == LODE_TARGET_DOWN ? 1 : -EPROTO);
+	}
+	first->state = LODE_TARGET_DOWN;
+	first->target_id = 0; /* no target has id 0 */
 	pos = 0;
 	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), -EPROTO);
 }
@@ -2403,7 +2414,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest regressions[] = {
 	    cmocka_unit_test(test_readdir_next_rejects_a_record_with_non_zero_reserved_or_padding),
-	    cmocka_unit_test(test_target_next_rejects_a_record_with_non_zero_reserved),
+	    cmocka_unit_test(
+		test_target_next_rejects_a_record_with_non_zero_reserved_or_unknown_states),
 	    cmocka_unit_test(test_obj_read_rep_rejects_non_zero_reserved),
 	};
 	const struct CMUnitTest tests[] = {
