@@ -124,6 +124,7 @@ def requests():
         (50, 'obj_write_merge', objid() + struct.pack('<QII', 1000, 4, 1) + sums(wdata),
          len(wdata)),
         (51, 'obj_read', objid() + struct.pack('<QII', 0, CHUNK, 0), 0),
+        (51, 'obj_read_held', objid() + struct.pack('<QII', 0, CHUNK, 1), 0),
         (52, 'obj_truncate', objid() + struct.pack('<Q', 50), 0),
         (53, 'obj_remove', objid(), 0),
         (54, 'obj_stat', objid(), 0),
@@ -276,6 +277,10 @@ def oss_handler():
     we = objid() + struct.pack('<QII', edge, 4, 2) + sums(data[:100]) + sums(data[100:])
     write('oss_handler', 'merge', frames([(50, w, data), (50, wm, data), (50, we, data),
                                           (51, rd, b'')]))
+    # a read held against writes (LODE_OBJ_READ_HELD) between writes of the same chunk
+    rh = objid() + struct.pack('<QII', 0, 2 * CHUNK, 1)
+    write('oss_handler', 'held_read', frames([(50, w, data), (51, rh, b''), (50, ws, data),
+                                              (51, rh, b''), (51, rd, b'')]))
     write('oss_handler', 'ping', frames([(2, b'', b'')]))
     write('oss_handler', 'scrub', frames([(59, struct.pack('<II', 16, 0), b''),
                                           (58, struct.pack('<IIQQQ', 2, 0, 0, 0, 0), b'')]))
