@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "wire_spec.h"
 #include "codec.h"
 #include "cap.h"
 #include "wire_spec.h"
