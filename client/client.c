@@ -245,22 +245,13 @@ int lode_client_targets_refresh(struct lode_client *c)
 	rc = fetch_targets(c, &data, &dlen, &count);
 	if (rc)
 		return rc;
-	/* the whole list checked before any of it is taken: never half a list */
-	for (uint32_t n = 0;; n++) {
-		rc = lode_target_next(data, dlen, &pos, &t, &addr);
-		if (rc <= 0) {
-			if (!rc && n != count)
-				rc = -EPROTO;
-			break;
-		}
-	}
-	if (rc < 0) {
+	/* never half a list */
+	if (lode_target_list_check(data, dlen, count)) {
 		free(data);
 		return -EPROTO;
 	}
-	pos = 0;
 	pthread_mutex_lock(&c->lock);
-	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
+	while (lode_target_next(data, dlen, &pos, &t, &addr) == 1) {
 		struct target_slot *s = NULL;
 
 		for (unsigned i = 0; i < c->ntargets; i++)
@@ -288,7 +279,7 @@ int lode_client_targets_refresh(struct lode_client *c)
 	c->targets_refreshed_ms = lode_now_ms();
 	pthread_mutex_unlock(&c->lock);
 	free(data);
-	return rc < 0 ? -EPROTO : 0;
+	return 0;
 }
 
 #define TARGETS_REFRESH_MS 1000
@@ -421,7 +412,11 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 	rc = fetch_targets(c, &data, &dlen, &count);
 	if (rc)
 		return rc;
-	while ((rc = lode_target_next(data, dlen, &pos, &t, &addr)) == 1) {
+	if (lode_target_list_check(data, dlen, count)) {
+		free(data);
+		return -EPROTO;
+	}
+	while (lode_target_next(data, dlen, &pos, &t, &addr) == 1) {
 		if (n < max) {
 			struct lode_target_info *ti = &out[n];
 
@@ -439,7 +434,7 @@ int lode_targets(struct lode_client *c, struct lode_target_info *out, int max)
 		n++;
 	}
 	free(data);
-	return rc < 0 || (uint32_t)n != count ? -EPROTO : n;
+	return n;
 }
 
 /* ---- connect ---- */

@@ -261,6 +261,8 @@ static int fetch_hops(struct lode_mds_link *l)
 	call.reply_data = data;
 	call.reply_data_max = cap;
 	rc = lode_rpc_call(l->conn, &call);
+	if (!rc && lode_target_list_check(data, call.reply_data_len, rep.count))
+		rc = -EPROTO; /* never half a list */
 	if (rc)
 		goto out;
 	while (n < LODE_TARGETS_MAX &&

@@ -144,6 +144,10 @@ int lode_dec_obj_chain_rep(const void *body, uint32_t len, unsigned count,
  * is LODE_TARGET_UP or _DOWN and an admin state it knows. */
 int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 		     const struct lode_wire_target **t, struct lode_name *addr);
+/* A whole TARGET_LIST reply's records: 0 when every one is well formed (as
+ * lode_target_next) and there are exactly count of them (the reply's count), else -EPROTO.
+ * A list is checked whole before any of it is taken. */
+int lode_target_list_check(const void *data, uint64_t data_len, uint32_t count);
 
 /* Layout checks: stripe_size a multiple of LODE_CHUNK_SIZE (and <= 1 GiB), 1 <=
  * stripe_count, 1 <= mirror_count, stripe_count * mirror_count <= LODE_LAYOUT_TARGETS_MAX.

@@ -141,6 +141,18 @@ int lode_target_next(const void *data, uint64_t data_len, uint64_t *pos,
 	return 1;
 }
 
+int lode_target_list_check(const void *data, uint64_t data_len, uint32_t count)
+{
+	const struct lode_wire_target *t;
+	struct lode_name addr;
+	uint64_t pos = 0, n = 0;
+	int rc;
+
+	while ((rc = lode_target_next(data, data_len, &pos, &t, &addr)) == 1)
+		n++;
+	return rc < 0 || n != count ? -EPROTO : 0;
+}
+
 int lode_dec_obj_read_rep(const void *body, uint32_t len, uint64_t data_len, uint32_t length,
 			  const struct lode_wire_obj_read_rep **rep, const uint64_t **sums)
 {

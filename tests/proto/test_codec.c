@@ -1961,6 +1961,22 @@ static void test_target_next_walks_well_formed_records(void **state)
 	assert_int_equal(lode_target_next(page_mem.b, len, &pos, &t, &a), 0);
 }
 
+static void test_a_target_list_is_whole_only_with_as_many_records_as_its_count(void **state)
+{
+	struct lode_wire_target *second = (struct lode_wire_target *)(void *)(page_mem.b + 72);
+	size_t len = two_targets();
+
+	(void)state;
+	assert_int_equal(lode_target_list_check(page_mem.b, len, 2), 0);
+	assert_int_equal(lode_target_list_check(page_mem.b, len, 1), -EPROTO);
+	assert_int_equal(lode_target_list_check(page_mem.b, len, 3), -EPROTO);
+	assert_int_equal(lode_target_list_check(page_mem.b, 0, 0), 0);
+	assert_int_equal(lode_target_list_check(page_mem.b, 72, 1), 0);
+	assert_int_equal(lode_target_list_check(page_mem.b, len - 1, 2), -EPROTO); /* cut */
+	second->state = 9; /* the first record is good, the second is not */
+	assert_int_equal(lode_target_list_check(page_mem.b, len, 2), -EPROTO);
+}
+
 static void test_target_next_rejects_truncated_and_malformed_records(void **state)
 {
 	const struct lode_wire_target *t = SENT(struct lode_wire_target);
@@ -2478,6 +2494,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_readdirplus_records_carry_matching_attributes),
 	    cmocka_unit_test(test_target_next_walks_well_formed_records),
 	    cmocka_unit_test(test_target_next_rejects_truncated_and_malformed_records),
+	    cmocka_unit_test(test_a_target_list_is_whole_only_with_as_many_records_as_its_count),
 	    cmocka_unit_test(test_obj_read_rep_carries_a_checksum_per_chunk_and_no_more_than_asked),
 	    cmocka_unit_test(test_chunk_sum_counts_bytes_past_the_end_as_zero),
 	    cmocka_unit_test(test_chunk_sum_of_a_longer_buffer_covers_one_chunk),
