@@ -9,12 +9,13 @@
  * includes a size changed by ftruncate.) The same for fallocate, whose allocation must be
  * durable with the next fsync.
  *
- * And a commit taken before a truncate never lands after it: the wrapper holds the first
- * OBJ_STAT after it is armed (a commit of a handle that did not create its file measures
- * the file before it sends the size), so a flush is caught between its snapshot of the size and its
- * COMMIT while another thread truncates the file; the MDS must end with the truncate's size. The
- * same hold catches a truncate at its first OBJ_TRUNCATE while a hole is punched: the punch must
- * not grow the file back.
+ * A handle that created its file sends no OBJ_STAT at its close; one that opened it sends
+ * one per stripe. And a commit taken before a truncate never lands after it: the wrapper
+ * holds the first OBJ_STAT after it is armed (a commit of a handle that did not create its
+ * file measures the file before it sends the size), so a flush is caught between its
+ * snapshot of the size and its COMMIT while another thread truncates the file; the MDS must
+ * end with the truncate's size. The same hold catches a truncate at its first OBJ_TRUNCATE
+ * while a hole is punched: the punch must not grow the file back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,7 +109,8 @@ static void hold_release(void)
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 {
 	hold_if(call->opcode);
-	if ((call->opcode == LODE_OP_OBJ_TRUNCATE || call->opcode == LODE_OP_OBJ_FSYNC) &&
+	if ((call->opcode == LODE_OP_OBJ_TRUNCATE || call->opcode == LODE_OP_OBJ_FSYNC ||
+	     call->opcode == LODE_OP_OBJ_STAT) &&
 	    call->body_len >= sizeof(struct lode_wire_objid)) {
 		const struct lode_wire_objid *id = call->body;
 		const char *a = lode_rpc_conn_addr(conn);
@@ -282,6 +284,41 @@ static void test_a_commit_taken_before_a_truncate_never_lands_after_it(void **st
 	free(buf);
 }
 
+/* A handle that created its file knows what it takes from its writes' answers: its close
+ * sends no OBJ_STAT; a handle that opened the file measures at its close, one per stripe. */
+static void test_only_a_handle_that_did_not_create_its_file_measures_it(void **state)
+{
+	struct lode_layout l = {.stripe_size = 1 << 20, .stripe_count = 2, .mirror_count = 2};
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	char *buf = calloc(1, 2 << 20);
+	struct lode_stat created, measured;
+	struct lode_client *c;
+	struct lode_file *f;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	log_clear();
+	assert_int_equal(lode_create_with_layout(c, "/measure", 0644, &l, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, 2 << 20, 0), 2 << 20);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(count(LODE_OP_OBJ_STAT, 0) + count(LODE_OP_OBJ_STAT, 1), 0);
+	assert_int_equal(lode_stat(c, "/measure", &created), 0);
+	assert_int_equal(lode_open(c, "/measure", O_WRONLY, 0, &f), 0);
+	assert_int_equal(lode_pwrite(f, buf, 4096, 0), 4096);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(count(LODE_OP_OBJ_STAT, 0), 1);
+	assert_int_equal(count(LODE_OP_OBJ_STAT, 1), 1);
+	assert_int_equal(lode_stat(c, "/measure", &measured), 0);
+	printf("st_blocks %llu from the creator's writes, %llu measured\n",
+	       (unsigned long long)created.blocks, (unsigned long long)measured.blocks);
+	assert_true(created.blocks >= (2 << 20) / 512);
+	assert_true(created.blocks + 64 >= measured.blocks &&
+		    measured.blocks + 64 >= created.blocks);
+	lode_disconnect(c);
+	free(buf);
+}
+
 static void *punch_thread(void *arg)
 {
 	return (void *)(intptr_t)lode_fallocate(arg, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
@@ -349,6 +386,7 @@ int main(void)
 	    cmocka_unit_test(test_fsync_after_ftruncate_syncs_every_copy_chained),
 	    cmocka_unit_test(test_fsync_after_fallocate_syncs_every_copy),
 	    cmocka_unit_test(test_a_commit_taken_before_a_truncate_never_lands_after_it),
+	    cmocka_unit_test(test_only_a_handle_that_did_not_create_its_file_measures_it),
 	    cmocka_unit_test(test_a_hole_punched_during_a_truncate_never_grows_the_file_back),
 	};
 
