@@ -157,6 +157,7 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	struct lode_mds *m = arg;
 	struct lode_writer_stats ws;
+	struct lode_store_stats ss;
 
 	collect_targets(m, b);
 
@@ -171,10 +172,19 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	    "a CLOSE without commit, writes nothing).");
 	lode_metrics_sample_u64(b, "lode_mds_commits_written_total", NULL, ws.written);
 	lode_metrics_family(b, "lode_mds_syncs_total", "counter",
-			    "Syncs that made commits durable, two fdatasyncs each (the data "
-			    "file, the sync record): one per group commit, except that commits "
-			    "of lazy requests only share the next one.");
+			    "Syncs that made commits durable: one per group commit, except that "
+			    "commits of lazy requests only share the next one. Each is one "
+			    "fdatasync of the commit log, or a checkpoint.");
 	lode_metrics_sample_u64(b, "lode_mds_syncs_total", NULL, ws.syncs);
+	lode_store_stats(m->st, &ss);
+	lode_metrics_family(b, "lode_mds_log_syncs_total", "counter",
+			    "Syncs that were one fdatasync of the commit log.");
+	lode_metrics_sample_u64(b, "lode_mds_log_syncs_total", NULL, ss.log_syncs);
+	lode_metrics_family(b, "lode_mds_checkpoints_total", "counter",
+			    "Checkpoints: the data file and the sync record synced (two "
+			    "fdatasyncs), after which the commit log starts over; at open, every "
+			    "128 commits or 2 s, when the log is half full, and at shutdown.");
+	lode_metrics_sample_u64(b, "lode_mds_checkpoints_total", NULL, ss.checkpoints);
 	lode_metrics_family(b, "lode_mds_store_sync_failed", "gauge",
 			    "1 once a sync of the store failed: the MDS takes no more changes "
 			    "until restarted (its log says why).");

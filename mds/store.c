@@ -20,9 +20,20 @@
 
 #include "mds_spec.h"
 #include "store.h"
+#include "store_log.h"
 #include "store_sync.h"
 
 #define DEFAULT_MAP_SIZE (64ull << 30)
+/* A sync is a checkpoint (store_log.h) once this many commits or milliseconds went by since
+ * the last, or the log is half full: until then the pin keeps commits from reusing the
+ * synced snapshot's pages, so these bound how much the data file grows meanwhile. */
+#define CKPT_COMMITS 128u
+#define CKPT_MS	     2000u
+
+/* A change recorded for the commit log: {op u8, db u8, 0 u16, klen u32, vlen u32, key,
+ * value}. */
+enum redo_op { REDO_PUT = 1, REDO_DEL = 2, REDO_DEL_PREFIX = 3 };
+#define REDO_ENTRY 12u
 
 struct lode_store {
 	MDB_env *env;
@@ -33,7 +44,17 @@ struct lode_store {
 	struct lode_sync_record *rec;
 	MDB_txn *pin;
 	int sync_failed; /* the first failed sync's -errno: no sync nor write is tried again */
-	char note[512];	 /* what lode_store_open() found worth saying, or "" */
+	/* The commit log (store_log.h), on once the store is open: the changes of the write
+	 * txn in progress (LODE_LOG_HDR bytes of room first), commits and time since the last
+	 * checkpoint. Writer thread only. */
+	struct lode_store_log *log;
+	bool log_on;
+	uint8_t *redo;
+	size_t redo_len, redo_cap;
+	uint64_t ckpt_commits, ckpt_ms;
+	unsigned ckpt_every;	       /* commits: CKPT_COMMITS or the opts' */
+	struct lode_store_stats stats; /* written by the writer, read atomically */
+	char note[512];		       /* what lode_store_open() found worth saying, or "" */
 };
 
 static const char *const db_names[LODE_DB_COUNT_] = {
@@ -94,6 +115,8 @@ static int txn_begin(struct lode_store *st, MDB_txn *parent, unsigned flags, str
 
 	t->st = st;
 	t->txn = NULL;
+	t->mark = SIZE_MAX;
+	t->top = false;
 	if (rc)
 		return lode_store_errno(rc);
 	t->txn = txn;
@@ -108,47 +131,110 @@ int lode_store_read_begin(struct lode_store *st, struct lode_txn *t)
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t)
 {
 	/* after a failed sync nothing more is committed: see lode_store_sync */
-	if (!parent && st->sync_failed)
+	int rc;
+
+	if (!parent && st->sync_failed) {
+		*t = (struct lode_txn){.st = st, .mark = SIZE_MAX}; /* an abort does nothing */
 		return st->sync_failed;
-	return txn_begin(st, parent ? parent->txn : NULL, 0, t);
+	}
+	rc = txn_begin(st, parent ? parent->txn : NULL, 0, t);
+	if (rc)
+		return rc;
+	if (!parent)
+		st->redo_len = LODE_LOG_HDR;
+	t->mark = st->redo_len;
+	t->top = !parent;
+	return 0;
 }
 
-int lode_store_commit(struct lode_txn *t)
+static uint64_t mono_ms(void)
 {
-	int rc = mdb_txn_commit(t->txn);
+	struct timespec ts;
 
-	t->txn = NULL;
-	return lode_store_errno(rc);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int lode_store_sync(struct lode_store *st)
+/* Records a change of t for the commit log (a no-op until the log is on). 0 or -ENOMEM. */
+static int redo_add(struct lode_txn *t, enum redo_op op, enum lode_db db, const void *key,
+		    size_t klen, const void *val, size_t vlen)
+{
+	struct lode_store *st = t->st;
+	size_t need = REDO_ENTRY + klen + vlen;
+	uint8_t *p;
+	uint32_t k32 = (uint32_t)klen, v32 = (uint32_t)vlen;
+
+	if (!st->log_on || t->mark == SIZE_MAX)
+		return 0;
+	if (klen > UINT32_MAX || vlen > UINT32_MAX)
+		return -EINVAL;
+	if (st->redo_len + need + LODE_LOG_TRAIL > st->redo_cap) {
+		size_t cap = st->redo_cap ? st->redo_cap : 1u << 16;
+
+		while (cap < st->redo_len + need + LODE_LOG_TRAIL)
+			cap *= 2;
+		p = realloc(st->redo, cap);
+		if (!p)
+			return -ENOMEM;
+		st->redo = p;
+		st->redo_cap = cap;
+	}
+	p = st->redo + st->redo_len;
+	p[0] = (uint8_t)op;
+	p[1] = (uint8_t)db;
+	p[2] = p[3] = 0;
+	memcpy(p + 4, &k32, 4);
+	memcpy(p + 8, &v32, 4);
+	memcpy(p + REDO_ENTRY, key, klen);
+	if (vlen)
+		memcpy(p + REDO_ENTRY + klen, val, vlen);
+	st->redo_len += need;
+	return 0;
+}
+
+/* The failed sync's consequences (see lode_store_sync), whichever sync it was. */
+static int sync_failed(struct lode_store *st, int rc)
+{
+	int prc;
+
+	st->sync_failed = rc;
+	/* the next open rolls back to the record, even in this boot */
+	prc = lode_sync_record_poison(st->rec);
+	if (prc)
+		fprintf(stderr,
+			"lode-mds: marking the sync record after the failed sync failed too (%s): "
+			"a restart of the MDS in this boot would not roll back to the last "
+			"recorded sync; reboot the machine before restarting it\n",
+			strerror(-prc));
+	/* and replays none of the commits answered with this error */
+	prc = st->log ? lode_store_log_poison(st->log) : 0;
+	if (prc)
+		fprintf(stderr,
+			"lode-mds: erasing the commit log's unsynced end after the failed sync "
+			"failed (%s): a restart of the MDS in this boot could bring back changes "
+			"answered with an error; reboot the machine before restarting it\n",
+			strerror(-prc));
+	return rc;
+}
+
+/* Syncs the data file and records its snapshot as durable; the log starts over. */
+static int checkpoint(struct lode_store *st)
 {
 	MDB_envinfo info;
 	int rc;
 
-	/* a later success would vouch for pages the failed one could not write */
-	if (st->sync_failed)
-		return st->sync_failed;
 	rc = lode_store_errno(mdb_env_sync(st->env, 1));
 	if (!rc)
 		rc = lode_store_errno(mdb_env_info(st->env, &info));
 	if (!rc)
 		rc = lode_sync_record_write(st->rec, (uint64_t)info.me_last_txnid);
-	if (rc) {
-		int prc;
-
-		st->sync_failed = rc;
-		/* the next open rolls back to the record, even in this boot */
-		prc = lode_sync_record_poison(st->rec);
-		if (prc)
-			fprintf(
-			    stderr,
-			    "lode-mds: marking the sync record after the failed sync failed too "
-			    "(%s): a restart of the MDS in this boot would not roll back to the "
-			    "last recorded sync; reboot the machine before restarting it\n",
-			    strerror(-prc));
-		return rc;
-	}
+	if (rc)
+		return sync_failed(st, rc);
+	__atomic_store_n(&st->stats.checkpoints, st->stats.checkpoints + 1, __ATOMIC_RELAXED);
+	if (st->log)
+		lode_store_log_rewind(st->log);
+	st->ckpt_commits = 0;
+	st->ckpt_ms = mono_ms();
 	/* the pin moves to the snapshot just made durable */
 	if (st->pin) {
 		mdb_txn_reset(st->pin);
@@ -161,6 +247,51 @@ int lode_store_sync(struct lode_store *st)
 	if (!st->pin)
 		rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->pin));
 	return rc;
+}
+
+int lode_store_commit(struct lode_txn *t)
+{
+	struct lode_store *st = t->st;
+	bool changes = t->top && st->log_on && st->redo_len > LODE_LOG_HDR;
+	size_t payload = st->redo_len - LODE_LOG_HDR;
+	int rc = lode_store_errno(mdb_txn_commit(t->txn));
+
+	t->txn = NULL;
+	if (rc && !t->top)
+		st->redo_len = t->mark; /* a child that failed to commit was aborted */
+	if (rc || !changes)
+		return rc;
+	/* In the log, or (too big for what is left of it, or its write failed) made durable
+	 * in the data file now: a commit the log misses must never be followed by one it
+	 * holds (store_log.h). */
+	st->ckpt_commits++;
+	if (lode_store_log_fits(st->log, payload) &&
+	    !lode_store_log_append(st->log, lode_store_last_txnid(st), st->redo, payload))
+		return 0;
+	return checkpoint(st);
+}
+
+int lode_store_sync(struct lode_store *st)
+{
+	int rc;
+
+	/* a later success would vouch for pages the failed one could not write */
+	if (st->sync_failed)
+		return st->sync_failed;
+	if (!st->log_on || st->ckpt_commits >= st->ckpt_every ||
+	    lode_store_log_used(st->log) > LODE_LOG_SIZE / 2 || mono_ms() - st->ckpt_ms >= CKPT_MS)
+		return checkpoint(st);
+	rc = lode_store_log_sync(st->log);
+	if (rc)
+		return sync_failed(st, rc);
+	__atomic_store_n(&st->stats.log_syncs, st->stats.log_syncs + 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void lode_store_stats(struct lode_store *st, struct lode_store_stats *out)
+{
+	out->log_syncs = __atomic_load_n(&st->stats.log_syncs, __ATOMIC_RELAXED);
+	out->checkpoints = __atomic_load_n(&st->stats.checkpoints, __ATOMIC_RELAXED);
 }
 
 const char *lode_store_open_note(const struct lode_store *st)
@@ -182,6 +313,8 @@ void lode_store_abort(struct lode_txn *t)
 	if (t->txn)
 		mdb_txn_abort(t->txn);
 	t->txn = NULL;
+	if (t->mark != SIZE_MAX && t->st)
+		t->st->redo_len = t->mark; /* what it recorded is undone */
 }
 
 int lode_kv_get(struct lode_txn *t, enum lode_db db, const void *key, size_t klen, void *buf,
@@ -205,16 +338,18 @@ int lode_kv_put(struct lode_txn *t, enum lode_db db, const void *key, size_t kle
 {
 	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
 	MDB_val v = {.mv_size = vlen, .mv_data = (void *)val};
+	int rc = lode_store_errno(mdb_put(t->txn, t->st->dbi[db], &k, &v,
+					  flags & LODE_KV_NOOVERWRITE ? MDB_NOOVERWRITE : 0));
 
-	return lode_store_errno(mdb_put(t->txn, t->st->dbi[db], &k, &v,
-					flags & LODE_KV_NOOVERWRITE ? MDB_NOOVERWRITE : 0));
+	return rc ? rc : redo_add(t, REDO_PUT, db, key, klen, val, vlen);
 }
 
 int lode_kv_del(struct lode_txn *t, enum lode_db db, const void *key, size_t klen)
 {
 	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
+	int rc = lode_store_errno(mdb_del(t->txn, t->st->dbi[db], &k, NULL));
 
-	return lode_store_errno(mdb_del(t->txn, t->st->dbi[db], &k, NULL));
+	return rc ? rc : redo_add(t, REDO_DEL, db, key, klen, NULL, 0);
 }
 
 static int has_prefix(const MDB_val *k, const void *prefix, size_t plen)
@@ -240,7 +375,9 @@ int lode_kv_del_prefix(struct lode_txn *t, enum lode_db db, const void *prefix, 
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
 	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : lode_store_errno(rc);
+	if (rc != MDB_NOTFOUND)
+		return lode_store_errno(rc);
+	return redo_add(t, REDO_DEL_PREFIX, db, prefix, plen, NULL, 0);
 }
 
 int lode_kv_scan(struct lode_txn *t, enum lode_db db, const void *prefix, size_t plen,
@@ -544,6 +681,141 @@ static int check_pages(struct lode_store *st, const char *path, char *why, size_
 	return lode_store_check_pages(path, ms.ms_psize, why, why_len);
 }
 
+/* Applying the commit log at open (store_log.h): the records past the store's last
+ * transaction, each as one commit, which must make the transaction the record names. */
+struct replay {
+	struct lode_store *st;
+	unsigned applied;
+	char *why;
+	size_t why_len;
+};
+
+static int replay_entries(struct lode_store *st, MDB_txn *txn, const uint8_t *p, size_t len)
+{
+	while (len) {
+		uint32_t klen, vlen;
+		MDB_val k, v;
+		int rc;
+
+		if (len < REDO_ENTRY)
+			return MDB_CORRUPTED;
+		memcpy(&klen, p + 4, 4);
+		memcpy(&vlen, p + 8, 4);
+		if (p[1] >= LODE_DB_COUNT_ || (uint64_t)klen + vlen > len - REDO_ENTRY)
+			return MDB_CORRUPTED;
+		k = (MDB_val){.mv_size = klen, .mv_data = (void *)(p + REDO_ENTRY)};
+		v = (MDB_val){.mv_size = vlen, .mv_data = (void *)(p + REDO_ENTRY + klen)};
+		switch (p[0]) {
+		case REDO_PUT:
+			rc = mdb_put(txn, st->dbi[p[1]], &k, &v, 0);
+			break;
+		case REDO_DEL:
+			rc = mdb_del(txn, st->dbi[p[1]], &k, NULL);
+			break;
+		case REDO_DEL_PREFIX: {
+			struct lode_txn t = {.st = st, .txn = txn, .mark = SIZE_MAX};
+
+			rc = lode_kv_del_prefix(&t, (enum lode_db)p[1], k.mv_data, k.mv_size);
+			rc = rc ? MDB_CORRUPTED : 0;
+			break;
+		}
+		default:
+			return MDB_CORRUPTED;
+		}
+		if (rc)
+			return rc;
+		p += REDO_ENTRY + klen + vlen;
+		len -= REDO_ENTRY + klen + vlen;
+	}
+	return 0;
+}
+
+static int replay_record(void *arg, uint64_t txnid, const uint8_t *p, size_t len)
+{
+	struct replay *r = arg;
+	uint64_t last = lode_store_last_txnid(r->st);
+	MDB_txn *txn;
+	int rc;
+
+	if (txnid <= last)
+		return 0; /* in the store already */
+	rc = mdb_txn_begin(r->st->env, NULL, 0, &txn);
+	if (rc)
+		goto fail;
+	rc = replay_entries(r->st, txn, p, len);
+	if (rc) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
+	rc = mdb_txn_commit(txn);
+	if (rc)
+		goto fail;
+	if (lode_store_last_txnid(r->st) != txnid) {
+		snprintf(r->why, r->why_len,
+			 "the commit log's record of transaction %llu follows transaction %llu "
+			 "of the store: a transaction is missing from the log",
+			 (unsigned long long)txnid, (unsigned long long)last);
+		return -EUCLEAN;
+	}
+	r->applied++;
+	return 0;
+fail:
+	snprintf(r->why, r->why_len, "cannot replay transaction %llu of the commit log: %s",
+		 (unsigned long long)txnid, mdb_strerror(rc));
+	return lode_store_errno(rc) ? lode_store_errno(rc) : -EIO;
+}
+
+/*
+ * Opens the commit log and replays what it holds past the store's last transaction (after
+ * a power cut). The checkpoint of the open that follows (open_dbs) makes that durable and
+ * starts the log over; only then does the log take commits (log_on).
+ */
+static int open_log(struct lode_store *st, const char *dir, int was_empty, char *why,
+		    size_t why_len)
+{
+	struct replay r = {.st = st, .why = why, .why_len = why_len};
+	MDB_txn *txn;
+	int fd, rc = lode_store_errno(mdb_env_get_fd(st->env, &fd));
+
+	if (!rc)
+		rc = lode_store_log_open(dir, fd, &st->log);
+	if (rc) {
+		snprintf(why, why_len, "cannot open %s/data.log: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (was_empty)
+		return 0;
+	/* the databases' handles, for the records to name; every one exists once a commit
+	 * was logged (each open creates them all, and checkpoints, before the log is on) */
+	rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn));
+	for (int i = 0; i < LODE_DB_COUNT_ && !rc; i++) {
+		rc = lode_store_errno(mdb_dbi_open(txn, db_names[i], 0, &st->dbi[i]));
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	if (!rc)
+		rc = lode_store_errno(mdb_txn_commit(txn));
+	else
+		mdb_txn_abort(txn);
+	if (rc) {
+		snprintf(why, why_len, "cannot open the databases: %s", strerror(-rc));
+		return rc;
+	}
+	rc = lode_store_log_replay(st->log, replay_record, &r);
+	if (rc) {
+		if (!why[0])
+			snprintf(why, why_len, "cannot read %s/data.log: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (r.applied) {
+		size_t n = strlen(st->note);
+
+		snprintf(st->note + n, sizeof(st->note) - n,
+			 "%sreplayed %u commits from the commit log", n ? "; " : "", r.applied);
+	}
+	return 0;
+}
+
 /* Opens the sync record of the environment just opened (store_sync.h). */
 static int open_record(struct lode_store *st, const char *dir, char *why, size_t why_len)
 {
@@ -579,6 +851,7 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
+	st->ckpt_every = opts->checkpoint_commits ? opts->checkpoint_commits : CKPT_COMMITS;
 	rc = lode_store_errno(mdb_env_create(&st->env));
 	if (rc) {
 		snprintf(why, why_len, "mdb_env_create: %s", strerror(-rc));
@@ -616,9 +889,12 @@ int lode_store_open(const struct lode_store_opts *opts, struct lode_store **out,
 	if (!rc)
 		rc = open_record(st, opts->dir, why, why_len);
 	if (!rc)
+		rc = open_log(st, opts->dir, was_empty, why, why_len);
+	if (!rc)
 		rc = open_dbs(st, was_empty, opts->format, why, why_len);
 	if (rc)
 		goto close_env;
+	st->log_on = true;
 	*out = st;
 	return 0;
 
@@ -627,6 +903,7 @@ close_env:
 		mdb_txn_abort(st->pin);
 	mdb_env_close(st->env);
 	lode_sync_record_close(st->rec);
+	lode_store_log_close(st->log);
 free_st:
 	free(st);
 	return rc;
@@ -636,11 +913,16 @@ void lode_store_close(struct lode_store *st)
 {
 	if (!st)
 		return;
-	lode_store_sync(st); /* what lazy clients were answered for, too */
+	/* what lazy clients were answered for, too, and in the data file: the next open
+	 * replays nothing */
+	if (!st->sync_failed)
+		checkpoint(st);
 	if (st->pin)
 		mdb_txn_abort(st->pin);
 	mdb_env_close(st->env);
 	lode_sync_record_close(st->rec);
+	lode_store_log_close(st->log);
+	free(st->redo);
 	free(st);
 }
 
@@ -843,6 +1125,8 @@ int lode_store_restore(const char *dir, const char *backup, struct lode_restore_
 	unlink(lock); /* the reader table of the store that was */
 	snprintf(lock, sizeof(lock), "%s/data.sync", dir);
 	unlink(lock); /* and its sync record (store_sync.h): it names the old data file */
+	snprintf(lock, sizeof(lock), "%s/data.log", dir);
+	unlink(lock); /* and its commit log (store_log.h), which holds the old file's commits */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);

@@ -39,13 +39,20 @@ enum lode_db {
 struct lode_txn {
 	struct lode_store *st;
 	MDB_txn *txn;
+	/* A write txn's start in the store's record of changes (store_log.h): an abort drops
+	 * what it recorded. SIZE_MAX for a read txn. */
+	size_t mark;
+	bool top; /* a top-level write txn */
 };
 
 struct lode_store_opts {
 	const char *dir;      /* an existing directory */
 	uint64_t map_size;    /* 0: 64 GiB (sparse; the file grows as data is written) */
 	unsigned max_readers; /* 0: 256 */
-	int format;	      /* 1: format a store that has no format version even if not empty */
+	/* A sync is a checkpoint (store_log.h) once this many commits were logged since the
+	 * last (0: 128), or 2 s went by, or the log is half full. */
+	unsigned checkpoint_commits;
+	int format; /* 1: format a store that has no format version even if not empty */
 };
 
 /*
@@ -79,18 +86,26 @@ int lode_store_read_begin(struct lode_store *st, struct lode_txn *t);
 /* Begins a write transaction, nested in `parent` if non-NULL. Once a sync failed, a
  * top-level one fails with that sync's error (lode_store_sync). */
 int lode_store_write_begin(struct lode_store *st, struct lode_txn *parent, struct lode_txn *t);
-/* Commits. A top-level write txn is then visible to every new transaction and written to
- * the data file, but not synced: it is durable once lode_store_sync() returns. A crash of
- * the process loses nothing; a crash of the machine before the sync undoes the commits
- * since the last one, and never breaks the store (store_sync.h). The txn is gone either
- * way. */
+/* Commits. A top-level write txn is then visible to every new transaction, written to the
+ * data file and recorded in the commit log (store_log.h), but not synced: it is durable
+ * once lode_store_sync() returns. A crash of the process loses nothing; a crash of the
+ * machine before the sync undoes the commits since the last one, and never breaks the
+ * store (store_sync.h). The txn is gone either way. */
 int lode_store_commit(struct lode_txn *t);
-/* Makes every commit so far durable: syncs the data file and records the snapshot in the
- * sync record. The writer only, between batches (or while no write txn can run). Returns 0 or
- * -errno. Once a sync failed, every later sync and write transaction fails with its
- * error, and the next open of the store rolls back to the last recorded snapshot
- * (store_sync.h). */
+/* Makes every commit so far durable: one sync of the commit log, or now and then a
+ * checkpoint (the data file synced and the snapshot recorded in the sync record; the log
+ * starts over). The writer only, between batches (or while no write txn can run). Returns 0
+ * or -errno. Once a sync failed, every later sync and write transaction fails with its
+ * error, and the next open of the store rolls back to the last recorded snapshot and
+ * replays what the log held before the failure (store_sync.h, store_log.h). */
 int lode_store_sync(struct lode_store *st);
+/* What the store's syncs cost: fdatasyncs of the commit log, and checkpoints (two
+ * fdatasyncs each: the data file, the sync record). Any thread. */
+struct lode_store_stats {
+	uint64_t log_syncs;
+	uint64_t checkpoints;
+};
+void lode_store_stats(struct lode_store *st, struct lode_store_stats *out);
 /* What lode_store_open() did that an operator should hear of (a rollback after a power
  * cut), or "". */
 const char *lode_store_open_note(const struct lode_store *st);

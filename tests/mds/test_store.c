@@ -7,7 +7,9 @@
  * place, in a temporary directory. A damaged page must be refused before LMDB maps it: LMDB
  * trusts its pages, and a bad header there is a heap overflow, not an error. Commits the
  * store never synced are all there after its process dies, and after a power cut the store
- * is back at its last sync, whole (store_sync.h).
+ * is back at its last sync, whole: its last checkpoint (store_sync.h), and what the commit
+ * log had made durable since, replayed in order (store_log.h). A power cut is simulated by
+ * putting back the files as the disk held them: copies taken when they were synced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -415,33 +417,53 @@ static int copy_file(const char *src, const char *dst, size_t len)
 	return in < 0 || out < 0 || n < 0 ? -1 : 0;
 }
 
+/* Puts the commit log back as it was when copied to DIR/NAME: what the disk held. */
+static void restore_log(struct fx *f, const char *name)
+{
+	char log[128], saved[128];
+
+	snprintf(log, sizeof(log), "%s/data.log", f->dir);
+	snprintf(saved, sizeof(saved), "%s/%s", f->dir, name);
+	assert_int_equal(copy_file(saved, log, 0), 0);
+}
+
 /*
  * In a child process that dies without closing the store (kill -9, or a power cut): opens
  * it, commits DURABLE keys and syncs them (as for a client that waits), saves the data file
- * as it now is on disk (DIR/image), rewrites them (value bytes 'L') and commits LAZY keys
- * more, in 20 commits without a sync, and saves the meta
- * pages they wrote (DIR/metas) and the whole file (DIR/live). Returns when the child has
- * exited.
+ * as it now is (DIR/image) and the commit log (DIR/log-image), rewrites them (value bytes
+ * 'L') and commits LAZY keys more, in 20 commits without a sync, and saves the meta pages
+ * they wrote (DIR/metas) and the whole file (DIR/live). Returns when the child has exited.
+ * With checkpoint, the sync is a checkpoint (the data file synced, its snapshot recorded);
+ * else a sync of the commit log, and the image is the data file as the open's checkpoint
+ * left it: what the disk holds for sure.
  */
 #define DURABLE 40
 #define LAZY	300
-static void crash_after_lazy_commits(struct fx *f)
+static void crash_after_lazy_commits(struct fx *f, bool checkpoint)
 {
 	pid_t pid = fork();
 	int status;
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+		struct lode_store_opts o = {
+		    .dir = f->dir, .map_size = 64ull << 20, .checkpoint_commits = checkpoint};
 		struct lode_store *st;
-		char data[128], path[128];
+		char data[128], path[128], log[128];
 
 		snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
-		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
-		    put_keys(st, "durable", DURABLE, 'D') || lode_store_sync(st))
-			_exit(1);
+		snprintf(log, sizeof(log), "%s/data.log", f->dir);
 		snprintf(path, sizeof(path), "%s/image", f->dir);
-		if (copy_file(data, path, 0))
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)))
+			_exit(1);
+		if (!checkpoint && copy_file(data, path, 0))
+			_exit(2);
+		if (put_keys(st, "durable", DURABLE, 'D') || lode_store_sync(st))
+			_exit(1);
+		if (checkpoint && copy_file(data, path, 0))
+			_exit(2);
+		snprintf(path, sizeof(path), "%s/log-image", f->dir);
+		if (copy_file(log, path, 0))
 			_exit(2);
 		/* many commits, each rewriting the synced keys: they free the synced snapshot's
 		 * pages, which a later commit would reuse if nothing held them */
@@ -469,9 +491,9 @@ static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	struct lode_store *st;
 
-	crash_after_lazy_commits(f);
+	crash_after_lazy_commits(f, false);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
-	assert_string_equal(lode_store_open_note(st), "");
+	assert_string_equal(lode_store_open_note(st), ""); /* nothing replayed either */
 	assert_int_equal(count_keys(st, "durable", DURABLE, 'L'), DURABLE);
 	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), LAZY);
 	lode_store_close(st);
@@ -484,16 +506,16 @@ static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
  * new boot id) the record puts the synced snapshot back, whole: every synced key, no
  * unsynced one.
  */
-static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(void **state)
+static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint)
 {
-	struct fx *f = *state;
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	char data[128], image[128], metas[128];
 	struct lode_store *st;
 	static char pages[2 * PSIZE], kept[2 * PSIZE];
 	int fd;
 
-	crash_after_lazy_commits(f);
+	crash_after_lazy_commits(f, checkpoint);
+	restore_log(f, "log-image");
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
 	snprintf(image, sizeof(image), "%s/image", f->dir);
 	snprintf(metas, sizeof(metas), "%s/metas", f->dir);
@@ -516,6 +538,8 @@ static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
 	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
+	/* what the log made durable came back through it, the rest was in the snapshot */
+	assert_true(!strstr(lode_store_open_note(st), "replayed 1 commits") == checkpoint);
 	snprintf(metas, sizeof(metas), "%s/data.mdb.metas-before-rollback", f->dir);
 	fd = open(metas, O_RDONLY);
 	assert_true(fd >= 0);
@@ -535,6 +559,18 @@ static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(
 	unsetenv("LODE_MDS_BOOT_ID");
 }
 
+static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(void **state)
+{
+	power_cut_after_unsynced_commits(*state, true);
+}
+
+/* The same, with the durable commit synced in the commit log only: the store rolls back to
+ * the checkpoint of its open, then replays it. */
+static void test_a_power_cut_keeps_what_the_commit_log_made_durable(void **state)
+{
+	power_cut_after_unsynced_commits(*state, false);
+}
+
 /*
  * The other end of the same cut: every page the unsynced commits wrote reached the disk,
  * their meta pages too (the kernel wrote them back). Rolled back to the synced snapshot,
@@ -548,7 +584,8 @@ static void test_commits_after_a_sync_never_overwrite_the_synced_snapshot(void *
 	char data[128], live[128];
 	struct lode_store *st;
 
-	crash_after_lazy_commits(f);
+	crash_after_lazy_commits(f, true);
+	restore_log(f, "log-image");
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
 	snprintf(live, sizeof(live), "%s/live", f->dir);
 	/* in place, so that the data file stays the one the record names */
@@ -563,6 +600,78 @@ static void test_commits_after_a_sync_never_overwrite_the_synced_snapshot(void *
 }
 
 /*
+ * A power cut that tore a record of the commit log (a bad sector, say): the replay stops
+ * there, and no later record is applied without it, though each of them is whole.
+ */
+static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char data[128], image[128], log[128], rec[128], rec_saved[128];
+	struct lode_store *st;
+	pid_t pid;
+	int status, fd;
+	char byte;
+
+	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+	snprintf(image, sizeof(image), "%s/image", f->dir);
+	snprintf(log, sizeof(log), "%s/data.log", f->dir);
+	snprintf(rec, sizeof(rec), "%s/data.sync", f->dir);
+	snprintf(rec_saved, sizeof(rec_saved), "%s/record-saved", f->dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char path[128];
+
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) || copy_file(data, image, 0))
+			_exit(1);
+		for (char c = 'a'; c <= 'c'; c++) {
+			char prefix[2] = {c, 0};
+
+			if (put_keys(st, prefix, DURABLE, c) || lode_store_sync(st))
+				_exit(2);
+		}
+		snprintf(path, sizeof(path), "%s/log-image", f->dir);
+		if (copy_file(log, path, 0) || copy_file(rec, rec_saved, 0))
+			_exit(3);
+		_exit(0); /* no lode_store_close: it would checkpoint */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the disk: the data file as the open's checkpoint left it, and the log with a byte
+	 * of its first record's payload flipped */
+	assert_int_equal(copy_file(image, data, 0), 0);
+	fd = open(log, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &byte, 1, 64), 1);
+	byte ^= 0x5a;
+	assert_int_equal(pwrite(fd, &byte, 1, 64), 1);
+	close(fd);
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_null(strstr(lode_store_open_note(st), "replayed"));
+	assert_int_equal(count_keys(st, "a", DURABLE, 'a'), 0);
+	assert_int_equal(count_keys(st, "b", DURABLE, 'b'), 0);
+	assert_int_equal(count_keys(st, "c", DURABLE, 'c'), 0);
+	lode_store_close(st);
+
+	/* the same disk with the log whole: all three, in order */
+	assert_int_equal(copy_file(image, data, 0), 0);
+	assert_int_equal(copy_file(rec_saved, rec, 0), 0);
+	restore_log(f, "log-image");
+	setenv("LODE_MDS_BOOT_ID", "the boot after that", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "replayed 3 commits"));
+	assert_int_equal(count_keys(st, "a", DURABLE, 'a'), DURABLE);
+	assert_int_equal(count_keys(st, "b", DURABLE, 'b'), DURABLE);
+	assert_int_equal(count_keys(st, "c", DURABLE, 'c'), DURABLE);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/*
  * A power cut while the sync record's newest slot was being written: the data file had
  * been synced for that sync, but the slot is torn, so that sync was never answered. After
  * the restart the record falls back to its other slot, the sync before, and the store
@@ -571,8 +680,9 @@ static void test_commits_after_a_sync_never_overwrite_the_synced_snapshot(void *
 static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **state)
 {
 	struct fx *f = *state;
-	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
-	char rec[128], first[128];
+	struct lode_store_opts o = {
+	    .dir = f->dir, .map_size = 64ull << 20, .checkpoint_commits = 1};
+	char rec[128], first[128], log[128], log_first[128];
 	static char a[1 << 18], b[1 << 18]; /* both slots of the record */
 	struct lode_store *st;
 	ssize_t na, nb, at = 0;
@@ -581,12 +691,14 @@ static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **st
 
 	snprintf(rec, sizeof(rec), "%s/data.sync", f->dir);
 	snprintf(first, sizeof(first), "%s/record-first", f->dir);
+	snprintf(log, sizeof(log), "%s/data.log", f->dir);
+	snprintf(log_first, sizeof(log_first), "%s/log-first", f->dir);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
 		    put_keys(st, "first", DURABLE, 'F') || lode_store_sync(st) ||
-		    copy_file(rec, first, 0))
+		    copy_file(rec, first, 0) || copy_file(log, log_first, 0))
 			_exit(1);
 		if (put_keys(st, "lazy", LAZY, 'L') || put_keys(st, "second", DURABLE, 'S') ||
 		    lode_store_sync(st))
@@ -613,6 +725,8 @@ static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **st
 	b[at] ^= 0x5a;
 	assert_int_equal(pwrite(fd, b + at, 1, at), 1);
 	close(fd);
+	/* nor did the log's appends after the first sync reach the disk */
+	restore_log(f, "log-first");
 
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
@@ -659,12 +773,16 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync, setup,
 		teardown),
+	    cmocka_unit_test_setup_teardown(test_a_power_cut_keeps_what_the_commit_log_made_durable,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_commits_after_a_sync_never_overwrite_the_synced_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_child_past_the_last_page_is_refused, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_torn_newest_sync_slot_falls_back_to_the_sync_before, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_torn_log_record_stops_the_replay_before_later_ones, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,9 +4,11 @@
  * with the error, and every change after it is refused with the same error, even once the
  * disk syncs again, since the pages the failed fdatasync could not write stay cached as
  * clean and a later sync would vouch for them. The store opened again, in the same boot, is
- * back at its last recorded sync: what was acknowledged as durable is there. fdatasync
- * (the sync record's) and mdb_env_sync (LMDB's of the data file) are wrapped at link time
- * (-Wl,--wrap) to fail on demand, on a real LMDB store in a temporary directory.
+ * back at its last recorded sync, with what the commit log held before the failure
+ * replayed: what was acknowledged as durable is there, what was answered with the error is
+ * not. fdatasync (the commit log's and the sync record's) and mdb_env_sync (LMDB's of the
+ * data file) are wrapped at link time (-Wl,--wrap) to fail on demand, on a real LMDB store
+ * in a temporary directory.
  *
  * And the sync record's own I/O errors: a record that cannot be read stops the open (a
  * slot not read could be the newest, and the open would not know what to roll back), and
@@ -41,9 +43,10 @@
 #include "store.h"
 #include "writer.h"
 
-/* What fails while fail_syncs is set: the data file's sync (LMDB's, through mdb_env_sync)
- * or the sync record's (fdatasync in store_sync.c). */
-enum { DATA_FILE, RECORD };
+/* What fails while fail_syncs is set: the commit log's sync (fdatasync in store_log.c; a
+ * sync that is not a checkpoint), or at a checkpoint the data file's (LMDB's, through
+ * mdb_env_sync) or the sync record's (fdatasync in store_sync.c). */
+enum { LOG, DATA_FILE, RECORD };
 static volatile bool fail_syncs;
 static int failing;
 static unsigned failed_syncs;
@@ -53,9 +56,11 @@ int __wrap_fdatasync(int fd);
 int __real_mdb_env_sync(MDB_env *env, int force);
 int __wrap_mdb_env_sync(MDB_env *env, int force);
 
+static bool is_named(int fd, const char *name);
+
 int __wrap_fdatasync(int fd)
 {
-	if (fail_syncs && failing == RECORD) {
+	if (fail_syncs && (failing == RECORD || (failing == LOG && is_named(fd, "/data.log")))) {
 		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
 		errno = EIO;
 		return -1;
@@ -75,9 +80,11 @@ int __wrap_mdb_env_sync(MDB_env *env, int force)
 /* Reads and writes of the sync record (data.sync) fail with EIO while set. */
 static volatile bool fail_record_pread, fail_record_pwrite;
 
-static bool is_record(int fd)
+/* Whether fd is a file whose path ends in name. */
+static bool is_named(int fd, const char *name)
 {
 	char link[64], path[4096];
+	size_t len = strlen(name);
 	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -85,7 +92,12 @@ static bool is_record(int fd)
 	if (n < 0)
 		return false;
 	path[n] = 0;
-	return n >= 10 && !strcmp(path + n - 10, "/data.sync");
+	return (size_t)n >= len && !strcmp(path + n - len, name);
+}
+
+static bool is_record(int fd)
+{
+	return is_named(fd, "/data.sync");
 }
 
 ssize_t __real_pread64(int fd, void *buf, size_t len, off_t off);
@@ -205,15 +217,22 @@ static bool has_key(struct lode_store *st, const char *key)
 	return rc == 0;
 }
 
-static struct lode_store *open_store(const char *dir)
+/* every_sync_checkpoints: each sync after a commit is a checkpoint, not a sync of the log */
+static struct lode_store *open_store_with(const char *dir, bool every_sync_checkpoints)
 {
-	struct lode_store_opts o = {.dir = dir, .map_size = 64ull << 20};
+	struct lode_store_opts o = {
+	    .dir = dir, .map_size = 64ull << 20, .checkpoint_commits = every_sync_checkpoints};
 	struct lode_store *st = NULL;
 	char why[256] = "";
 
 	if (lode_store_open(&o, &st, why, sizeof(why)))
 		fail_msg("opening the store: %s", why);
 	return st;
+}
+
+static struct lode_store *open_store(const char *dir)
+{
+	return open_store_with(dir, false);
 }
 
 static void a_failed_sync_stops_every_later_change(int what)
@@ -226,7 +245,7 @@ static void a_failed_sync_stops_every_later_change(int what)
 	failing = what;
 	failed_syncs = 0;
 	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
-	st = open_store(dir);
+	st = open_store_with(dir, what != LOG);
 	assert_int_equal(lode_writer_start(&w, st), 0);
 
 	assert_int_equal(put(w, "before", false), 0);
@@ -249,13 +268,19 @@ static void a_failed_sync_stops_every_later_change(int what)
 
 	/* open again, in the same boot (a restarted MDS): the store is back at its last
 	 * recorded sync, as after a power cut, since the page cache may hold pages the disk
-	 * lacks. What was acknowledged as durable is there. When the data file's sync
-	 * failed, the lazy change after it and the one answered with the error are not;
-	 * when only the record's failed, the data file was synced with them, and its record
-	 * (whole in the page cache) names them. */
+	 * lacks. What was acknowledged as durable is there. When the log's or the data
+	 * file's sync failed, the lazy change after it and the one answered with the error
+	 * are not (the log was erased past its last good sync); when only the record's
+	 * failed, the data file was synced with them, and its record (whole in the page
+	 * cache) names them. */
 	st = open_store(dir);
 	assert_true(has_key(st, "before"));
-	if (what == DATA_FILE) {
+	if (what == LOG) {
+		assert_non_null(strstr(lode_store_open_note(st), "a sync of the store failed"));
+		assert_non_null(strstr(lode_store_open_note(st), "replayed 1 commits"));
+		assert_false(has_key(st, "lazy-before"));
+		assert_false(has_key(st, "failed"));
+	} else if (what == DATA_FILE) {
 		assert_non_null(strstr(lode_store_open_note(st), "a sync of the store failed"));
 		assert_false(has_key(st, "lazy-before"));
 		assert_false(has_key(st, "failed"));
@@ -278,6 +303,12 @@ static void a_failed_sync_stops_every_later_change(int what)
 	assert_true(has_key(st, "restarted"));
 	lode_store_close(st);
 	fixture_tmpdir_remove(dir);
+}
+
+static void test_the_commit_log_sync_fails(void **state)
+{
+	(void)state;
+	a_failed_sync_stops_every_later_change(LOG);
 }
 
 static void test_the_data_file_sync_fails(void **state)
@@ -337,7 +368,7 @@ static void test_a_failed_mark_after_a_failed_sync_is_said(void **state)
 	(void)state;
 	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
 	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	st = open_store(dir);
+	st = open_store_with(dir, true);
 	assert_int_equal(lode_writer_start(&w, st), 0);
 	assert_int_equal(put(w, "before", false), 0);
 
@@ -493,6 +524,7 @@ int main(void)
 	    cmocka_unit_test(test_a_slow_inline_change_sends_the_next_ones_to_the_writer),
 	    cmocka_unit_test(test_a_lazy_change_on_an_idle_writer_runs_here),
 	    cmocka_unit_test(test_lazy_changes_wait_behind_queued_ones),
+	    cmocka_unit_test(test_the_commit_log_sync_fails),
 	    cmocka_unit_test(test_the_data_file_sync_fails),
 	    cmocka_unit_test(test_the_record_sync_fails),
 	    cmocka_unit_test(test_a_sync_record_that_cannot_be_read_stops_the_open),

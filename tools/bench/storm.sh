@@ -10,8 +10,8 @@
 # shard files in one checkpoint directory (tools/bench/storm.py), N files in all per point
 # (default 256). Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
-# metrics during the point: fdatasyncs per file (two per sync that made commits durable,
-# lode_mds_syncs_total: the data file's and the sync record's), group commits per file
+# metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
+# lode_mds_checkpoints_total: the data file's and the sync record's), group commits per file
 # and the mean requests per group commit
 # (lode_mds_commit_batch_size). Each point runs twice on Lode: on two mounts with the
 # default durable namespace, and on two more with -o namespace=lazy (changes durable at
@@ -122,13 +122,14 @@ if ((moosefs)); then
 	mfs_mnt=("$m1" "$mfs_dir/mnt2")
 fi
 
-# MDS counters: group commits, requests in them, fdatasyncs (two per sync that made
-# commits durable: the data file's and the sync record's)
+# MDS counters: group commits, requests in them, fdatasyncs (one per sync of the commit
+# log, two per checkpoint: the data file's and the sync record's)
 mds_counts() {
 	curl -sf "$metrics_url" | awk '
 		/^lode_mds_commit_batch_size_count / { c = $2 }
 		/^lode_mds_commit_batch_size_sum / { s = $2 }
-		/^lode_mds_syncs_total / { k = 2 * $2 }
+		/^lode_mds_log_syncs_total / { k += $2 }
+		/^lode_mds_checkpoints_total / { k += 2 * $2 }
 		END { printf "%d %d %d\n", c, s, k }'
 }
 # lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures

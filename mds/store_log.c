@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* The commit log: see store_log.h for its format and why replaying it is sound. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "store_log.h"
+
+#define MAGIC 0x474f4c4cu /* "LLOG" */
+
+struct rec_hdr {
+	uint32_t magic;
+	uint32_t len; /* payload bytes */
+	uint64_t epoch;
+	uint64_t seq;
+	uint64_t txnid;
+	uint64_t ino, dev; /* of the data file */
+};
+_Static_assert(sizeof(struct rec_hdr) == LODE_LOG_HDR, "log record header");
+
+struct lode_store_log {
+	int fd;
+	uint64_t size; /* of the file */
+	uint64_t ino, dev;
+	uint64_t epoch;
+	uint64_t seq;	    /* of the next record */
+	uint64_t off;	    /* where the next record goes */
+	uint64_t synced;    /* what the last good sync covered, from 0 */
+};
+
+static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static uint64_t new_epoch(void)
+{
+	uint64_t e = 0;
+
+	while (!e)
+		if (getrandom(&e, sizeof(e), 0) != (ssize_t)sizeof(e))
+			e = XXH3_64bits(&e, sizeof(e)) ^ (uint64_t)getpid();
+	return e;
+}
+
+/* Writes zeros from the file's end to LODE_LOG_SIZE, then syncs it and its directory. */
+static int fill(int fd, int dirfd, uint64_t from)
+{
+	static const char zeros[1 << 16];
+	int rc = 0;
+
+	for (uint64_t off = from; off < LODE_LOG_SIZE && !rc; off += sizeof(zeros)) {
+		size_t n = LODE_LOG_SIZE - off < sizeof(zeros) ? (size_t)(LODE_LOG_SIZE - off)
+							       : sizeof(zeros);
+
+		rc = pwrite_all(fd, zeros, n, (off_t)off);
+	}
+	if (!rc && fsync(fd))
+		rc = -errno;
+	if (!rc && fsync(dirfd))
+		rc = -errno;
+	return rc;
+}
+
+int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **out)
+{
+	struct lode_store_log *l;
+	struct stat sb, db;
+	char path[4096];
+	int dirfd, rc = 0;
+
+	if (fstat(data_fd, &db))
+		return -errno;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/data.log", dir);
+	l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->fd < 0 || dirfd < 0 || fstat(l->fd, &sb))
+		rc = -errno;
+	if (!rc && (uint64_t)sb.st_size < LODE_LOG_SIZE)
+		rc = fill(l->fd, dirfd, (uint64_t)sb.st_size);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (rc) {
+		if (l->fd >= 0)
+			close(l->fd);
+		free(l);
+		return rc;
+	}
+	l->size = (uint64_t)sb.st_size > LODE_LOG_SIZE ? (uint64_t)sb.st_size : LODE_LOG_SIZE;
+	l->ino = (uint64_t)db.st_ino;
+	l->dev = (uint64_t)db.st_dev;
+	l->epoch = new_epoch();
+	*out = l;
+	return 0;
+}
+
+void lode_store_log_close(struct lode_store_log *l)
+{
+	if (!l)
+		return;
+	close(l->fd);
+	free(l);
+}
+
+int lode_store_log_replay(struct lode_store_log *l, lode_log_apply_fn apply, void *arg)
+{
+	uint8_t *buf = malloc(l->size);
+	uint64_t off = 0, epoch = 0, seq = 0;
+	ssize_t got;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	got = pread(l->fd, buf, l->size, 0);
+	if (got < 0) {
+		rc = -errno;
+		free(buf);
+		return rc;
+	}
+	while (off + LODE_LOG_HDR + LODE_LOG_TRAIL <= (uint64_t)got) {
+		struct rec_hdr h;
+		uint64_t sum, end;
+
+		memcpy(&h, buf + off, sizeof(h));
+		end = off + LODE_LOG_HDR + (uint64_t)h.len;
+		if (h.magic != MAGIC || end + LODE_LOG_TRAIL > (uint64_t)got)
+			break;
+		memcpy(&sum, buf + end, sizeof(sum));
+		if (sum != XXH3_64bits(buf + off, (size_t)(end - off)))
+			break; /* torn */
+		if (off == 0) {
+			epoch = h.epoch;
+			seq = h.seq;
+		}
+		if (h.epoch != epoch || h.seq != seq || h.ino != l->ino || h.dev != l->dev)
+			break; /* from before the last rewind, or for another data file */
+		rc = apply(arg, h.txnid, buf + off + LODE_LOG_HDR, h.len);
+		if (rc)
+			break;
+		off = end + LODE_LOG_TRAIL;
+		seq++;
+	}
+	free(buf);
+	/* appends go on from here, in the same epoch, once the caller has checkpointed (it
+	 * rewinds); until then they would follow what was replayed */
+	if (off) {
+		l->epoch = epoch;
+		l->seq = seq;
+	}
+	l->off = l->synced = off;
+	return rc;
+}
+
+bool lode_store_log_fits(const struct lode_store_log *l, size_t payload_len)
+{
+	return l->off + LODE_LOG_HDR + payload_len + LODE_LOG_TRAIL <= l->size;
+}
+
+int lode_store_log_append(struct lode_store_log *l, uint64_t txnid, uint8_t *rec,
+			  size_t payload_len)
+{
+	struct rec_hdr h = {.magic = MAGIC,
+			    .len = (uint32_t)payload_len,
+			    .epoch = l->epoch,
+			    .seq = l->seq,
+			    .txnid = txnid,
+			    .ino = l->ino,
+			    .dev = l->dev};
+	size_t len = LODE_LOG_HDR + payload_len;
+	uint64_t sum;
+	int rc;
+
+	if (payload_len > UINT32_MAX || !lode_store_log_fits(l, payload_len))
+		return -ENOSPC;
+	memcpy(rec, &h, sizeof(h));
+	sum = XXH3_64bits(rec, len);
+	memcpy(rec + len, &sum, sizeof(sum));
+	rc = pwrite_all(l->fd, rec, len + LODE_LOG_TRAIL, (off_t)l->off);
+	if (rc)
+		return rc;
+	l->off += len + LODE_LOG_TRAIL;
+	l->seq++;
+	return 0;
+}
+
+int lode_store_log_sync(struct lode_store_log *l)
+{
+	uint64_t off = l->off;
+
+	if (off == l->synced)
+		return 0;
+	if (fdatasync(l->fd))
+		return -errno;
+	l->synced = off;
+	return 0;
+}
+
+void lode_store_log_rewind(struct lode_store_log *l)
+{
+	l->epoch = new_epoch();
+	l->off = l->synced = 0;
+}
+
+int lode_store_log_poison(struct lode_store_log *l)
+{
+	static const char zeros[1 << 16];
+	int rc = 0;
+
+	for (uint64_t off = l->synced; off < l->off && !rc; off += sizeof(zeros)) {
+		size_t n = l->off - off < sizeof(zeros) ? (size_t)(l->off - off) : sizeof(zeros);
+
+		rc = pwrite_all(l->fd, zeros, n, (off_t)off);
+	}
+	return rc;
+}
+
+size_t lode_store_log_used(const struct lode_store_log *l)
+{
+	return (size_t)l->off;
+}
