@@ -30,9 +30,9 @@ struct lode_store_log {
 	uint64_t size; /* of the file */
 	uint64_t ino, dev;
 	uint64_t epoch;
-	uint64_t seq;	    /* of the next record */
-	uint64_t off;	    /* where the next record goes */
-	uint64_t synced;    /* what the last good sync covered, from 0 */
+	uint64_t seq;	 /* of the next record */
+	uint64_t off;	 /* where the next record goes */
+	uint64_t synced; /* what the last good sync covered, from 0 */
 };
 
 static int pwrite_all(int fd, const void *buf, size_t len, off_t off)

@@ -32,6 +32,7 @@
 #include "lode/lode.h"
 
 #define START_TIMEOUT_MS 15000
+#define PORT_RETRY_MS	 5000
 
 static void sleep_ms(unsigned ms)
 {
@@ -184,6 +185,41 @@ static int wait_addr(const char *dir, char *addr, size_t len)
 	return -ETIMEDOUT;
 }
 
+/* The last line of DIR/log (what a daemon that exited said last) into buf, or "". */
+static void log_last_line(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX], tail[1024];
+	ssize_t n;
+	off_t end;
+	int fd;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/log", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	end = lseek(fd, 0, SEEK_END);
+	n = end < 0 ? -1
+		    : pread(fd, tail, sizeof(tail) - 1,
+			    end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	tail[n] = 0;
+	while (n > 0 && tail[n - 1] == '\n')
+		tail[--n] = 0;
+	snprintf(buf, len, "%s", strrchr(tail, '\n') ? strrchr(tail, '\n') + 1 : tail);
+}
+
+/* Whether the last line of DIR/log holds text. */
+static bool log_says(const char *dir, const char *text)
+{
+	char last[1024];
+
+	log_last_line(dir, last, sizeof(last));
+	return strstr(last, text) != NULL;
+}
+
 /* key: the cluster key file every daemon is given, or NULL for --insecure */
 static int start_daemon(const char *dir, const char *name, const char *subdir, const char *mds_addr,
 			const char *grace, const char *cap_life, const char *lease, const char *key,
@@ -242,15 +278,28 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	argv[i++] = "--port-file";
 	argv[i++] = addrfile;
 	argv[i] = NULL;
-	rc = spawn(dir, argv);
-	if (rc) {
-		snprintf(err, errlen, "cannot start %s: %s", prog, strerror(-rc));
-		return rc;
+	/* The old port may still be held a moment after a kill -9 (the dead daemon's io_uring
+	 * lets go of its listening socket after it exits), or held by another program's
+	 * connection that the kernel gave it meanwhile, which closes in time: a daemon that
+	 * exits because its port is taken is started again, for up to PORT_RETRY_MS. */
+	for (int waited = 0;; waited += 100) {
+		rc = spawn(dir, argv);
+		if (rc) {
+			snprintf(err, errlen, "cannot start %s: %s", prog, strerror(-rc));
+			return rc;
+		}
+		rc = wait_addr(dir, addr, alen);
+		if (rc != -ECHILD || !old[0] || waited >= PORT_RETRY_MS ||
+		    !log_says(dir, "Address already in use"))
+			break;
+		sleep_ms(100);
 	}
-	rc = wait_addr(dir, addr, alen);
 	if (rc) {
-		snprintf(err, errlen, "%s in %s did not start (%s); see %s/log", name, dir,
-			 rc == -ECHILD ? "it exited" : "timed out", dir);
+		char last[200] = "";
+
+		log_last_line(dir, last, sizeof(last));
+		snprintf(err, errlen, "%s in %s did not start (%s): %s", name, dir,
+			 rc == -ECHILD ? "it exited" : "timed out", last[0] ? last : "see its log");
 		return rc;
 	}
 	return 0;

@@ -88,4 +88,26 @@ for round in 1 2 3; do
 	"$lodectl" local up "$dir/c" --oss 2 >/dev/null || fail "local up failed (round $round)"
 	"$lodectl" stat /still-here/f >/dev/null || fail "the MDS is not back (round $round)"
 done
+
+echo "== local up waits for an OSS's old port to come free, and names why it gave up"
+port=$(sed 's/.*://' "$dir/c/oss1/addr")
+hold() { # SECONDS: holds oss1's port, listening, that long
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[3], "w").close()
+time.sleep(float(sys.argv[2]))' "$port" "$1" "$dir/held" &
+	for _ in $(seq 100); do [ -e "$dir/held" ] && break; sleep 0.05; done
+	rm -f "$dir/held"
+}
+"$lodectl" local kill "$dir/c" oss1 -9
+hold 1.5
+"$lodectl" local up "$dir/c" --oss 2 >/dev/null || fail "oss1 did not come back once its port was free"
+"$lodectl" stat /still-here/f >/dev/null || fail "the cluster is not back"
+"$lodectl" local kill "$dir/c" oss1 -9
+hold 8
+"$lodectl" local up "$dir/c" --oss 2 >/dev/null 2>"$dir/up.err" && fail "local up started oss1 on a port in use"
+grep -q "did not start (it exited):.*Address already in use" "$dir/up.err" ||
+	fail "local up did not say why: $(cat "$dir/up.err")"
+wait
+"$lodectl" local up "$dir/c" --oss 2 >/dev/null || fail "oss1 did not come back after all"
 echo "PASS"
