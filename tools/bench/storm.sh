@@ -123,14 +123,16 @@ if ((moosefs)); then
 fi
 
 # MDS counters: group commits, requests in them, fdatasyncs (one per sync of the commit
-# log, two per checkpoint: the data file's and the sync record's)
+# log, two per checkpoint: the data file's and the sync record's; an MDS from before the
+# commit log: two per sync)
 mds_counts() {
 	curl -sf "$metrics_url" | awk '
 		/^lode_mds_commit_batch_size_count / { c = $2 }
 		/^lode_mds_commit_batch_size_sum / { s = $2 }
-		/^lode_mds_log_syncs_total / { k += $2 }
+		/^lode_mds_syncs_total / { old = 2 * $2 }
+		/^lode_mds_log_syncs_total / { k += $2; haslog = 1 }
 		/^lode_mds_checkpoints_total / { k += 2 * $2 }
-		END { printf "%d %d %d\n", c, s, k }'
+		END { printf "%d %d %d\n", c, s, haslog ? k : old }'
 }
 # lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures
 lode_point() {
