@@ -34,6 +34,7 @@
  * value}. */
 enum redo_op { REDO_PUT = 1, REDO_DEL = 2, REDO_DEL_PREFIX = 3 };
 #define REDO_ENTRY 12u
+#define REDO_KEEP  (4u << 20) /* the biggest change buffer kept between commits */
 
 struct lode_store {
 	MDB_env *env;
@@ -267,8 +268,16 @@ int lode_store_commit(struct lode_txn *t)
 	st->ckpt_commits++;
 	if (lode_store_log_fits(st->log, payload) &&
 	    !lode_store_log_append(st->log, lode_store_last_txnid(st), st->redo, payload))
-		return 0;
-	return checkpoint(st);
+		rc = 0;
+	else
+		rc = checkpoint(st);
+	if (st->redo_cap > REDO_KEEP) {
+		/* a batch of big values is rare: its buffer is not kept */
+		free(st->redo);
+		st->redo = NULL;
+		st->redo_cap = 0;
+	}
+	return rc;
 }
 
 int lode_store_sync(struct lode_store *st)

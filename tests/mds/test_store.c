@@ -672,6 +672,60 @@ static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **sta
 }
 
 /*
+ * A commit bigger than the commit log: it is made durable in the data file at once (a
+ * checkpoint), without a sync from the caller, and a power cut right after keeps it.
+ */
+#define BIG 4400 /* 1 KiB values: more than the 4 MiB log */
+static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store_stats before, after;
+	struct lode_store *st;
+	const char *names[] = {"data.mdb", "data.sync", "data.log"};
+	char from[128], to[128];
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)))
+			_exit(1);
+		lode_store_stats(st, &before);
+		if (put_keys(st, "big", BIG, 'B'))
+			_exit(2);
+		lode_store_stats(st, &after);
+		if (after.checkpoints != before.checkpoints + 1)
+			_exit(3);
+		/* the disk after the cut: as the checkpoint left it */
+		for (int i = 0; i < 3; i++) {
+			snprintf(from, sizeof(from), "%s/%s", f->dir, names[i]);
+			snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[i]);
+			if (copy_file(from, to, 0))
+				_exit(4);
+		}
+		if (put_keys(st, "lazy", 10, 'L'))
+			_exit(5);
+		_exit(0); /* no lode_store_close: it would checkpoint */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(to, sizeof(to), "%s/%s", f->dir, names[i]);
+		snprintf(from, sizeof(from), "%s/%s.disk", f->dir, names[i]);
+		assert_int_equal(copy_file(from, to, 0), 0);
+	}
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(count_keys(st, "big", BIG, 'B'), BIG);
+	assert_int_equal(count_keys(st, "lazy", 10, 'L'), 0);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/*
  * A power cut while the sync record's newest slot was being written: the data file had
  * been synced for that sync, but the slot is torn, so that sync was never answered. After
  * the restart the record falls back to its other slot, the sync before, and the store
@@ -783,6 +837,8 @@ int main(void)
 		test_a_torn_newest_sync_slot_falls_back_to_the_sync_before, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_torn_log_record_stops_the_replay_before_later_ones, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_commit_bigger_than_the_log_is_checkpointed_at_once, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
