@@ -153,7 +153,10 @@ int lode_store_log_replay(struct lode_store_log *l, lode_log_apply_fn apply, voi
 			epoch = h.epoch;
 			seq = h.seq;
 		}
-		if (h.epoch != epoch || h.seq != seq || h.ino != l->ino || h.dev != l->dev)
+		/* the data file by its inode alone: a device's number may change when the
+		 * machine restarts (NVMe drives enumerated in another order), and a restore
+		 * replaces the file (a new inode) */
+		if (h.epoch != epoch || h.seq != seq || h.ino != l->ino)
 			break; /* from before the last rewind, or for another data file */
 		rc = apply(arg, h.txnid, buf + off + LODE_LOG_HDR, h.len);
 		if (rc)
@@ -162,8 +165,7 @@ int lode_store_log_replay(struct lode_store_log *l, lode_log_apply_fn apply, voi
 		seq++;
 	}
 	free(buf);
-	/* appends go on from here, in the same epoch, once the caller has checkpointed (it
-	 * rewinds); until then they would follow what was replayed */
+	/* (the open's checkpoint rewinds before anything is appended) */
 	if (off) {
 		l->epoch = epoch;
 		l->seq = seq;

@@ -23,8 +23,9 @@
  * inode u64 and device u64, payload, xxh3-64 of all before}. An epoch is a random number
  * drawn at each start over (rewind). Reading starts at offset 0 and stops at the first
  * record that is torn (checksum), of another epoch (left over from before the last
- * rewind), out of sequence, or for another data file (a restored store): a record is
- * never applied unless every record before it in its epoch was.
+ * rewind), out of sequence, or for another data file (a restored store; by inode only,
+ * since a device's number may change when the machine restarts): a record is never
+ * applied unless every record before it in its epoch was.
  */
 #ifndef LODE_MDS_STORE_LOG_H
 #define LODE_MDS_STORE_LOG_H

@@ -325,8 +325,11 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 		snprintf(why, why_len, "cannot open %s: %s", path, strerror(-rc));
 		goto out;
 	}
-	if ((uint64_t)sb.st_dev != h.dev || (uint64_t)sb.st_ino != h.ino)
-		goto out; /* another data file (restored, or copied here): not ours to touch */
+	/* Another data file (restored, or copied here) is not ours to touch. By its inode
+	 * alone: the device's number may differ after a restart (NVMe drives enumerated in
+	 * another order, device-mapper minors), which is exactly when the record matters. */
+	if ((uint64_t)sb.st_ino != h.ino)
+		goto out;
 	rc = pread_all(dfd, cur[0], sizeof(cur[0]), 0);
 	if (!rc)
 		rc = pread_all(dfd, cur[1], sizeof(cur[1]), h.psize);

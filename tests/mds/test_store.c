@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "fixture.h"
 #include "store.h"
@@ -506,7 +508,57 @@ static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
  * new boot id) the record puts the synced snapshot back, whole: every synced key, no
  * unsynced one.
  */
-static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint)
+/*
+ * Rewrites, with their checksums, the device number that the sync record's slots and the
+ * commit log's records name the data file by: what a restart that numbered the disks in
+ * another order (NVMe drives found in another order) does to the file's st_dev.
+ */
+#define SYNC_SLOT (2 * 32768 + 4096)
+static void renumber_device(struct fx *f)
+{
+	static uint8_t buf[4u << 20];
+	char path[128];
+	uint64_t dev, sum;
+	uint32_t psize, len;
+	size_t off;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/data.sync", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	for (unsigned i = 0; i < 2; i++) {
+		n = pread(fd, buf, SYNC_SLOT, (off_t)i * SYNC_SLOT);
+		if (n < 96 || memcmp(buf, "LOLESYNC", 8))
+			continue;
+		memcpy(&psize, buf + 12, 4);
+		memcpy(&dev, buf + 32, 8);
+		dev ^= 0x1234;
+		memcpy(buf + 32, &dev, 8);
+		sum = XXH3_64bits(buf, 88 + 2 * (size_t)psize);
+		memcpy(buf + 88 + 2 * (size_t)psize, &sum, 8);
+		assert_true(pwrite(fd, buf, (size_t)n, (off_t)i * SYNC_SLOT) == n);
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s/data.log", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	n = pread(fd, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	for (off = 0; off + 56 <= (size_t)n && !memcmp(buf + off, "LLOG", 4); off += 56 + len) {
+		memcpy(&len, buf + off + 4, 4);
+		memcpy(&dev, buf + off + 40, 8);
+		dev ^= 0x1234;
+		memcpy(buf + off + 40, &dev, 8);
+		sum = XXH3_64bits(buf + off, 48 + (size_t)len);
+		memcpy(buf + off + 48 + len, &sum, 8);
+	}
+	assert_true(off > 0); /* a record at least */
+	assert_true(pwrite(fd, buf, (size_t)n, 0) == n);
+	close(fd);
+}
+
+static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool new_dev)
 {
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	char data[128], image[128], metas[128];
@@ -529,6 +581,8 @@ static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint)
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, pages, sizeof(pages), 0), (ssize_t)sizeof(pages));
 	close(fd);
+	if (new_dev)
+		renumber_device(f);
 
 	/* the same boot says the page cache survived: nothing is rolled back, and the torn
 	 * store is refused, not opened */
@@ -561,14 +615,21 @@ static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint)
 
 static void test_a_power_cut_after_unsynced_commits_rolls_back_to_the_last_sync(void **state)
 {
-	power_cut_after_unsynced_commits(*state, true);
+	power_cut_after_unsynced_commits(*state, true, false);
 }
 
 /* The same, with the durable commit synced in the commit log only: the store rolls back to
  * the checkpoint of its open, then replays it. */
 static void test_a_power_cut_keeps_what_the_commit_log_made_durable(void **state)
 {
-	power_cut_after_unsynced_commits(*state, false);
+	power_cut_after_unsynced_commits(*state, false, false);
+}
+
+/* The same after a restart that gave the disk another device number: the record and the
+ * log still know the data file (by its inode). */
+static void test_a_power_cut_and_a_new_device_number_lose_nothing_synced(void **state)
+{
+	power_cut_after_unsynced_commits(*state, false, true);
 }
 
 /*
@@ -829,6 +890,8 @@ int main(void)
 		teardown),
 	    cmocka_unit_test_setup_teardown(test_a_power_cut_keeps_what_the_commit_log_made_durable,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_power_cut_and_a_new_device_number_lose_nothing_synced, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_commits_after_a_sync_never_overwrite_the_synced_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_child_past_the_last_page_is_refused, setup,
