@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "store_log.h"
+#include "store_sync.h"
 
 #define MAGIC 0x474f4c4cu /* "LLOG" */
 
@@ -35,22 +36,6 @@ struct lode_store_log {
 	uint64_t synced; /* what the last good sync covered, from 0 */
 };
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static uint64_t new_epoch(void)
 {
 	uint64_t e = 0;
@@ -71,7 +56,7 @@ static int fill(int fd, int dirfd, uint64_t from)
 		size_t n = LODE_LOG_SIZE - off < sizeof(zeros) ? (size_t)(LODE_LOG_SIZE - off)
 							       : sizeof(zeros);
 
-		rc = pwrite_all(fd, zeros, n, (off_t)off);
+		rc = lode_store_pwrite_all(fd, zeros, n, (off_t)off);
 	}
 	if (!rc && fsync(fd))
 		rc = -errno;
@@ -198,7 +183,7 @@ int lode_store_log_append(struct lode_store_log *l, uint64_t txnid, uint8_t *rec
 	memcpy(rec, &h, sizeof(h));
 	sum = XXH3_64bits(rec, len);
 	memcpy(rec + len, &sum, sizeof(sum));
-	rc = pwrite_all(l->fd, rec, len + LODE_LOG_TRAIL, (off_t)l->off);
+	rc = lode_store_pwrite_all(l->fd, rec, len + LODE_LOG_TRAIL, (off_t)l->off);
 	if (rc)
 		return rc;
 	l->off += len + LODE_LOG_TRAIL;
@@ -232,7 +217,7 @@ int lode_store_log_poison(struct lode_store_log *l)
 	for (uint64_t off = l->synced; off < l->off && !rc; off += sizeof(zeros)) {
 		size_t n = l->off - off < sizeof(zeros) ? (size_t)(l->off - off) : sizeof(zeros);
 
-		rc = pwrite_all(l->fd, zeros, n, (off_t)off);
+		rc = lode_store_pwrite_all(l->fd, zeros, n, (off_t)off);
 	}
 	return rc;
 }

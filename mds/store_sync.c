@@ -91,7 +91,7 @@ static int pread_all(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
 	size_t done = 0;
 
@@ -224,7 +224,7 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid)
 		return rc == -ENODATA ? -EIO : rc;
 	sum = XXH3_64bits(r->buf, len - 8);
 	memcpy(r->buf + len - 8, &sum, 8);
-	rc = pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
+	rc = lode_store_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
 	if (!rc && fdatasync(r->fd))
 		rc = -errno;
 	if (!rc)
@@ -249,7 +249,7 @@ int lode_sync_record_poison(struct lode_sync_record *r)
 	len = slot_len(h.psize);
 	sum = XXH3_64bits(r->buf, len - 8);
 	memcpy(r->buf + len - 8, &sum, 8);
-	return pwrite_all(r->fd, r->buf, len, (off_t)best * SLOT);
+	return lode_store_pwrite_all(r->fd, r->buf, len, (off_t)best * SLOT);
 }
 
 void lode_sync_record_close(struct lode_sync_record *r)
@@ -276,7 +276,7 @@ static int keep_metas(const char *dir, int dfd, unsigned psize)
 	if (!rc && fd < 0)
 		rc = -errno;
 	if (!rc)
-		rc = pwrite_all(fd, buf, 2 * (size_t)psize, 0);
+		rc = lode_store_pwrite_all(fd, buf, 2 * (size_t)psize, 0);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	if (fd >= 0)
@@ -353,7 +353,7 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 				 path, strerror(-rc));
 			goto out;
 		}
-		rc = pwrite_all(dfd, metas, 2 * (size_t)h.psize, 0);
+		rc = lode_store_pwrite_all(dfd, metas, 2 * (size_t)h.psize, 0);
 		if (!rc && fdatasync(dfd))
 			rc = -errno;
 		if (rc) {

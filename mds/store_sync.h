@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct lode_sync_record;
 
@@ -41,6 +42,9 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid);
  * the next open rolls back to it as after a power cut. Returns 0 or -errno. */
 int lode_sync_record_poison(struct lode_sync_record *r);
 void lode_sync_record_close(struct lode_sync_record *r);
+
+/* Writes len bytes of buf at off, through short writes and EINTR. Returns 0 or -errno. */
+int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 /*
  * Before the environment in dir is opened: if the record is for this data file and from
