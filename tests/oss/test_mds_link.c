@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The OSS's MDS link against a fake MDS on loopback: registration with the persistent
- * uuid, heartbeats, re-registration when the MDS forgets the target, orphan removal, and
- * heartbeats that keep flowing while orphan removal is slow.
+ * uuid, heartbeats, re-registration when the MDS forgets the target, orphan removal,
+ * heartbeats that keep flowing while orphan removal is slow, and the table of chain hops
+ * taken only from whole target lists.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +47,40 @@ struct fake_mds {
 	/* a slow MDS with endless orphans: every ORPHAN_LIST answers a full page, late */
 	unsigned slow_orphans_ms;
 	int orphan_lists;
+	/* TARGET_LIST: these target ids (at tcp://10.0.0.ID:7000), and the count it says */
+	uint32_t list_ids[4];
+	unsigned list_n;
+	uint32_t list_count;
+	int target_lists;
 };
+
+/* A TARGET_LIST reply of m's list (lock held). */
+static void answer_targets(struct fake_mds *m, struct lode_req *req)
+{
+	struct lode_wire_target_list_rep rep = {.count = m->list_count};
+	char *data = calloc(1, 4096);
+	size_t pos = 0;
+
+	if (!data) {
+		lode_req_reply_err(req, -ENOMEM);
+		return;
+	}
+	for (unsigned i = 0; i < m->list_n; i++) {
+		char addr[32];
+		int len = snprintf(addr, sizeof(addr), "tcp://10.0.0.%u:7000", m->list_ids[i]);
+		struct lode_wire_target t = {.target_id = m->list_ids[i],
+					     .state = LODE_TARGET_UP,
+					     .bytes_total = 1 << 30,
+					     .bytes_free = 1 << 29,
+					     .addr_len = (uint16_t)len};
+
+		memcpy(data + pos, &t, sizeof(t));
+		memcpy(data + pos + sizeof(t), addr, (size_t)len);
+		pos += (sizeof(t) + (size_t)len + 7) / 8 * 8;
+	}
+	m->target_lists++;
+	lode_req_reply(req, 0, &rep, sizeof(rep), data, pos, free);
+}
 
 struct late_reply {
 	struct lode_req *req;
@@ -119,6 +153,9 @@ static void fake_request(void *ctx, struct lode_req *req)
 		}
 		break;
 	}
+	case LODE_OP_TARGET_LIST:
+		answer_targets(m, req);
+		break;
 	case LODE_OP_ORPHAN_LIST:
 	case LODE_OP_ORPHAN_DONE: {
 		struct lode_wire_orphan_list_rep rep = {0};
@@ -324,6 +361,73 @@ static void test_heartbeats_keep_flowing_while_orphan_removal_is_slow(void **sta
 	usleep(3000 * 1000); /* let the last late reply go before the server stops */
 }
 
+/* The OSS's table of chain hops: "id,id,..." in table order, or "-" when empty. */
+static void hops_text(struct lode_oss *oss, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	pthread_rwlock_rdlock(&oss->hops_lock);
+	for (unsigned i = 0; i < oss->nhops && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%u", i ? "," : "", oss->hops[i].id);
+	pthread_rwlock_unlock(&oss->hops_lock);
+	if (!buf[0])
+		snprintf(buf, len, "-");
+}
+
+/* Sets the fake's target list, and waits until the link has fetched it twice more. */
+static void serve_list(struct fixture *f, const uint32_t *ids, unsigned n, uint32_t count)
+{
+	int seen;
+
+	pthread_mutex_lock(&f->mds.lock);
+	memcpy(f->mds.list_ids, ids, n * sizeof(*ids));
+	f->mds.list_n = n;
+	f->mds.list_count = count;
+	seen = f->mds.target_lists;
+	pthread_mutex_unlock(&f->mds.lock);
+	assert_true(wait_for(&f->mds, &f->mds.target_lists, seen + 2, 5000));
+}
+
+/* The chain hop check's table (a chained request is forwarded only to a target in it) is
+ * replaced only by a whole target list: one whose records are fewer or more than its count
+ * says is refused, and the table stays as the last good list left it. */
+static void test_the_hop_table_takes_only_whole_target_lists(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_mds_link_opts lo = {
+	    .advertise = "tcp://10.0.0.9:7000", .data_dir = f->dir, .st = f->st, .oss = &f->oss};
+	const uint32_t good[] = {5, 6}, other[] = {5, 7, 8};
+	struct lode_mds_link *link;
+	uint8_t uuid[16];
+	char hops[64];
+
+	f->oss.hops_checked = true;
+	pthread_mutex_lock(&f->mds.lock);
+	memcpy(f->mds.list_ids, good, sizeof(good));
+	f->mds.list_n = 2;
+	f->mds.list_count = 2;
+	pthread_mutex_unlock(&f->mds.lock);
+	assert_int_equal(lode_oss_uuid_load(f->dir, uuid), 0);
+	lo.mds_addr = lode_server_address(f->srv, 0);
+	lo.uuid = uuid;
+	assert_int_equal(lode_mds_link_start(&link, &lo), 0);
+	assert_true(wait_for(&f->mds, &f->mds.target_lists, 2, 5000));
+	hops_text(&f->oss, hops, sizeof(hops));
+	assert_string_equal(hops, "5,6");
+
+	serve_list(f, other, 2, 3); /* says 3, holds 2 */
+	hops_text(&f->oss, hops, sizeof(hops));
+	assert_string_equal(hops, "5,6");
+	serve_list(f, other, 3, 2); /* says 2, holds 3 */
+	hops_text(&f->oss, hops, sizeof(hops));
+	assert_string_equal(hops, "5,6");
+	serve_list(f, other, 3, 3); /* whole: taken */
+	hops_text(&f->oss, hops, sizeof(hops));
+	assert_string_equal(hops, "5,7,8");
+	lode_mds_link_stop(link);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +438,8 @@ int main(void)
 		teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_heartbeats_keep_flowing_while_orphan_removal_is_slow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_the_hop_table_takes_only_whole_target_lists, setup,
+					    teardown),
 	};
 
 	fixture_skip_without_io_uring();
