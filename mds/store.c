@@ -236,7 +236,9 @@ static int checkpoint(struct lode_store *st)
 		lode_store_log_rewind(st->log);
 	st->ckpt_commits = 0;
 	st->ckpt_ms = mono_ms();
-	/* the pin moves to the snapshot just made durable */
+	/* The pin moves to the snapshot just made durable. Without it a commit could reuse
+	 * that snapshot's pages: if it cannot be taken, the store takes no more changes (the
+	 * snapshot itself is durable, so nothing needs rolling back). */
 	if (st->pin) {
 		mdb_txn_reset(st->pin);
 		rc = lode_store_errno(mdb_txn_renew(st->pin));
@@ -247,6 +249,8 @@ static int checkpoint(struct lode_store *st)
 	}
 	if (!st->pin)
 		rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->pin));
+	if (rc)
+		st->sync_failed = rc;
 	return rc;
 }
 
@@ -725,7 +729,7 @@ static int replay_entries(struct lode_store *st, MDB_txn *txn, const uint8_t *p,
 			struct lode_txn t = {.st = st, .txn = txn, .mark = SIZE_MAX};
 
 			rc = lode_kv_del_prefix(&t, (enum lode_db)p[1], k.mv_data, k.mv_size);
-			rc = rc ? MDB_CORRUPTED : 0;
+			rc = rc ? -rc : 0; /* a positive errno, as LMDB passes system errors */
 			break;
 		}
 		default:
@@ -751,6 +755,14 @@ static int replay_record(void *arg, uint64_t txnid, const uint8_t *p, size_t len
 	rc = mdb_txn_begin(r->st->env, NULL, 0, &txn);
 	if (rc)
 		goto fail;
+	if ((uint64_t)mdb_txn_id(txn) != txnid) {
+		mdb_txn_abort(txn);
+		snprintf(r->why, r->why_len,
+			 "the commit log's record of transaction %llu follows transaction %llu "
+			 "of the store: a transaction is missing from the log",
+			 (unsigned long long)txnid, (unsigned long long)last);
+		return -EUCLEAN;
+	}
 	rc = replay_entries(r->st, txn, p, len);
 	if (rc) {
 		mdb_txn_abort(txn);
@@ -759,13 +771,6 @@ static int replay_record(void *arg, uint64_t txnid, const uint8_t *p, size_t len
 	rc = mdb_txn_commit(txn);
 	if (rc)
 		goto fail;
-	if (lode_store_last_txnid(r->st) != txnid) {
-		snprintf(r->why, r->why_len,
-			 "the commit log's record of transaction %llu follows transaction %llu "
-			 "of the store: a transaction is missing from the log",
-			 (unsigned long long)txnid, (unsigned long long)last);
-		return -EUCLEAN;
-	}
 	r->applied++;
 	return 0;
 fail:
@@ -808,6 +813,14 @@ static int open_log(struct lode_store *st, const char *dir, int was_empty, char 
 		mdb_txn_abort(txn);
 	if (rc) {
 		snprintf(why, why_len, "cannot open the databases: %s", strerror(-rc));
+		return rc;
+	}
+	/* The replay's commits must not reuse the pages of the snapshot the store opened at:
+	 * until the open's checkpoint records them, that snapshot is what a failed open rolls
+	 * back to (store_sync.h). The checkpoint moves this pin. */
+	rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &st->pin));
+	if (rc) {
+		snprintf(why, why_len, "cannot hold the store's snapshot: %s", strerror(-rc));
 		return rc;
 	}
 	rc = lode_store_log_replay(st->log, replay_record, &r);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -40,9 +41,14 @@ static uint64_t new_epoch(void)
 {
 	uint64_t e = 0;
 
-	while (!e)
-		if (getrandom(&e, sizeof(e), 0) != (ssize_t)sizeof(e))
-			e = XXH3_64bits(&e, sizeof(e)) ^ (uint64_t)getpid();
+	while (!e && getrandom(&e, sizeof(e), GRND_NONBLOCK) != (ssize_t)sizeof(e)) {
+		/* no entropy yet (early boot): the clock and this process, hashed */
+		struct timespec ts[2];
+
+		clock_gettime(CLOCK_REALTIME, &ts[0]);
+		clock_gettime(CLOCK_MONOTONIC, &ts[1]);
+		e = XXH3_64bits_withSeed(ts, sizeof(ts), (uint64_t)getpid());
+	}
 	return e;
 }
 
@@ -92,7 +98,7 @@ int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **ou
 		free(l);
 		return rc;
 	}
-	l->size = (uint64_t)sb.st_size > LODE_LOG_SIZE ? (uint64_t)sb.st_size : LODE_LOG_SIZE;
+	l->size = LODE_LOG_SIZE; /* whatever the file grew to: its size is not trusted */
 	l->ino = (uint64_t)db.st_ino;
 	l->dev = (uint64_t)db.st_dev;
 	l->epoch = new_epoch();

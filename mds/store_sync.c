@@ -243,13 +243,16 @@ int lode_sync_record_poison(struct lode_sync_record *r)
 		return 0; /* none whole: the next open rolls nothing back, and has nothing to */
 	if (best < 0)
 		return best;
+	/* into the other slot, as the next one: the slot it copies stays whole whatever
+	 * happens to this write */
 	memset(h.boot, 0, sizeof(h.boot));
 	memcpy(h.boot, SYNC_FAILED, sizeof(SYNC_FAILED));
+	h.seq++;
 	memcpy(r->buf, &h, sizeof(h));
 	len = slot_len(h.psize);
 	sum = XXH3_64bits(r->buf, len - 8);
 	memcpy(r->buf + len - 8, &sum, 8);
-	return lode_store_pwrite_all(r->fd, r->buf, len, (off_t)best * SLOT);
+	return lode_store_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
 }
 
 void lode_sync_record_close(struct lode_sync_record *r)

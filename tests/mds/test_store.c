@@ -732,6 +732,95 @@ static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **sta
 	unsetenv("LODE_MDS_BOOT_ID");
 }
 
+/* Rewrites record number idx (from 0) of DIR/data.log: its txnid moved by delta, or, with
+ * erase, the whole record zeroed. */
+static void log_record_patch(struct fx *f, unsigned idx, uint64_t delta, bool erase)
+{
+	static uint8_t buf[4u << 20];
+	char path[128];
+	uint64_t txnid, sum;
+	uint32_t len = 0;
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/data.log", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	n = pread(fd, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	for (unsigned i = 0; i < idx; i++) {
+		assert_memory_equal(buf + off, "LLOG", 4);
+		memcpy(&len, buf + off + 4, 4);
+		off += 56 + len;
+	}
+	assert_memory_equal(buf + off, "LLOG", 4);
+	memcpy(&len, buf + off + 4, 4);
+	if (erase) {
+		memset(buf + off, 0, 56 + len);
+	} else {
+		memcpy(&txnid, buf + off + 24, 8);
+		txnid += delta;
+		memcpy(buf + off + 24, &txnid, 8);
+		sum = XXH3_64bits(buf + off, 48 + (size_t)len);
+		memcpy(buf + off + 48 + len, &sum, 8);
+	}
+	assert_true(pwrite(fd, buf + off, 56 + len, (off_t)off) == (ssize_t)(56 + len));
+	close(fd);
+}
+
+/*
+ * An open that fails halfway through its replay (a record names a transaction the log
+ * skipped) leaves the snapshot it opened at whole: its replayed commits did not reuse that
+ * snapshot's pages. The next open rolls back to it again and replays what it can.
+ */
+static void test_a_replay_that_fails_halfway_leaves_the_snapshot_whole(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char data[128], image[128];
+	struct lode_store *st;
+	pid_t pid;
+	int status;
+
+	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+	snprintf(image, sizeof(image), "%s/image", f->dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
+		    put_keys(st, "k", DURABLE, '0') || lode_store_sync(st) ||
+		    copy_file(data, image, 0))
+			_exit(1);
+		/* six commits, each rewriting every key: each frees the pages of the one
+		 * before, which a later commit reuses if nothing holds them */
+		for (char c = '1'; c <= '6'; c++)
+			if (put_keys(st, "k", DURABLE, c) || lode_store_sync(st))
+				_exit(2);
+		_exit(0); /* no lode_store_close: it would checkpoint */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the disk: the data file as the first sync left it (its snapshot is the open's
+	 * checkpoint's, plus the first record, both in the log); the seventh record (the
+	 * sixth rewrite) names a transaction five past its own */
+	assert_int_equal(copy_file(image, data, 0), 0);
+	log_record_patch(f, 6, 5, false);
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), -EUCLEAN);
+	assert_non_null(strstr(f->why, "missing from the log"));
+
+	/* without that record: the snapshot comes back whole, and six records replay */
+	log_record_patch(f, 6, 0, true);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "replayed 6 commits"));
+	assert_int_equal(count_keys(st, "k", DURABLE, '5'), DURABLE);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
 /*
  * A commit bigger than the commit log: it is made durable in the data file at once (a
  * checkpoint), without a sync from the caller, and a power cut right after keeps it.
@@ -902,6 +991,8 @@ int main(void)
 		test_a_torn_log_record_stops_the_replay_before_later_ones, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_commit_bigger_than_the_log_is_checkpointed_at_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_replay_that_fails_halfway_leaves_the_snapshot_whole, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
