@@ -29,7 +29,6 @@ _Static_assert(sizeof(struct rec_hdr) == LODE_LOG_HDR, "log record header");
 
 struct lode_store_log {
 	int fd;
-	uint64_t size; /* of the file */
 	uint64_t ino, dev;
 	uint64_t epoch;
 	uint64_t seq;	 /* of the next record */
@@ -52,18 +51,25 @@ static uint64_t new_epoch(void)
 	return e;
 }
 
-/* Writes zeros from the file's end to LODE_LOG_SIZE, then syncs it and its directory. */
-static int fill(int fd, int dirfd, uint64_t from)
+/* Writes zeros over [from, to) of fd. Returns 0 or -errno. */
+static int write_zeros(int fd, uint64_t from, uint64_t to)
 {
 	static const char zeros[1 << 16];
 	int rc = 0;
 
-	for (uint64_t off = from; off < LODE_LOG_SIZE && !rc; off += sizeof(zeros)) {
-		size_t n = LODE_LOG_SIZE - off < sizeof(zeros) ? (size_t)(LODE_LOG_SIZE - off)
-							       : sizeof(zeros);
+	for (uint64_t off = from; off < to && !rc; off += sizeof(zeros)) {
+		size_t n = to - off < sizeof(zeros) ? (size_t)(to - off) : sizeof(zeros);
 
 		rc = lode_store_pwrite_all(fd, zeros, n, (off_t)off);
 	}
+	return rc;
+}
+
+/* Writes zeros from the file's end to LODE_LOG_SIZE, then syncs it and its directory. */
+static int fill(int fd, int dirfd, uint64_t from)
+{
+	int rc = write_zeros(fd, from, LODE_LOG_SIZE);
+
 	if (!rc && fsync(fd))
 		rc = -errno;
 	if (!rc && fsync(dirfd))
@@ -98,7 +104,7 @@ int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **ou
 		free(l);
 		return rc;
 	}
-	l->size = LODE_LOG_SIZE; /* whatever the file grew to: its size is not trusted */
+	/* whatever size the file grew to, LODE_LOG_SIZE of it is read and written */
 	l->ino = (uint64_t)db.st_ino;
 	l->dev = (uint64_t)db.st_dev;
 	l->epoch = new_epoch();
@@ -116,14 +122,14 @@ void lode_store_log_close(struct lode_store_log *l)
 
 int lode_store_log_replay(struct lode_store_log *l, lode_log_apply_fn apply, void *arg)
 {
-	uint8_t *buf = malloc(l->size);
+	uint8_t *buf = malloc(LODE_LOG_SIZE);
 	uint64_t off = 0, epoch = 0, seq = 0;
 	ssize_t got;
 	int rc = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	got = pread(l->fd, buf, l->size, 0);
+	got = pread(l->fd, buf, LODE_LOG_SIZE, 0);
 	if (got < 0) {
 		rc = -errno;
 		free(buf);
@@ -167,7 +173,7 @@ int lode_store_log_replay(struct lode_store_log *l, lode_log_apply_fn apply, voi
 
 bool lode_store_log_fits(const struct lode_store_log *l, size_t payload_len)
 {
-	return l->off + LODE_LOG_HDR + payload_len + LODE_LOG_TRAIL <= l->size;
+	return l->off + LODE_LOG_HDR + payload_len + LODE_LOG_TRAIL <= LODE_LOG_SIZE;
 }
 
 int lode_store_log_append(struct lode_store_log *l, uint64_t txnid, uint8_t *rec,
@@ -217,15 +223,7 @@ void lode_store_log_rewind(struct lode_store_log *l)
 
 int lode_store_log_poison(struct lode_store_log *l)
 {
-	static const char zeros[1 << 16];
-	int rc = 0;
-
-	for (uint64_t off = l->synced; off < l->off && !rc; off += sizeof(zeros)) {
-		size_t n = l->off - off < sizeof(zeros) ? (size_t)(l->off - off) : sizeof(zeros);
-
-		rc = lode_store_pwrite_all(l->fd, zeros, n, (off_t)off);
-	}
-	return rc;
+	return write_zeros(l->fd, l->synced, l->off);
 }
 
 size_t lode_store_log_used(const struct lode_store_log *l)
