@@ -575,6 +575,28 @@ static int format_fresh(struct lode_txn *t, uint64_t *cluster_id)
 }
 
 /*
+ * The handle of every named db, in txn. With create, a missing db is created; without, it
+ * is left unopened (its handle stays 0, LMDB's free list, which refuses user writes). 0 or
+ * -errno with why set.
+ */
+static int open_handles(struct lode_store *st, MDB_txn *txn, bool create, char *why, size_t why_len)
+{
+	for (int i = 0; i < LODE_DB_COUNT_; i++) {
+		int rc = lode_store_errno(
+		    mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0, &st->dbi[i]));
+
+		if (rc == -ENOENT && !create)
+			continue;
+		if (rc) {
+			snprintf(why, why_len, "cannot open database %s: %s", db_names[i],
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/*
  * Opens the named dbs and checks (or writes) the format, all in one write txn. A store is
  * formatted only when it was empty before this open (no data file), or when the caller asks
  * (format): a store that holds data but no readable format version is damaged, and
@@ -592,14 +614,9 @@ static int open_dbs(struct lode_store *st, int was_empty, int format, char *why,
 		snprintf(why, why_len, "cannot begin a transaction: %s", strerror(-rc));
 		return rc;
 	}
-	for (int i = 0; i < LODE_DB_COUNT_; i++) {
-		rc = lode_store_errno(mdb_dbi_open(t.txn, db_names[i], MDB_CREATE, &st->dbi[i]));
-		if (rc) {
-			snprintf(why, why_len, "cannot open database %s: %s", db_names[i],
-				 strerror(-rc));
-			goto abort_txn;
-		}
-	}
+	rc = open_handles(st, t.txn, true, why, why_len);
+	if (rc)
+		goto abort_txn;
 
 	rc = lode_kv_get(&t, LODE_DB_META, "format_version", 14, &version, sizeof(version), &len);
 	if (rc == -ENOENT && (was_empty || format)) {
@@ -703,37 +720,34 @@ struct replay {
 	size_t why_len;
 };
 
-static int replay_entries(struct lode_store *st, MDB_txn *txn, const uint8_t *p, size_t len)
+/* Applies one record's changes in t, through the same calls that recorded them. 0 or
+ * -errno (-EBADMSG: an entry that does not parse). */
+static int replay_entries(struct lode_txn *t, const uint8_t *p, size_t len)
 {
 	while (len) {
 		uint32_t klen, vlen;
-		MDB_val k, v;
+		const uint8_t *key = p + REDO_ENTRY;
+		enum lode_db db = (enum lode_db)p[1];
 		int rc;
 
 		if (len < REDO_ENTRY)
-			return MDB_CORRUPTED;
+			return -EBADMSG;
 		memcpy(&klen, p + 4, 4);
 		memcpy(&vlen, p + 8, 4);
 		if (p[1] >= LODE_DB_COUNT_ || (uint64_t)klen + vlen > len - REDO_ENTRY)
-			return MDB_CORRUPTED;
-		k = (MDB_val){.mv_size = klen, .mv_data = (void *)(p + REDO_ENTRY)};
-		v = (MDB_val){.mv_size = vlen, .mv_data = (void *)(p + REDO_ENTRY + klen)};
+			return -EBADMSG;
 		switch (p[0]) {
 		case REDO_PUT:
-			rc = mdb_put(txn, st->dbi[p[1]], &k, &v, 0);
+			rc = lode_kv_put(t, db, key, klen, key + klen, vlen, 0);
 			break;
 		case REDO_DEL:
-			rc = mdb_del(txn, st->dbi[p[1]], &k, NULL);
+			rc = lode_kv_del(t, db, key, klen);
 			break;
-		case REDO_DEL_PREFIX: {
-			struct lode_txn t = {.st = st, .txn = txn, .mark = SIZE_MAX};
-
-			rc = lode_kv_del_prefix(&t, (enum lode_db)p[1], k.mv_data, k.mv_size);
-			rc = rc ? -rc : 0; /* a positive errno, as LMDB passes system errors */
+		case REDO_DEL_PREFIX:
+			rc = lode_kv_del_prefix(t, db, key, klen);
 			break;
-		}
 		default:
-			return MDB_CORRUPTED;
+			return -EBADMSG;
 		}
 		if (rc)
 			return rc;
@@ -747,36 +761,37 @@ static int replay_record(void *arg, uint64_t txnid, const uint8_t *p, size_t len
 {
 	struct replay *r = arg;
 	uint64_t last = lode_store_last_txnid(r->st);
-	MDB_txn *txn;
+	struct lode_txn t;
 	int rc;
 
 	if (txnid <= last)
 		return 0; /* in the store already */
-	rc = mdb_txn_begin(r->st->env, NULL, 0, &txn);
+	/* the log is not on yet: these commits record nothing */
+	rc = lode_store_write_begin(r->st, NULL, &t);
 	if (rc)
 		goto fail;
-	if ((uint64_t)mdb_txn_id(txn) != txnid) {
-		mdb_txn_abort(txn);
+	if ((uint64_t)mdb_txn_id(t.txn) != txnid) {
+		lode_store_abort(&t);
 		snprintf(r->why, r->why_len,
 			 "the commit log's record of transaction %llu follows transaction %llu "
 			 "of the store: a transaction is missing from the log",
 			 (unsigned long long)txnid, (unsigned long long)last);
 		return -EUCLEAN;
 	}
-	rc = replay_entries(r->st, txn, p, len);
+	rc = replay_entries(&t, p, len);
 	if (rc) {
-		mdb_txn_abort(txn);
+		lode_store_abort(&t);
 		goto fail;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = lode_store_commit(&t);
 	if (rc)
 		goto fail;
 	r->applied++;
 	return 0;
 fail:
 	snprintf(r->why, r->why_len, "cannot replay transaction %llu of the commit log: %s",
-		 (unsigned long long)txnid, mdb_strerror(rc));
-	return lode_store_errno(rc) ? lode_store_errno(rc) : -EIO;
+		 (unsigned long long)txnid, strerror(-rc));
+	return rc;
 }
 
 /*
@@ -802,15 +817,16 @@ static int open_log(struct lode_store *st, const char *dir, int was_empty, char 
 	/* the databases' handles, for the records to name; every one exists once a commit
 	 * was logged (each open creates them all, and checkpoints, before the log is on) */
 	rc = lode_store_errno(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn));
-	for (int i = 0; i < LODE_DB_COUNT_ && !rc; i++) {
-		rc = lode_store_errno(mdb_dbi_open(txn, db_names[i], 0, &st->dbi[i]));
-		if (rc == -ENOENT)
-			rc = 0;
+	if (rc) {
+		snprintf(why, why_len, "cannot open the databases: %s", strerror(-rc));
+		return rc;
 	}
-	if (!rc)
-		rc = lode_store_errno(mdb_txn_commit(txn));
-	else
+	rc = open_handles(st, txn, false, why, why_len);
+	if (rc) {
 		mdb_txn_abort(txn);
+		return rc;
+	}
+	rc = lode_store_errno(mdb_txn_commit(txn));
 	if (rc) {
 		snprintf(why, why_len, "cannot open the databases: %s", strerror(-rc));
 		return rc;
