@@ -502,12 +502,52 @@ static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
 }
 
 /*
- * A power cut after commits that were never synced, at its worst: their meta page reached
- * the disk, their tree pages did not. Without the sync record that store is broken (here:
- * shorter than its meta page says, so it is refused); after a restart of the machine (a
- * new boot id) the record puts the synced snapshot back, whole: every synced key, no
- * unsynced one.
+ * The commit log's records, for the tests that damage them. store_log.h has the format: a
+ * header {magic "LLOG", payload length u32 at 4, epoch, seq, txnid u64 at 24, inode, device
+ * u64 at 40}, the payload, then xxh3-64 of all before.
  */
+#define LOG_HDR 48
+static uint8_t log_buf[4u << 20];
+
+/* Reads DIR/data.log into log_buf; returns its descriptor, open to write it back. */
+static int log_load(struct fx *f)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/data.log", f->dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_true(pread(fd, log_buf, sizeof(log_buf), 0) == (ssize_t)sizeof(log_buf));
+	return fd;
+}
+
+/* The bytes of the record at off in log_buf (header, payload, checksum), or 0 if none
+ * starts there. */
+static size_t log_record_size(size_t off)
+{
+	uint32_t len;
+
+	if (off + LOG_HDR + 8 > sizeof(log_buf) || memcmp(log_buf + off, "LLOG", 4))
+		return 0;
+	memcpy(&len, log_buf + off + 4, 4);
+	return LOG_HDR + (size_t)len + 8;
+}
+
+/* Adds delta to the u64 at field of the record at off, and gives it its checksum again. */
+static void log_record_add(size_t off, size_t field, uint64_t delta)
+{
+	size_t size = log_record_size(off);
+	uint64_t v, sum;
+
+	assert_true(size > 0);
+	memcpy(&v, log_buf + off + field, 8);
+	v += delta;
+	memcpy(log_buf + off + field, &v, 8);
+	sum = XXH3_64bits(log_buf + off, size - 8);
+	memcpy(log_buf + off + size - 8, &sum, 8);
+}
+
 /*
  * Rewrites, with their checksums, the device number that the sync record's slots and the
  * commit log's records name the data file by: what a restart that numbered the disks in
@@ -516,11 +556,11 @@ static void test_a_crashed_process_loses_no_unsynced_commit(void **state)
 #define SYNC_SLOT (2 * 32768 + 4096)
 static void renumber_device(struct fx *f)
 {
-	static uint8_t buf[4u << 20];
+	static uint8_t buf[SYNC_SLOT];
 	char path[128];
 	uint64_t dev, sum;
-	uint32_t psize, len;
-	size_t off;
+	uint32_t psize;
+	size_t off, size;
 	ssize_t n;
 	int fd;
 
@@ -540,24 +580,21 @@ static void renumber_device(struct fx *f)
 		assert_true(pwrite(fd, buf, (size_t)n, (off_t)i * SYNC_SLOT) == n);
 	}
 	close(fd);
-	snprintf(path, sizeof(path), "%s/data.log", f->dir);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	n = pread(fd, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	for (off = 0; off + 56 <= (size_t)n && !memcmp(buf + off, "LLOG", 4); off += 56 + len) {
-		memcpy(&len, buf + off + 4, 4);
-		memcpy(&dev, buf + off + 40, 8);
-		dev ^= 0x1234;
-		memcpy(buf + off + 40, &dev, 8);
-		sum = XXH3_64bits(buf + off, 48 + (size_t)len);
-		memcpy(buf + off + 48 + len, &sum, 8);
-	}
+	fd = log_load(f);
+	for (off = 0; (size = log_record_size(off)); off += size)
+		log_record_add(off, 40, 0x1234);
 	assert_true(off > 0); /* a record at least */
-	assert_true(pwrite(fd, buf, (size_t)n, 0) == n);
+	assert_true(pwrite(fd, log_buf, off, 0) == (ssize_t)off);
 	close(fd);
 }
 
+/*
+ * A power cut after commits that were never synced, at its worst: their meta page reached
+ * the disk, their tree pages did not. Without the sync record that store is broken (here:
+ * shorter than its meta page says, so it is refused); after a restart of the machine (a
+ * new boot id) the record puts the synced snapshot back, whole: every synced key, no
+ * unsynced one.
+ */
 static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool new_dev)
 {
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
@@ -736,36 +773,21 @@ static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **sta
  * erase, the whole record zeroed. */
 static void log_record_patch(struct fx *f, unsigned idx, uint64_t delta, bool erase)
 {
-	static uint8_t buf[4u << 20];
-	char path[128];
-	uint64_t txnid, sum;
-	uint32_t len = 0;
-	size_t off = 0;
-	ssize_t n;
-	int fd;
+	int fd = log_load(f);
+	size_t off = 0, size;
 
-	snprintf(path, sizeof(path), "%s/data.log", f->dir);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	n = pread(fd, buf, sizeof(buf), 0);
-	assert_true(n > 0);
 	for (unsigned i = 0; i < idx; i++) {
-		assert_memory_equal(buf + off, "LLOG", 4);
-		memcpy(&len, buf + off + 4, 4);
-		off += 56 + len;
+		size = log_record_size(off);
+		assert_true(size > 0);
+		off += size;
 	}
-	assert_memory_equal(buf + off, "LLOG", 4);
-	memcpy(&len, buf + off + 4, 4);
-	if (erase) {
-		memset(buf + off, 0, 56 + len);
-	} else {
-		memcpy(&txnid, buf + off + 24, 8);
-		txnid += delta;
-		memcpy(buf + off + 24, &txnid, 8);
-		sum = XXH3_64bits(buf + off, 48 + (size_t)len);
-		memcpy(buf + off + 48 + len, &sum, 8);
-	}
-	assert_true(pwrite(fd, buf + off, 56 + len, (off_t)off) == (ssize_t)(56 + len));
+	size = log_record_size(off);
+	assert_true(size > 0);
+	if (erase)
+		memset(log_buf + off, 0, size);
+	else
+		log_record_add(off, 24, delta);
+	assert_true(pwrite(fd, log_buf + off, size, (off_t)off) == (ssize_t)size);
 	close(fd);
 }
 
