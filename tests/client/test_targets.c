@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "codec.h"
+#include "fixture.h"
 #include "lode/lode.h"
 #include "server.h"
 
@@ -55,17 +56,9 @@ static void answer_targets(struct lode_req *req)
 		return;
 	}
 	pthread_mutex_lock(&fake_lock);
-	for (unsigned i = 0; i < fake_n; i++) {
-		struct lode_wire_target t = {.target_id = fake_list[i].id,
-					     .state = fake_list[i].state,
-					     .bytes_total = 1 << 30,
-					     .bytes_free = 1 << 29,
-					     .addr_len = (uint16_t)strlen(fake_list[i].addr)};
-
-		memcpy(data + pos, &t, sizeof(t));
-		memcpy(data + pos + sizeof(t), fake_list[i].addr, t.addr_len);
-		pos += (sizeof(t) + t.addr_len + 7) / 8 * 8;
-	}
+	for (unsigned i = 0; i < fake_n; i++)
+		pos += fixture_target_record(data + pos, fake_list[i].id, fake_list[i].state,
+					     fake_list[i].addr);
 	rep.count = fake_count;
 	pthread_mutex_unlock(&fake_lock);
 	lode_req_reply(req, 0, &rep, sizeof(rep), data, pos, free);

@@ -85,6 +85,21 @@ unsigned fixture_wait_count(pthread_mutex_t *lock, pthread_cond_t *cond, const u
 	return seen;
 }
 
+size_t fixture_target_record(void *buf, uint32_t id, uint32_t state, const char *addr)
+{
+	struct lode_wire_target t = {.target_id = id,
+				     .state = state,
+				     .bytes_total = 1 << 30,
+				     .bytes_free = 1 << 29,
+				     .addr_len = (uint16_t)strlen(addr)};
+	size_t len = (sizeof(t) + t.addr_len + 7) / 8 * 8;
+
+	memset(buf, 0, len);
+	memcpy(buf, &t, sizeof(t));
+	memcpy((char *)buf + sizeof(t), addr, t.addr_len);
+	return len;
+}
+
 struct lode_wire_objid fixture_oid(uint64_t ino, uint64_t gen, uint32_t stripe)
 {
 	struct lode_wire_objid id = {.ino = ino, .generation = gen, .stripe = stripe};

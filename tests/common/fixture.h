@@ -30,6 +30,11 @@ void fixture_skip_without_io_uring(void);
 unsigned fixture_wait_count(pthread_mutex_t *lock, pthread_cond_t *cond, const unsigned *count,
 			    unsigned want, unsigned ms);
 
+/* One TARGET_LIST record at buf, as the MDS sends it: struct lode_wire_target (target id,
+ * state LODE_TARGET_*, 1 GiB total, 512 MiB free), the address, zeros to 8 bytes. buf
+ * needs room for 48 + strlen(addr) + 7 bytes. Returns the record's length. */
+size_t fixture_target_record(void *buf, uint32_t id, uint32_t state, const char *addr);
+
 /* The object id (ino, generation, stripe), reserved zero. */
 struct lode_wire_objid fixture_oid(uint64_t ino, uint64_t gen, uint32_t stripe);
 

@@ -67,16 +67,9 @@ static void answer_targets(struct fake_mds *m, struct lode_req *req)
 	}
 	for (unsigned i = 0; i < m->list_n; i++) {
 		char addr[32];
-		int len = snprintf(addr, sizeof(addr), "tcp://10.0.0.%u:7000", m->list_ids[i]);
-		struct lode_wire_target t = {.target_id = m->list_ids[i],
-					     .state = LODE_TARGET_UP,
-					     .bytes_total = 1 << 30,
-					     .bytes_free = 1 << 29,
-					     .addr_len = (uint16_t)len};
 
-		memcpy(data + pos, &t, sizeof(t));
-		memcpy(data + pos + sizeof(t), addr, (size_t)len);
-		pos += (sizeof(t) + (size_t)len + 7) / 8 * 8;
+		snprintf(addr, sizeof(addr), "tcp://10.0.0.%u:7000", m->list_ids[i]);
+		pos += fixture_target_record(data + pos, m->list_ids[i], LODE_TARGET_UP, addr);
 	}
 	m->target_lists++;
 	lode_req_reply(req, 0, &rep, sizeof(rep), data, pos, free);
