@@ -22,9 +22,7 @@ enum op_stage {
 	ST_WRITE_DATA,
 	ST_WRITE_SUMS,
 	ST_WRITEBACK,
-	ST_SYNC_DATA,
-	ST_SYNC_SUMS,
-	ST_SYNC_DIR,
+	ST_SYNC,
 	ST_READ_DATA,
 	ST_READ_SUMS,
 	ST_TRUNC_READ_CHUNK,
@@ -32,8 +30,19 @@ enum op_stage {
 	ST_TRUNC_WRITE_SUM,
 };
 
+/* One of a sync's fsyncs (sync_start) */
+struct sync_leg {
+	struct lode_io io;
+	struct obj_op *op;
+};
+
 struct obj_op {
 	struct lode_io io;
+	/* A sync: the fsyncs of the data file, the .sum file and the directory, in flight at
+	 * once; the op goes on when the last completes, with the first error. */
+	struct sync_leg legs[3];
+	unsigned syncs_left;
+	int sync_err;
 	struct lode_objstore_io *w;
 	struct obj_fds *fds;
 	enum op_kind kind;
@@ -98,11 +107,36 @@ static void xfer_start(struct obj_op *op, enum op_stage stage, int fd, void *buf
 	xfer_submit(op);
 }
 
-static void sync_start(struct obj_op *op, enum op_stage stage, int fd)
+static void sync_leg_cb(struct lode_io *io, int res)
 {
-	op->stage = stage;
+	struct obj_op *op = lode_container_of(io, struct sync_leg, io)->op;
+
+	if (res < 0 && !op->sync_err)
+		op->sync_err = res;
+	if (!--op->syncs_left)
+		op_advance(op, op->sync_err);
+}
+
+/*
+ * Makes the object durable: its data, its checksums and its name (an object is created
+ * without syncing its directory, so its first fsync must; after that the directory's costs
+ * no journal commit). The three run at once. Their order does not matter: a crash before
+ * all three completed leaves an unacknowledged write, whose data and checksums may have
+ * reached the disk in any order, which readers see as a mismatch, never as good data.
+ */
+static void sync_start(struct obj_op *op)
+{
+	int fds[3] = {op->fds->dfd, op->fds->sfd, objstore_dirfd(op->w->st, &op->fds->id)};
+
+	op->stage = ST_SYNC;
 	op->in_xfer = false;
-	lode_loop_fsync(op->w->loop, &op->io, fd, 1);
+	op->sync_err = 0;
+	op->syncs_left = 3;
+	for (int i = 0; i < 3; i++) {
+		op->legs[i].io.cb = sync_leg_cb;
+		op->legs[i].op = op;
+		lode_loop_fsync(op->w->loop, &op->legs[i].io, fds[i], 1);
+	}
 }
 
 static void op_cb(struct lode_io *io, int res)
@@ -224,20 +258,12 @@ static void op_advance(struct obj_op *op, int res)
 					     SYNC_FILE_RANGE_WRITE);
 			return;
 		}
-		sync_start(op, ST_SYNC_DATA, f->dfd);
+		sync_start(op);
 		return;
 	case ST_WRITEBACK:
 		op_finish(op, 0);
 		return;
-	case ST_SYNC_DATA:
-		sync_start(op, ST_SYNC_SUMS, f->sfd);
-		return;
-	case ST_SYNC_SUMS:
-		/* and the names: an object is created without syncing its directory, so its
-		 * first fsync must (after an earlier one this costs no journal commit) */
-		sync_start(op, ST_SYNC_DIR, objstore_dirfd(st, &f->id));
-		return;
-	case ST_SYNC_DIR:
+	case ST_SYNC:
 		op_finish(op, 0);
 		return;
 	case ST_READ_DATA: {
@@ -621,5 +647,5 @@ void lode_objstore_fsync(struct lode_objstore_io *io, const struct lode_wire_obj
 		op_finish(op, err);
 		return;
 	}
-	sync_start(op, ST_SYNC_DATA, op->fds->dfd);
+	sync_start(op);
 }

@@ -29,9 +29,9 @@
  *
  * Crash safety. Writes store data first, then the checksums. A crash between the two
  * leaves new data with old (or hole) checksums: readers see a mismatch, never bad data
- * reported as good. An object's fsync syncs its data, its checksums, then its
- * directory, so a durable object is always reachable by name; its creation alone syncs
- * nothing, like any file's.
+ * reported as good. An object's fsync syncs its data, its checksums and its directory (at
+ * once: until all three are done nothing was acknowledged), so a durable object is always
+ * reachable by name; its creation alone syncs nothing, like any file's.
  */
 #ifndef LODE_OSS_OBJSTORE_H
 #define LODE_OSS_OBJSTORE_H
