@@ -13,11 +13,43 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "codec.h"
 #include "objstore_impl.h"
+
+/*
+ * Asks the file system to spread the object directories over the disk, as it spreads
+ * top-level ones (ext4's Orlov allocator, for a directory marked "top of a hierarchy":
+ * chattr +T). ext4 puts a new file's inode in its directory's block group and, without
+ * a journal, skips the inodes freed in the last minute or more, scanning them one by one
+ * from the group's start at every create. With all 256 directories in one or two groups,
+ * each object created after a big delete (old checkpoints removed, a new one written)
+ * scanned past every object just removed: the storm benchmark after 8192 objects per
+ * target were removed wrote 450 files/s, its OSSes busy in that scan, against 770 spread.
+ * Only directories created later are placed by it, so a store that had none marked has
+ * its empty object directories made again (rmdir refuses one that holds anything). A file
+ * system without the flag ignores all this.
+ */
+static void spread_directories(int objs)
+{
+	int flags;
+
+	if (ioctl(objs, FS_IOC_GETFLAGS, &flags) < 0 || (flags & FS_TOPDIR_FL))
+		return;
+	flags |= FS_TOPDIR_FL;
+	if (ioctl(objs, FS_IOC_SETFLAGS, &flags) < 0)
+		return;
+	for (unsigned i = 0; i < NDIRS; i++) {
+		char name[3];
+
+		snprintf(name, sizeof(name), "%02x", i);
+		(void)unlinkat(objs, name, AT_REMOVEDIR);
+	}
+}
 
 int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 {
@@ -53,6 +85,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 		err = -errno;
 		goto err_root;
 	}
+	spread_directories(objs);
 	/* All 256 directories exist from the start, so that creating an object never races
 	 * with creating its directory, and their entries are durable before any object. */
 	for (unsigned i = 0; i < NDIRS; i++) {

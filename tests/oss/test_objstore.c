@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +15,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -667,6 +671,90 @@ static void test_objects_survive_a_reopen_of_the_store(void **state)
 	free(data);
 }
 
+/* The objects directory's inode flags into *flags: false where the file system has none. */
+static bool dir_flags(const char *dir, int *flags)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/objects", dir);
+	fd = open(path, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	rc = ioctl(fd, FS_IOC_GETFLAGS, flags);
+	close(fd);
+	return rc == 0;
+}
+
+static void set_dir_flags(const char *dir, int flags)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/objects", dir);
+	fd = open(path, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	close(fd);
+}
+
+/* When objects/XX was made (its birth time, in ns), or 0 where the file system keeps none. */
+static uint64_t dir_born(const char *dir, unsigned i)
+{
+	char path[PATH_MAX];
+	struct statx sx;
+
+	snprintf(path, sizeof(path), "%s/objects/%02x", dir, i);
+	assert_int_equal(statx(AT_FDCWD, path, 0, STATX_BTIME, &sx), 0);
+	if (!(sx.stx_mask & STATX_BTIME))
+		return 0;
+	return (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec;
+}
+
+/*
+ * The object directories are spread over the disk (objstore.c: spread_directories): a new
+ * store marks its objects directory, and a store that was not marked has its empty object
+ * directories made again, while the ones holding objects, and the objects, stay.
+ */
+static void test_a_store_spreads_its_directories_and_keeps_its_objects(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(0x1234500, 1, 0); /* in directory 00 */
+	char *data = fixture_pattern(CHUNK + 5, 3);
+	uint64_t full, empty;
+	struct done d;
+	int flags;
+
+	if (!dir_flags(f->dir, &flags)) {
+		print_message("no inode flags on this file system (tmpfs?): nothing to spread\n");
+		skip();
+	}
+	assert_true(flags & FS_TOPDIR_FL);
+	assert_int_equal(write_ok(f, &id, 0, data, CHUNK + 5), 0);
+	/* a store from before: its directories were made unmarked */
+	set_dir_flags(f->dir, flags & ~FS_TOPDIR_FL);
+	full = dir_born(f->dir, 0);
+	empty = dir_born(f->dir, 0x7f);
+	usleep(20000); /* past the file system's clock tick */
+	reopen_store(f);
+	assert_true(dir_flags(f->dir, &flags));
+	assert_true(flags & FS_TOPDIR_FL);
+	assert_int_equal(dir_born(f->dir, 0), full);
+	if (empty) /* made again */
+		assert_true(dir_born(f->dir, 0x7f) > empty);
+	assert_int_equal(lode_objstore_count(f->st), 1);
+	do_read(f, f->io, &id, 0, CHUNK + 5, &d);
+	assert_int_equal(d.res.data_len, CHUNK + 5);
+	assert_memory_equal(d.res.data, data, CHUNK + 5);
+	assert_sums_match(&d);
+	done_free(&d);
+	/* and once marked, a reopen leaves every directory as it is */
+	empty = dir_born(f->dir, 0x7f);
+	usleep(20000);
+	reopen_store(f);
+	assert_int_equal(dir_born(f->dir, 0x7f), empty);
+	free(data);
+}
+
 /* A LODE_OBJ_F_MERGE write's checksums: one per chunk its bytes touch, of those bytes. */
 static int merge_write(struct fixture *f, const struct lode_wire_objid *id, uint64_t off,
 		       const char *data, size_t len)
@@ -836,6 +924,7 @@ int main(void)
 	    T(test_listing_skips_objects_removed_since_its_scan),
 	    T(test_a_flipped_byte_on_disk_is_detected_by_the_stored_checksum),
 	    T(test_objects_survive_a_reopen_of_the_store),
+	    T(test_a_store_spreads_its_directories_and_keeps_its_objects),
 	    T(test_merges_of_disjoint_records_inside_chunks_land_intact_with_valid_sums),
 	    T(test_a_merge_keeps_the_bytes_around_it_and_leaves_holes_as_zeros),
 	    T(test_a_merge_into_a_chunk_that_fails_its_checksum_is_refused),
