@@ -727,11 +727,12 @@ static int replay_entries(struct lode_txn *t, const uint8_t *p, size_t len)
 	while (len) {
 		uint32_t klen, vlen;
 		const uint8_t *key = p + REDO_ENTRY;
-		enum lode_db db = (enum lode_db)p[1];
+		enum lode_db db;
 		int rc;
 
 		if (len < REDO_ENTRY)
 			return -EBADMSG;
+		db = (enum lode_db)p[1];
 		memcpy(&klen, p + 4, 4);
 		memcpy(&vlen, p + 8, 4);
 		if (p[1] >= LODE_DB_COUNT_ || (uint64_t)klen + vlen > len - REDO_ENTRY)

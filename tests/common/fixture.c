@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -38,6 +39,20 @@ static int remove_one(const char *path, const struct stat *sb, int flag, struct 
 void fixture_tmpdir_remove(const char *dir)
 {
 	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool fixture_fd_named(int fd, const char *suffix)
+{
+	char link[64], path[4096];
+	size_t len = strlen(suffix);
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return false;
+	path[n] = 0;
+	return (size_t)n >= len && !strcmp(path + n - len, suffix);
 }
 
 void fixture_skip_without_io_uring(void)

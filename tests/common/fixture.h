@@ -8,6 +8,7 @@
 #define LODE_TESTS_FIXTURE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,10 @@
 int fixture_tmpdir_make(char *dir, size_t size, const char *prefix);
 /* Removes dir and everything below it, without following links. */
 void fixture_tmpdir_remove(const char *dir);
+
+/* Whether fd is open on a file whose path ends with suffix (for tests that make the calls
+ * on one file fail). */
+bool fixture_fd_named(int fd, const char *suffix);
 
 /* Exits 77 (meson: SKIP), saying why, when this kernel does not let us create an io_uring
  * (seccomp, an old kernel): a test of code that needs one cannot run here. */

@@ -16,6 +16,7 @@
 #include <lmdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,21 @@
 
 #include "fixture.h"
 #include "store.h"
+
+/* While set, writes to the commit log fail with EIO (pwrite64 wrapped, tests/mds/meson.build). */
+static volatile bool fail_log_writes;
+
+ssize_t __real_pwrite64(int fd, const void *buf, size_t len, off_t off);
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t len, off_t off);
+
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+	if (fail_log_writes && fixture_fd_named(fd, "/data.log")) {
+		errno = EIO;
+		return -1;
+	}
+	return __real_pwrite64(fd, buf, len, off);
+}
 
 struct fx {
 	char dir[64];
@@ -898,6 +914,159 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 }
 
 /*
+ * A commit whose commit-log record cannot be written (EIO) is made durable in the data
+ * file at once (a checkpoint), and the log goes on: after a power cut, the keys committed
+ * before it, with it and after it (logged and synced) are all there.
+ */
+static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store_stats before, after;
+	struct lode_store *st;
+	const char *names[] = {"data.mdb", "data.sync", "data.log"};
+	char from[128], to[128];
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) ||
+		    put_keys(st, "a", 10, 'A') || lode_store_sync(st))
+			_exit(1);
+		lode_store_stats(st, &before);
+		fail_log_writes = true;
+		if (put_keys(st, "b", 10, 'B'))
+			_exit(2); /* the commit itself succeeds */
+		fail_log_writes = false;
+		lode_store_stats(st, &after);
+		if (after.checkpoints != before.checkpoints + 1)
+			_exit(3);
+		/* the disk after the cut: the data file and record as that checkpoint left
+		 * them, the log as the next sync leaves it */
+		for (int i = 0; i < 2; i++) {
+			snprintf(from, sizeof(from), "%s/%s", f->dir, names[i]);
+			snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[i]);
+			if (copy_file(from, to, 0))
+				_exit(4);
+		}
+		if (put_keys(st, "c", 10, 'C') || lode_store_sync(st))
+			_exit(5);
+		lode_store_stats(st, &before);
+		if (before.checkpoints != after.checkpoints)
+			_exit(6); /* c went to the log, not to a checkpoint */
+		snprintf(from, sizeof(from), "%s/%s", f->dir, names[2]);
+		snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[2]);
+		if (copy_file(from, to, 0))
+			_exit(4);
+		_exit(0); /* no lode_store_close: it would checkpoint */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(to, sizeof(to), "%s/%s", f->dir, names[i]);
+		snprintf(from, sizeof(from), "%s/%s.disk", f->dir, names[i]);
+		assert_int_equal(copy_file(from, to, 0), 0);
+	}
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_non_null(strstr(lode_store_open_note(st), "replayed 1 commits"));
+	assert_int_equal(count_keys(st, "a", 10, 'A'), 10);
+	assert_int_equal(count_keys(st, "b", 10, 'B'), 10);
+	assert_int_equal(count_keys(st, "c", 10, 'C'), 10);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/*
+ * A record whose checksum holds but whose changes do not parse (a key that runs past the
+ * record's end) stops the open with a reason that names it; the store is not changed by it, and
+ * opens once the record is gone.
+ */
+static void test_a_log_record_that_does_not_parse_stops_the_open(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	char data[128], image[128];
+	struct lode_store *st;
+	uint32_t klen, vlen = 0;
+	size_t size;
+	uint64_t sum;
+	pid_t pid;
+	int status, fd;
+
+	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
+	snprintf(image, sizeof(image), "%s/image", f->dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) || put_keys(st, "k", 5, 'K') ||
+		    lode_store_sync(st))
+			_exit(1);
+		lode_store_close(st);
+		/* the data file as a checkpoint leaves it, then one logged commit */
+		if (lode_store_open(&o, &st, f->why, sizeof(f->why)) || copy_file(data, image, 0) ||
+		    put_keys(st, "n", 5, 'N') || lode_store_sync(st))
+			_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(copy_file(image, data, 0), 0);
+
+	/* the first change: a key one byte longer than the record holds, no value (its
+	 * lengths at payload offsets 4 and 8), resealed */
+	fd = log_load(f);
+	size = log_record_size(0);
+	assert_true(size > LOG_HDR + 16);
+	klen = (uint32_t)(size - LOG_HDR - 8 - 12 + 1);
+	memcpy(log_buf + LOG_HDR + 4, &klen, 4);
+	memcpy(log_buf + LOG_HDR + 8, &vlen, 4);
+	sum = XXH3_64bits(log_buf, size - 8);
+	memcpy(log_buf + size - 8, &sum, 8);
+	assert_true(pwrite(fd, log_buf, size, 0) == (ssize_t)size);
+	close(fd);
+
+	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
+	assert_int_not_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	if (!strstr(f->why, "cannot replay transaction"))
+		fail_msg("the open's reason does not name the record: \"%s\"", f->why);
+	log_record_patch(f, 0, 0, true);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(count_keys(st, "k", 5, 'K'), 5);
+	assert_int_equal(count_keys(st, "n", 5, 'N'), 0);
+	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/* A commit log that cannot be made (here a directory is in its place) stops the open, which
+ * names it; once it can be, the store opens with everything it held. */
+static void test_a_commit_log_that_cannot_be_opened_stops_the_open(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store *st;
+	char log[128];
+
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(put_keys(st, "k", 5, 'K'), 0);
+	lode_store_close(st);
+	snprintf(log, sizeof(log), "%s/data.log", f->dir);
+	assert_int_equal(unlink(log), 0);
+	assert_int_equal(mkdir(log, 0700), 0);
+	assert_int_not_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	if (!strstr(f->why, "data.log"))
+		fail_msg("the open's reason does not name the log: \"%s\"", f->why);
+	assert_int_equal(rmdir(log), 0);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(count_keys(st, "k", 5, 'K'), 5);
+	lode_store_close(st);
+}
+
+/*
  * A power cut while the sync record's newest slot was being written: the data file had
  * been synced for that sync, but the slot is torn, so that sync was never answered. After
  * the restart the record falls back to its other slot, the sync before, and the store
@@ -1015,6 +1184,12 @@ int main(void)
 		test_a_commit_bigger_than_the_log_is_checkpointed_at_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_replay_that_fails_halfway_leaves_the_snapshot_whole, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_commit_whose_log_write_fails_is_checkpointed_and_kept, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_log_record_that_does_not_parse_stops_the_open,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_commit_log_that_cannot_be_opened_stops_the_open,
+					    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,11 +56,10 @@ int __wrap_fdatasync(int fd);
 int __real_mdb_env_sync(MDB_env *env, int force);
 int __wrap_mdb_env_sync(MDB_env *env, int force);
 
-static bool is_named(int fd, const char *name);
-
 int __wrap_fdatasync(int fd)
 {
-	if (fail_syncs && (failing == RECORD || (failing == LOG && is_named(fd, "/data.log")))) {
+	if (fail_syncs &&
+	    (failing == RECORD || (failing == LOG && fixture_fd_named(fd, "/data.log")))) {
 		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
 		errno = EIO;
 		return -1;
@@ -81,23 +80,10 @@ int __wrap_mdb_env_sync(MDB_env *env, int force)
 static volatile bool fail_record_pread, fail_record_pwrite;
 
 /* Whether fd is a file whose path ends in name. */
-static bool is_named(int fd, const char *name)
-{
-	char link[64], path[4096];
-	size_t len = strlen(name);
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
-	if (n < 0)
-		return false;
-	path[n] = 0;
-	return (size_t)n >= len && !strcmp(path + n - len, name);
-}
 
 static bool is_record(int fd)
 {
-	return is_named(fd, "/data.sync");
+	return fixture_fd_named(fd, "/data.sync");
 }
 
 ssize_t __real_pread64(int fd, void *buf, size_t len, off_t off);
