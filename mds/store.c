@@ -1118,7 +1118,7 @@ int lode_store_restore(const char *dir, const char *backup, struct lode_restore_
 	char tmp[PATH_MAX], data[PATH_MAX], old[PATH_MAX], lock[PATH_MAX], ignore[256];
 	struct meta_info b, o, set;
 	bool have_old;
-	int rc, dfd;
+	int rc;
 
 	snprintf(tmp, sizeof(tmp), "%s/data.mdb.restore", dir);
 	snprintf(data, sizeof(data), "%s/data.mdb", dir);
@@ -1166,11 +1166,7 @@ int lode_store_restore(const char *dir, const char *backup, struct lode_restore_
 	unlink(lock); /* and its sync record (store_sync.h): it names the old data file */
 	snprintf(lock, sizeof(lock), "%s/data.log", dir);
 	unlink(lock); /* and its commit log (store_log.h), which holds the old file's commits */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	(void)lode_store_sync_dir(dir);
 	info->cluster_id = b.cluster_id;
 	info->backup_next_ino = b.next_ino;
 	info->next_ino = set.next_ino;

@@ -264,8 +264,23 @@ void lode_sync_record_close(struct lode_sync_record *r)
 	free(r);
 }
 
-/* Copies the data file's two meta pages to DIR/data.mdb.metas-before-rollback, synced. */
-static int keep_metas(const char *dir, int dfd, unsigned psize)
+int lode_store_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Copies the data file's two meta pages, the newest naming transaction newest, to
+ * DIR/NAME, synced: NAME is data.mdb.metas-before-rollback.NEWEST, so that a later
+ * rollback (another power cut before anyone looked) keeps this one's pages too. */
+static int keep_metas(const char *dir, int dfd, unsigned psize, uint64_t newest, char *name,
+		      size_t name_len)
 {
 	char path[4096];
 	uint8_t *buf = malloc(2 * (size_t)psize);
@@ -273,7 +288,8 @@ static int keep_metas(const char *dir, int dfd, unsigned psize)
 
 	if (!buf)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/data.mdb.metas-before-rollback", dir);
+	snprintf(name, name_len, "data.mdb.metas-before-rollback.%llu", (unsigned long long)newest);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	rc = pread_all(dfd, buf, 2 * (size_t)psize, 0);
 	fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (!rc && fd < 0)
@@ -285,7 +301,8 @@ static int keep_metas(const char *dir, int dfd, unsigned psize)
 	if (fd >= 0)
 		close(fd);
 	free(buf);
-	return rc;
+	/* and its name, before the pages it saves are overwritten */
+	return rc ? rc : lode_store_sync_dir(dir);
 }
 
 int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char *why,
@@ -343,6 +360,7 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 	{
 		uint64_t t0, t1, newest;
 		const uint8_t *metas = buf + sizeof(struct slot_hdr);
+		char kept[64];
 
 		memcpy(&t0, cur[0] + META_TXNID, 8);
 		memcpy(&t1, cur[1] + META_TXNID, 8);
@@ -350,7 +368,7 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 		if (newest <= h.txnid)
 			goto out; /* synced up to its last commit: nothing to undo */
 		/* keep the meta pages that go, so that the rollback can be undone by hand */
-		rc = keep_metas(dir, dfd, h.psize);
+		rc = keep_metas(dir, dfd, h.psize, newest, kept, sizeof(kept));
 		if (rc) {
 			snprintf(why, why_len, "cannot save %s's meta pages before a rollback: %s",
 				 path, strerror(-rc));
@@ -368,11 +386,11 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 			 "%s before transactions %llu..%llu were synced (changes of lazy "
 			 "clients, and of requests answered with the sync's error): the store is "
 			 "back at transaction %llu, its last durable one (the meta pages it "
-			 "replaced are in data.mdb.metas-before-rollback)",
+			 "replaced are in %s)",
 			 strcmp(h.boot, SYNC_FAILED) ? "the machine restarted"
 						     : "a sync of the store failed",
 			 (unsigned long long)h.txnid + 1, (unsigned long long)newest,
-			 (unsigned long long)h.txnid);
+			 (unsigned long long)h.txnid, kept);
 	}
 out:
 	if (dfd >= 0)

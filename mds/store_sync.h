@@ -46,6 +46,9 @@ void lode_sync_record_close(struct lode_sync_record *r);
 /* Writes len bytes of buf at off, through short writes and EINTR. Returns 0 or -errno. */
 int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
+/* fsync of the directory dir, so that the names made in it are durable. 0 or -errno. */
+int lode_store_sync_dir(const char *dir);
+
 /*
  * Before the environment in dir is opened: if the record is for this data file and from
  * another boot, writes its meta pages back into the data file (and syncs it), so that the

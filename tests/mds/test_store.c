@@ -611,29 +611,57 @@ static void renumber_device(struct fx *f)
  * new boot id) the record puts the synced snapshot back, whole: every synced key, no
  * unsynced one.
  */
-static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool new_dev)
+/* Puts back the disk as crash_after_lazy_commits left it after the cut: the commit log and
+ * the synced image, under the unsynced commits' meta pages, which go to pages[2 * PSIZE]. */
+static void cut_power(struct fx *f, char *pages)
 {
-	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	char data[128], image[128], metas[128];
-	struct lode_store *st;
-	static char pages[2 * PSIZE], kept[2 * PSIZE];
 	int fd;
 
-	crash_after_lazy_commits(f, checkpoint);
 	restore_log(f, "log-image");
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
 	snprintf(image, sizeof(image), "%s/image", f->dir);
 	snprintf(metas, sizeof(metas), "%s/metas", f->dir);
-	/* the disk after the cut: the synced image, under the unsynced commits' meta pages */
 	assert_int_equal(copy_file(image, data, 0), 0);
 	fd = open(metas, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(read(fd, pages, sizeof(pages)), (ssize_t)sizeof(pages));
+	assert_int_equal(read(fd, pages, 2 * PSIZE), (ssize_t)(2 * PSIZE));
 	close(fd);
 	fd = open(data, O_WRONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, pages, sizeof(pages), 0), (ssize_t)sizeof(pages));
+	assert_int_equal(pwrite(fd, pages, 2 * PSIZE, 0), (ssize_t)(2 * PSIZE));
 	close(fd);
+}
+
+/* Checks that the file of saved meta pages the open's note names holds pages[2 * PSIZE];
+ * its name into name[64]. */
+static void assert_metas_kept(struct fx *f, const char *note, const char *pages, char *name)
+{
+	static char kept[2 * PSIZE];
+	const char *at = strstr(note, "data.mdb.metas-before-rollback.");
+	char path[256];
+	int fd;
+
+	if (!at)
+		fail_msg("the note does not name the saved meta pages: \"%s\"", note);
+	snprintf(name, 64, "%.*s", (int)strcspn(at, ")"), at);
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, kept, sizeof(kept)), (ssize_t)sizeof(kept));
+	close(fd);
+	assert_memory_equal(kept, pages, sizeof(kept));
+}
+
+static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool new_dev)
+{
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store *st;
+	static char pages[2 * PSIZE];
+	char kept_name[64];
+
+	crash_after_lazy_commits(f, checkpoint);
+	cut_power(f, pages);
 	if (new_dev)
 		renumber_device(f);
 
@@ -647,12 +675,7 @@ static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool
 	assert_non_null(strstr(lode_store_open_note(st), "restarted"));
 	/* what the log made durable came back through it, the rest was in the snapshot */
 	assert_true(!strstr(lode_store_open_note(st), "replayed 1 commits") == checkpoint);
-	snprintf(metas, sizeof(metas), "%s/data.mdb.metas-before-rollback", f->dir);
-	fd = open(metas, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(read(fd, kept, sizeof(kept)), (ssize_t)sizeof(kept));
-	close(fd);
-	assert_memory_equal(kept, pages, sizeof(pages));
+	assert_metas_kept(f, lode_store_open_note(st), pages, kept_name);
 	assert_int_equal(count_keys(st, "durable", DURABLE, 'D'), DURABLE);
 	assert_int_equal(count_keys(st, "lazy", LAZY, 'L'), 0);
 	/* and it is a store that takes commits again */
@@ -663,6 +686,39 @@ static void power_cut_after_unsynced_commits(struct fx *f, bool checkpoint, bool
 	assert_string_equal(lode_store_open_note(st), "");
 	assert_int_equal(count_keys(st, "after", 10, 'A'), 10);
 	lode_store_close(st);
+	unsetenv("LODE_MDS_BOOT_ID");
+}
+
+/*
+ * Two power cuts, each after unsynced commits, with no one looking in between: each
+ * rollback keeps the meta pages it replaced in a file of its own, so the second does not
+ * overwrite what the first saved.
+ */
+static void test_a_second_rollback_keeps_the_pages_the_first_saved(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
+	struct lode_store *st;
+	static char first[2 * PSIZE], second[2 * PSIZE];
+	char first_name[64], second_name[64];
+
+	crash_after_lazy_commits(f, true);
+	cut_power(f, first);
+	setenv("LODE_MDS_BOOT_ID", "the second boot", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_metas_kept(f, lode_store_open_note(st), first, first_name);
+	lode_store_close(st);
+
+	crash_after_lazy_commits(f, true); /* in the second boot */
+	cut_power(f, second);
+	setenv("LODE_MDS_BOOT_ID", "the third boot", 1);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_metas_kept(f, lode_store_open_note(st), second, second_name);
+	assert_string_not_equal(first_name, second_name);
+	lode_store_close(st);
+	/* the first file is still whole */
+	snprintf(f->why, sizeof(f->why), "the machine restarted (%s)", first_name);
+	assert_metas_kept(f, f->why, first, first_name);
 	unsetenv("LODE_MDS_BOOT_ID");
 }
 
@@ -1186,6 +1242,8 @@ int main(void)
 		test_a_replay_that_fails_halfway_leaves_the_snapshot_whole, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_commit_whose_log_write_fails_is_checkpointed_and_kept, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_second_rollback_keeps_the_pages_the_first_saved,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_log_record_that_does_not_parse_stops_the_open,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_commit_log_that_cannot_be_opened_stops_the_open,
