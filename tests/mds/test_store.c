@@ -915,6 +915,32 @@ static void test_a_replay_that_fails_halfway_leaves_the_snapshot_whole(void **st
 	unsetenv("LODE_MDS_BOOT_ID");
 }
 
+/* The store's files, as a power cut leaves them: copies taken when they were durable. */
+static const char *const store_files[] = {"data.mdb", "data.sync", "data.log"};
+
+/* Copies DIR/NAME to DIR/NAME.disk, what the disk holds of it from now on. 0 or -1 (for a
+ * child process, which cannot assert). */
+static int save_disk(struct fx *f, const char *name)
+{
+	char from[128], to[128];
+
+	snprintf(from, sizeof(from), "%s/%s", f->dir, name);
+	snprintf(to, sizeof(to), "%s/%s.disk", f->dir, name);
+	return copy_file(from, to, 0);
+}
+
+/* Puts back every file of the store as save_disk kept it: the disk after the cut. */
+static void cut_to_disk(struct fx *f)
+{
+	char from[128], to[128];
+
+	for (size_t i = 0; i < sizeof(store_files) / sizeof(store_files[0]); i++) {
+		snprintf(to, sizeof(to), "%s/%s", f->dir, store_files[i]);
+		snprintf(from, sizeof(from), "%s/%s.disk", f->dir, store_files[i]);
+		assert_int_equal(copy_file(from, to, 0), 0);
+	}
+}
+
 /*
  * A commit bigger than the commit log: it is made durable in the data file at once (a
  * checkpoint), without a sync from the caller, and a power cut right after keeps it.
@@ -926,8 +952,6 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	struct lode_store_stats before, after;
 	struct lode_store *st;
-	const char *names[] = {"data.mdb", "data.sync", "data.log"};
-	char from[128], to[128];
 	pid_t pid;
 	int status;
 
@@ -943,12 +967,9 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 		if (after.checkpoints != before.checkpoints + 1)
 			_exit(3);
 		/* the disk after the cut: as the checkpoint left it */
-		for (int i = 0; i < 3; i++) {
-			snprintf(from, sizeof(from), "%s/%s", f->dir, names[i]);
-			snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[i]);
-			if (copy_file(from, to, 0))
+		for (int i = 0; i < 3; i++)
+			if (save_disk(f, store_files[i]))
 				_exit(4);
-		}
 		if (put_keys(st, "lazy", 10, 'L'))
 			_exit(5);
 		_exit(0); /* no lode_store_close: it would checkpoint */
@@ -956,11 +977,7 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	for (int i = 0; i < 3; i++) {
-		snprintf(to, sizeof(to), "%s/%s", f->dir, names[i]);
-		snprintf(from, sizeof(from), "%s/%s.disk", f->dir, names[i]);
-		assert_int_equal(copy_file(from, to, 0), 0);
-	}
+	cut_to_disk(f);
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
 	assert_int_equal(count_keys(st, "big", BIG, 'B'), BIG);
@@ -980,8 +997,6 @@ static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **
 	struct lode_store_opts o = {.dir = f->dir, .map_size = 64ull << 20};
 	struct lode_store_stats before, after;
 	struct lode_store *st;
-	const char *names[] = {"data.mdb", "data.sync", "data.log"};
-	char from[128], to[128];
 	pid_t pid;
 	int status;
 
@@ -1001,31 +1016,21 @@ static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **
 			_exit(3);
 		/* the disk after the cut: the data file and record as that checkpoint left
 		 * them, the log as the next sync leaves it */
-		for (int i = 0; i < 2; i++) {
-			snprintf(from, sizeof(from), "%s/%s", f->dir, names[i]);
-			snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[i]);
-			if (copy_file(from, to, 0))
-				_exit(4);
-		}
+		if (save_disk(f, "data.mdb") || save_disk(f, "data.sync"))
+			_exit(4);
 		if (put_keys(st, "c", 10, 'C') || lode_store_sync(st))
 			_exit(5);
 		lode_store_stats(st, &before);
 		if (before.checkpoints != after.checkpoints)
 			_exit(6); /* c went to the log, not to a checkpoint */
-		snprintf(from, sizeof(from), "%s/%s", f->dir, names[2]);
-		snprintf(to, sizeof(to), "%s/%s.disk", f->dir, names[2]);
-		if (copy_file(from, to, 0))
+		if (save_disk(f, "data.log"))
 			_exit(4);
 		_exit(0); /* no lode_store_close: it would checkpoint */
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	for (int i = 0; i < 3; i++) {
-		snprintf(to, sizeof(to), "%s/%s", f->dir, names[i]);
-		snprintf(from, sizeof(from), "%s/%s.disk", f->dir, names[i]);
-		assert_int_equal(copy_file(from, to, 0), 0);
-	}
+	cut_to_disk(f);
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
 	assert_non_null(strstr(lode_store_open_note(st), "replayed 1 commits"));
