@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/fs.h>
@@ -21,6 +22,8 @@
 #include "codec.h"
 #include "objstore_impl.h"
 
+#define SPREAD_MARK ".spread" /* in DATA/objects: every directory was made spread */
+
 /*
  * Asks the file system to spread the object directories over the disk, as it spreads
  * top-level ones (ext4's Orlov allocator, for a directory marked "top of a hierarchy":
@@ -28,27 +31,38 @@
  * a journal, skips the inodes freed in the last minute or more, scanning them one by one
  * from the group's start at every create. With all 256 directories in one or two groups,
  * each object created after a big delete (old checkpoints removed, a new one written)
- * scanned past every object just removed: the storm benchmark after 8192 objects per
- * target were removed wrote 450 files/s, its OSSes busy in that scan, against 770 spread.
- * Only directories created later are placed by it, so a store that had none marked has
- * its empty object directories made again (rmdir refuses one that holds anything). A file
- * system without the flag ignores all this.
+ * scanned past every object just removed (tools/bench/after-delete.sh: 390-560 files/s,
+ * the OSSes 2-3 times busier, against 620-760 spread).
+ *
+ * Only directories made after the flag is set are spread. So until every directory was
+ * made with it (SPREAD_MARK says so), each start makes the empty ones again (rmdir refuses
+ * one that holds anything): a store of an older lode-oss is spread as its directories
+ * empty, a drained target at its next start. Returns true when the caller, once it has
+ * made the missing directories, should write the mark. A file system without the flag
+ * ignores all this.
  */
-static void spread_directories(int objs)
+static bool spread_directories(int objs)
 {
+	bool all = true;
 	int flags;
 
-	if (ioctl(objs, FS_IOC_GETFLAGS, &flags) < 0 || (flags & FS_TOPDIR_FL))
-		return;
-	flags |= FS_TOPDIR_FL;
-	if (ioctl(objs, FS_IOC_SETFLAGS, &flags) < 0)
-		return;
+	if (faccessat(objs, SPREAD_MARK, F_OK, 0) == 0)
+		return false;
+	if (ioctl(objs, FS_IOC_GETFLAGS, &flags) < 0)
+		return false;
+	if (!(flags & FS_TOPDIR_FL)) {
+		flags |= FS_TOPDIR_FL;
+		if (ioctl(objs, FS_IOC_SETFLAGS, &flags) < 0)
+			return false;
+	}
 	for (unsigned i = 0; i < NDIRS; i++) {
 		char name[3];
 
 		snprintf(name, sizeof(name), "%02x", i);
-		(void)unlinkat(objs, name, AT_REMOVEDIR);
+		if (unlinkat(objs, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			all = false;
 	}
+	return all;
 }
 
 int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
@@ -56,6 +70,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 	struct lode_objstore *st;
 	uint64_t count;
 	int root, objs;
+	bool mark;
 	int err;
 
 	st = calloc(1, sizeof(*st));
@@ -85,7 +100,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 		err = -errno;
 		goto err_root;
 	}
-	spread_directories(objs);
+	mark = spread_directories(objs);
 	/* All 256 directories exist from the start, so that creating an object never races
 	 * with creating its directory, and their entries are durable before any object. */
 	for (unsigned i = 0; i < NDIRS; i++) {
@@ -101,6 +116,15 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 			err = -errno;
 			goto err_objs;
 		}
+	}
+	if (mark) {
+		int fd = openat(objs, SPREAD_MARK, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			err = -errno;
+			goto err_objs;
+		}
+		close(fd);
 	}
 	if (fsync(objs) < 0 || fsync(root) < 0) {
 		err = -errno;

@@ -710,16 +710,28 @@ static uint64_t dir_born(const char *dir, unsigned i)
 	return (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec;
 }
 
+/* Whether DIR/objects/.spread exists: every object directory was made spread. */
+static bool spread_marked(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/objects/.spread", dir);
+	return access(path, F_OK) == 0;
+}
+
 /*
  * The object directories are spread over the disk (objstore.c: spread_directories): a new
- * store marks its objects directory, and a store that was not marked has its empty object
- * directories made again, while the ones holding objects, and the objects, stay.
+ * store marks its objects directory and says all its directories were made so. A store of
+ * an older lode-oss has its empty object directories made again at each start, while the
+ * ones holding objects, and the objects, stay; once the last of those is empty (the
+ * target drained), the next start makes it again too, and from then on none is touched.
  */
 static void test_a_store_spreads_its_directories_and_keeps_its_objects(void **state)
 {
 	struct fixture *f = *state;
 	struct lode_wire_objid id = fixture_oid(0x1234500, 1, 0); /* in directory 00 */
 	char *data = fixture_pattern(CHUNK + 5, 3);
+	char mark[PATH_MAX];
 	uint64_t full, empty;
 	struct done d;
 	int flags;
@@ -729,15 +741,20 @@ static void test_a_store_spreads_its_directories_and_keeps_its_objects(void **st
 		skip();
 	}
 	assert_true(flags & FS_TOPDIR_FL);
+	assert_true(spread_marked(f->dir));
 	assert_int_equal(write_ok(f, &id, 0, data, CHUNK + 5), 0);
-	/* a store from before: its directories were made unmarked */
+
+	/* a store of an older lode-oss: its directories were made unmarked */
 	set_dir_flags(f->dir, flags & ~FS_TOPDIR_FL);
+	snprintf(mark, sizeof(mark), "%s/objects/.spread", f->dir);
+	assert_int_equal(unlink(mark), 0);
 	full = dir_born(f->dir, 0);
 	empty = dir_born(f->dir, 0x7f);
 	usleep(20000); /* past the file system's clock tick */
 	reopen_store(f);
 	assert_true(dir_flags(f->dir, &flags));
 	assert_true(flags & FS_TOPDIR_FL);
+	assert_false(spread_marked(f->dir)); /* directory 00 is not spread yet */
 	assert_int_equal(dir_born(f->dir, 0), full);
 	if (empty) /* made again */
 		assert_true(dir_born(f->dir, 0x7f) > empty);
@@ -747,7 +764,15 @@ static void test_a_store_spreads_its_directories_and_keeps_its_objects(void **st
 	assert_memory_equal(d.res.data, data, CHUNK + 5);
 	assert_sums_match(&d);
 	done_free(&d);
-	/* and once marked, a reopen leaves every directory as it is */
+
+	/* its last object gone, the next start makes directory 00 again and marks the store */
+	assert_int_equal(lode_objstore_remove(f->st, f->io, &id, NULL), 0);
+	usleep(20000);
+	reopen_store(f);
+	if (full)
+		assert_true(dir_born(f->dir, 0) > full);
+	assert_true(spread_marked(f->dir));
+	/* and once marked, a start leaves every directory as it is */
 	empty = dir_born(f->dir, 0x7f);
 	usleep(20000);
 	reopen_store(f);
