@@ -48,6 +48,29 @@ ssize_t __wrap_pwrite64(int fd, const void *buf, size_t len, off_t off)
 	return __real_pwrite64(fd, buf, len, off);
 }
 
+/* While set, read transactions cannot begin or be renewed (mdb_txn_begin with MDB_RDONLY
+ * and mdb_txn_renew wrapped): what a checkpoint needs to move its pin. */
+static volatile bool fail_pin;
+
+int __real_mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned flags, MDB_txn **txn);
+int __wrap_mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned flags, MDB_txn **txn);
+int __real_mdb_txn_renew(MDB_txn *txn);
+int __wrap_mdb_txn_renew(MDB_txn *txn);
+
+int __wrap_mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned flags, MDB_txn **txn)
+{
+	if (fail_pin && (flags & MDB_RDONLY))
+		return MDB_READERS_FULL;
+	return __real_mdb_txn_begin(env, parent, flags, txn);
+}
+
+int __wrap_mdb_txn_renew(MDB_txn *txn)
+{
+	if (fail_pin)
+		return MDB_READERS_FULL;
+	return __real_mdb_txn_renew(txn);
+}
+
 struct fx {
 	char dir[64];
 	char why[256];
@@ -1042,6 +1065,36 @@ static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **
 }
 
 /*
+ * A checkpoint that cannot move its pin (no read transaction to be had) fails, and the
+ * store takes no change after it: a commit could reuse the pages of the snapshot just made
+ * durable. What that checkpoint made durable is kept, at the next open too.
+ */
+static void test_a_checkpoint_that_cannot_move_its_pin_stops_every_change(void **state)
+{
+	struct fx *f = *state;
+	struct lode_store_opts o = {
+	    .dir = f->dir, .map_size = 64ull << 20, .checkpoint_commits = 1};
+	struct lode_store *st;
+	struct lode_txn t;
+
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(put_keys(st, "a", 10, 'A'), 0);
+	assert_int_equal(lode_store_sync(st), 0);
+	assert_int_equal(put_keys(st, "b", 10, 'B'), 0);
+	fail_pin = true;
+	assert_int_not_equal(lode_store_sync(st), 0); /* a checkpoint: 1 commit since */
+	fail_pin = false;
+	assert_int_not_equal(lode_store_write_begin(st, NULL, &t), 0);
+	assert_int_not_equal(lode_store_sync(st), 0);
+	lode_store_close(st);
+	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
+	assert_int_equal(count_keys(st, "a", 10, 'A'), 10);
+	assert_int_equal(count_keys(st, "b", 10, 'B'), 10);
+	assert_int_equal(put_keys(st, "c", 10, 'C'), 0); /* a new open takes changes again */
+	lode_store_close(st);
+}
+
+/*
  * A record whose checksum holds but whose changes do not parse (a key that runs past the
  * record's end) stops the open with a reason that names it; the store is not changed by it, and
  * opens once the record is gone.
@@ -1249,6 +1302,8 @@ int main(void)
 		test_a_commit_whose_log_write_fails_is_checkpointed_and_kept, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_second_rollback_keeps_the_pages_the_first_saved,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_checkpoint_that_cannot_move_its_pin_stops_every_change, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_log_record_that_does_not_parse_stops_the_open,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_commit_log_that_cannot_be_opened_stops_the_open,
