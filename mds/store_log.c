@@ -66,15 +66,13 @@ static int write_zeros(int fd, uint64_t from, uint64_t to)
 }
 
 /* Writes zeros from the file's end to LODE_LOG_SIZE, then syncs it and its directory. */
-static int fill(int fd, int dirfd, uint64_t from)
+static int fill(int fd, const char *dir, uint64_t from)
 {
 	int rc = write_zeros(fd, from, LODE_LOG_SIZE);
 
 	if (!rc && fsync(fd))
 		rc = -errno;
-	if (!rc && fsync(dirfd))
-		rc = -errno;
-	return rc;
+	return rc ? rc : lode_store_sync_dir(dir);
 }
 
 int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **out)
@@ -82,7 +80,7 @@ int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **ou
 	struct lode_store_log *l;
 	struct stat sb, db;
 	char path[4096];
-	int dirfd, rc = 0;
+	int rc = 0;
 
 	if (fstat(data_fd, &db))
 		return -errno;
@@ -91,13 +89,10 @@ int lode_store_log_open(const char *dir, int data_fd, struct lode_store_log **ou
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/data.log", dir);
 	l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (l->fd < 0 || dirfd < 0 || fstat(l->fd, &sb))
+	if (l->fd < 0 || fstat(l->fd, &sb))
 		rc = -errno;
 	if (!rc && (uint64_t)sb.st_size < LODE_LOG_SIZE)
-		rc = fill(l->fd, dirfd, (uint64_t)sb.st_size);
-	if (dirfd >= 0)
-		close(dirfd);
+		rc = fill(l->fd, dir, (uint64_t)sb.st_size);
 	if (rc) {
 		if (l->fd >= 0)
 			close(l->fd);
