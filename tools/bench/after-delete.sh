@@ -40,57 +40,14 @@ for f in mds/lode-mds oss/lode-oss tools/lodectl client/fuse/lode-fuse; do
 	[[ -x $build/$f ]] || { echo "after-delete.sh: $build/$f missing: build first" >&2; exit 2; }
 done
 
-work=$(mktemp -d "$workbase/lode-after-delete.XXXXXX")
-pids=() oss_pids=() mounts=()
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-cleanup() {
-	local rc=$? m p
-	trap - EXIT INT TERM
-	set +e
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && { timeout 30 umount "$m" 2>/dev/null || umount -l "$m"; }
-	done
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
-	for p in "${pids[@]}"; do
-		timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null
-	done
-	grep -q " $work/" /proc/mounts || rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-wait_file() { for _ in $(seq 200); do [[ -s $1 ]] && return 0; sleep 0.1; done; echo "after-delete.sh: $1 not written" >&2; exit 1; }
+. "$root/tools/bench/lode-cluster.sh"
+bench_start after-delete
 
 log "lode-mds, 3 lode-oss, 2 lode-fuse mounts under $work"
-"$build/tools/lodectl" key generate "$work/key" >/dev/null
-export LODE_KEY_FILE=$work/key
-"$build/mds/lode-mds" --data "$work/mds" --listen tcp://127.0.0.1:0 --port-file "$work/mds.addr" \
-	--key "$work/key" --orphan-grace 1 2>"$work/mds.log" &
-pids+=($!)
-wait_file "$work/mds.addr"
-export LODE_MDS=$(cat "$work/mds.addr")
-for i in 0 1 2; do
-	"$build/oss/lode-oss" --data "$work/oss$i" --listen tcp://127.0.0.1:0 --mds "$LODE_MDS" \
-		--key "$work/key" 2>"$work/oss$i.log" &
-	pids+=($!)
-	oss_pids+=($!)
-done
-for _ in $(seq 200); do
-	[[ $("$build/tools/lodectl" status 2>/dev/null | grep -c ' up ') -ge 3 ]] && break
-	sleep 0.1
-done
-mnt=()
-for m in a b; do
-	mkdir -p "$work/$m"
-	"$build/client/fuse/lode-fuse" -f --mds "$LODE_MDS" "$work/$m" 2>>"$work/fuse.log" &
-	pids+=($!)
-	mounts+=("$work/$m")
-	mnt+=("$work/$m")
-done
-for m in "${mnt[@]}"; do
-	for _ in $(seq 200); do mountpoint -q "$m" && break; sleep 0.1; done
-	mountpoint -q "$m" || { echo "after-delete.sh: lode-fuse did not mount $m: $(tail -3 "$work/fuse.log")" >&2; exit 1; }
-done
+lode_cluster_up --orphan-grace 1
+mnt=("$work/a" "$work/b")
+for m in "${mnt[@]}"; do lode_mount "$m"; done
+lode_mounted "${mnt[@]}"
 
 oss_ticks() { # user + system clock ticks of the lode-oss processes
 	local p t=0

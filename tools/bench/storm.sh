@@ -51,61 +51,27 @@ for f in mds/lode-mds oss/lode-oss tools/lodectl client/fuse/lode-fuse tools/ben
 done
 command -v curl >/dev/null || { echo "storm.sh: needs curl (the MDS's metrics)" >&2; exit 2; }
 
-work=$(mktemp -d "$workbase/lode-storm.XXXXXX")
-pids=() mounts=() mfs_dir=""
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-cleanup() {
-	local rc=$? m p
-	trap - EXIT INT TERM
-	set +e
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && { timeout 30 umount "$m" 2>/dev/null || umount -l "$m"; }
-	done
-	[[ -n $mfs_dir ]] && "$root/tools/bench/peers/moosefs.sh" down "$mfs_dir" >/dev/null 2>&1
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
-	for p in "${pids[@]}"; do
-		timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null
-	done
-	grep -q " $work/" /proc/mounts || rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-wait_file() { for _ in $(seq 200); do [[ -s $1 ]] && return 0; sleep 0.1; done; echo "storm.sh: $1 not written" >&2; exit 1; }
+. "$root/tools/bench/lode-cluster.sh"
+bench_start storm
+mfs_dir=""
+moosefs_down() { [[ -z $mfs_dir ]] || "$root/tools/bench/peers/moosefs.sh" down "$mfs_dir" >/dev/null 2>&1; }
+bench_teardown=moosefs_down
 
 log "Lode: lode-mds with --metrics, 3 lode-oss, 2 lode-fuse mounts under $work"
-"$build/tools/lodectl" key generate "$work/key" >/dev/null
-export LODE_KEY_FILE=$work/key
-"$build/mds/lode-mds" --data "$work/mds" --listen tcp://127.0.0.1:0 --port-file "$work/mds.addr" \
-	--key "$work/key" --metrics 127.0.0.1:0 --metrics-port-file "$work/mds.metrics" 2>"$work/mds.log" &
-pids+=($!)
-wait_file "$work/mds.addr"
-wait_file "$work/mds.metrics"
-mds=$(cat "$work/mds.addr")
-export LODE_MDS=$mds
-for i in 0 1 2; do
-	"$build/oss/lode-oss" --data "$work/oss$i" --listen tcp://127.0.0.1:0 --mds "$mds" \
-		--key "$work/key" --port-file "$work/oss$i.addr" 2>"$work/oss$i.log" &
-	pids+=($!)
-done
-for _ in $(seq 200); do
-	[[ $("$build/tools/lodectl" status 2>/dev/null | grep -c ' up ') -ge 3 ]] && break
-	sleep 0.1
-done
+lode_cluster_up --metrics 127.0.0.1:0 --metrics-port-file "$work/mds.metrics"
+bench_wait_file "$work/mds.metrics"
 lode_mnt=() lazy_mnt=()
 for m in a b la lb; do
 	[[ $m == l* ]] && ((!lazy)) && continue
-	mkdir -p "$work/$m"
-	"$build/client/fuse/lode-fuse" -f --mds "$mds" "$work/$m" \
-		$([[ $m == l* ]] && echo -o namespace=lazy) 2>>"$work/fuse.log" &
-	pids+=($!)
-	mounts+=("$work/$m")
-	if [[ $m == l* ]]; then lazy_mnt+=("$work/$m"); else lode_mnt+=("$work/$m"); fi
+	if [[ $m == l* ]]; then
+		lode_mount "$work/$m" -o namespace=lazy
+		lazy_mnt+=("$work/$m")
+	else
+		lode_mount "$work/$m"
+		lode_mnt+=("$work/$m")
+	fi
 done
-for m in "${lode_mnt[@]}" "${lazy_mnt[@]}"; do
-	for _ in $(seq 200); do mountpoint -q "$m" && break; sleep 0.1; done
-	mountpoint -q "$m" || { echo "storm.sh: lode-fuse did not mount $m: $(tail -3 "$work/fuse.log")" >&2; exit 1; }
-done
+lode_mounted "${lode_mnt[@]}" "${lazy_mnt[@]}"
 metrics_url=http://$(cat "$work/mds.metrics")/metrics
 
 mfs_mnt=()
