@@ -435,6 +435,17 @@ static int count_keys(struct lode_store *st, const char *prefix, int n, char fil
 	return found;
 }
 
+/* Waits for the child pid, which must have exited with status 0 (its steps are numbered
+ * by the status it exits with otherwise). */
+static void child_ok(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Copies len bytes at offset 0 of src (len 0: all of it) to dst. 0 or -1. */
 static int copy_file(const char *src, const char *dst, size_t len)
 {
@@ -483,7 +494,6 @@ static void restore_log(struct fx *f, const char *name)
 static void crash_after_lazy_commits(struct fx *f, bool checkpoint)
 {
 	pid_t pid = fork();
-	int status;
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -520,9 +530,7 @@ static void crash_after_lazy_commits(struct fx *f, bool checkpoint)
 			_exit(4);
 		_exit(0); /* no lode_store_close: it would sync */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 }
 
 /* A crash of the process only: the page cache kept every commit, synced or not. */
@@ -573,18 +581,27 @@ static size_t log_record_size(size_t off)
 	return LOG_HDR + (size_t)len + 8;
 }
 
+/* Gives the record at off in log_buf its checksum again, after a change to it. */
+static void log_record_seal(size_t off)
+{
+	size_t size = log_record_size(off);
+	uint64_t sum;
+
+	assert_true(size > 0);
+	sum = XXH3_64bits(log_buf + off, size - 8);
+	memcpy(log_buf + off + size - 8, &sum, 8);
+}
+
 /* Adds delta to the u64 at field of the record at off, and gives it its checksum again. */
 static void log_record_add(size_t off, size_t field, uint64_t delta)
 {
-	size_t size = log_record_size(off);
-	uint64_t v, sum;
+	uint64_t v;
 
-	assert_true(size > 0);
+	assert_true(log_record_size(off) > 0);
 	memcpy(&v, log_buf + off + field, 8);
 	v += delta;
 	memcpy(log_buf + off + field, &v, 8);
-	sum = XXH3_64bits(log_buf + off, size - 8);
-	memcpy(log_buf + off + size - 8, &sum, 8);
+	log_record_seal(off);
 }
 
 /*
@@ -803,7 +820,7 @@ static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **sta
 	char data[128], image[128], log[128], rec[128], rec_saved[128];
 	struct lode_store *st;
 	pid_t pid;
-	int status, fd;
+	int fd;
 	char byte;
 
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
@@ -829,9 +846,7 @@ static void test_a_torn_log_record_stops_the_replay_before_later_ones(void **sta
 			_exit(3);
 		_exit(0); /* no lode_store_close: it would checkpoint */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 
 	/* the disk: the data file as the open's checkpoint left it, and the log with a byte
 	 * of its first record's payload flipped */
@@ -898,7 +913,6 @@ static void test_a_replay_that_fails_halfway_leaves_the_snapshot_whole(void **st
 	char data[128], image[128];
 	struct lode_store *st;
 	pid_t pid;
-	int status;
 
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
 	snprintf(image, sizeof(image), "%s/image", f->dir);
@@ -916,9 +930,7 @@ static void test_a_replay_that_fails_halfway_leaves_the_snapshot_whole(void **st
 				_exit(2);
 		_exit(0); /* no lode_store_close: it would checkpoint */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 
 	/* the disk: the data file as the first sync left it (its snapshot is the open's
 	 * checkpoint's, plus the first record, both in the log); the seventh record (the
@@ -976,7 +988,6 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 	struct lode_store_stats before, after;
 	struct lode_store *st;
 	pid_t pid;
-	int status;
 
 	pid = fork();
 	assert_true(pid >= 0);
@@ -997,9 +1008,7 @@ static void test_a_commit_bigger_than_the_log_is_checkpointed_at_once(void **sta
 			_exit(5);
 		_exit(0); /* no lode_store_close: it would checkpoint */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 	cut_to_disk(f);
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
@@ -1021,7 +1030,6 @@ static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **
 	struct lode_store_stats before, after;
 	struct lode_store *st;
 	pid_t pid;
-	int status;
 
 	pid = fork();
 	assert_true(pid >= 0);
@@ -1050,9 +1058,7 @@ static void test_a_commit_whose_log_write_fails_is_checkpointed_and_kept(void **
 			_exit(4);
 		_exit(0); /* no lode_store_close: it would checkpoint */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 	cut_to_disk(f);
 	setenv("LODE_MDS_BOOT_ID", "a later boot of this machine", 1);
 	assert_int_equal(lode_store_open(&o, &st, f->why, sizeof(f->why)), 0);
@@ -1107,9 +1113,8 @@ static void test_a_log_record_that_does_not_parse_stops_the_open(void **state)
 	struct lode_store *st;
 	uint32_t klen, vlen = 0;
 	size_t size;
-	uint64_t sum;
 	pid_t pid;
-	int status, fd;
+	int fd;
 
 	snprintf(data, sizeof(data), "%s/data.mdb", f->dir);
 	snprintf(image, sizeof(image), "%s/image", f->dir);
@@ -1126,9 +1131,7 @@ static void test_a_log_record_that_does_not_parse_stops_the_open(void **state)
 			_exit(2);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 	assert_int_equal(copy_file(image, data, 0), 0);
 
 	/* the first change: a key one byte longer than the record holds, no value (its
@@ -1139,8 +1142,7 @@ static void test_a_log_record_that_does_not_parse_stops_the_open(void **state)
 	klen = (uint32_t)(size - LOG_HDR - 8 - 12 + 1);
 	memcpy(log_buf + LOG_HDR + 4, &klen, 4);
 	memcpy(log_buf + LOG_HDR + 8, &vlen, 4);
-	sum = XXH3_64bits(log_buf, size - 8);
-	memcpy(log_buf + size - 8, &sum, 8);
+	log_record_seal(0);
 	assert_true(pwrite(fd, log_buf, size, 0) == (ssize_t)size);
 	close(fd);
 
@@ -1196,7 +1198,7 @@ static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **st
 	struct lode_store *st;
 	ssize_t na, nb, at = 0;
 	pid_t pid;
-	int status, fd;
+	int fd;
 
 	snprintf(rec, sizeof(rec), "%s/data.sync", f->dir);
 	snprintf(first, sizeof(first), "%s/record-first", f->dir);
@@ -1214,9 +1216,7 @@ static void test_a_torn_newest_sync_slot_falls_back_to_the_sync_before(void **st
 			_exit(2);
 		_exit(0); /* no lode_store_close: it would sync */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	child_ok(pid);
 
 	/* tear the slot the second sync wrote: the first byte that differs from the record
 	 * as the first sync left it */
