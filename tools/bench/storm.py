@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT
 """storm.py: one point of the checkpoint-storm benchmark (tools/bench/storm.sh drives it).
 
-    storm.py --procs N --files F --size BYTES --dir DIR [--dir DIR2 ...]
+    storm.py --procs N --files F --size BYTES --dir DIR [--dir DIR2 ...] [--rank-dirs]
 
 N processes, spread round-robin over the given directories (one per mount), each write F
 shard files of BYTES into the same checkpoint directory, as ranks of a training job do at
 a checkpoint: create NAME.tmp, write it (1 MiB writes), fsync, close, rename it to NAME.
+With --rank-dirs each rank writes in a directory of its own inside the checkpoint's
+(rank-NNNNN, made before the storm starts), as Megatron lays out its checkpoints; without
+it every rank writes in the one directory, as PyTorch's distributed checkpoints do.
 They start together (a barrier). Prints one JSON document: files/s over the whole storm
 (files / (last rename - start)) and p50/p99 in milliseconds of each step and of a whole
 file. Nothing is removed: storm.sh removes the directory between points.
@@ -23,6 +26,8 @@ STEPS = ("create", "write", "fsync", "close", "rename", "file")
 
 def rank(i, args, barrier, out):
     d = os.path.join(args.dir[i % len(args.dir)], args.tag)
+    if args.rank_dirs:
+        d = os.path.join(d, "rank-%05d" % i)
     buf = os.urandom(min(args.size, 1 << 20)) if args.size else b""
     lat = {s: [] for s in STEPS}
     try:
@@ -65,13 +70,18 @@ def main():
     ap.add_argument("--size", type=int, required=True)
     ap.add_argument("--dir", action="append", required=True)
     ap.add_argument("--tag", default="ckpt")
+    ap.add_argument("--rank-dirs", action="store_true")
     args = ap.parse_args()
     if args.procs < 1 or args.files < 1 or args.size < 0:
         ap.error("--procs and --files must be at least 1, --size at least 0")
     # the checkpoint directory exists on every mount before the storm (it is one directory)
     os.makedirs(os.path.join(args.dir[0], args.tag), exist_ok=True)
+    if args.rank_dirs:
+        for i in range(args.procs):
+            os.mkdir(os.path.join(args.dir[0], args.tag, "rank-%05d" % i))
+    last = os.path.join(args.tag, "rank-%05d" % (args.procs - 1)) if args.rank_dirs else args.tag
     for d in args.dir[1:]:
-        p = os.path.join(d, args.tag)
+        p = os.path.join(d, last)
         for _ in range(100):  # another mount sees the new directory within its timeouts
             if os.path.isdir(p):
                 break

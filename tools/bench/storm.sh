@@ -2,49 +2,62 @@
 # storm.sh: the checkpoint storm (metadata and small files), Lode next to MooseFS in the
 # same run on the same machine.
 #
-#   tools/bench/storm.sh [--procs "1 8 64"] [--files N] [--single N] [--no-moosefs]
-#                        [--no-lazy] [--out FILE] [--work DIR]
+#   tools/bench/storm.sh [--procs "1 8 64"] [--sizes "65536 1048576"] [--files N]
+#                        [--single N] [--copies N] [--rank-dirs] [--no-moosefs] [--no-lazy]
+#                        [--out FILE] [--work DIR]
 #
-# Storm: for each shard size (64 KiB, 1 MiB) and each process count, that many processes
-# spread over two mounts each create, write, fsync, close and rename into place their own
-# shard files in one checkpoint directory (tools/bench/storm.py), N files in all per point
-# (default 256). Printed per point: files/s and p50/p99 of a whole file and of each step,
+# Storm: for each shard size (bytes; default 64 KiB and 1 MiB) and each process count,
+# that many processes spread over two mounts each create, write, fsync, close and rename
+# into place their own shard files in one checkpoint directory (tools/bench/storm.py), N
+# files in all per point (default 256); with --rank-dirs, in a directory per rank inside
+# it (Megatron's layout; in one directory the kernel runs one create or rename at a time
+# per mount). Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
 # metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
-# lode_mds_checkpoints_total: the data file's and the sync record's), group commits per file
-# and the mean requests per group commit
-# (lode_mds_commit_batch_size). Each point runs twice on Lode: on two mounts with the
-# default durable namespace, and on two more with -o namespace=lazy (changes durable at
-# fsync, fsyncdir or within a second; docs/fuse.md), unless --no-lazy.
+# lode_mds_checkpoints_total: the data file's and the sync record's), group commits per
+# file and the mean requests per group commit (lode_mds_commit_batch_size). Each point
+# runs twice on Lode: on two mounts with the default durable namespace, and on two more
+# with -o namespace=lazy (changes durable at fsync, fsyncdir or within a second;
+# docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000) and fs_io small (64 KiB files written, then read back with the client cache
 # dropped) on one mount of each.
 #
+# Copies: by default Lode keeps its two copies of every file and MooseFS one (goal 1), the
+# comparison issue 15 states; --copies N gives both N (Lode: mirror_count=N as the default
+# layout of the directories the storm writes in; MooseFS: goal N), like against like.
 # Lode: lode-mds (--metrics on loopback) and 3 lode-oss started here, two lode-fuse mounts
 # (and two lazy ones).
-# MooseFS: tools/bench/peers/moosefs.sh (goal 1, network namespaces), and a second
-# mfsmount from its client namespace. Needs root and a build in build/ (LODE_BUILD=dir);
-# builds nothing. Everything started is stopped on exit, also on failure.
+# MooseFS: tools/bench/peers/moosefs.sh (network namespaces), and a second mfsmount from
+# its client namespace. Needs root and a build in build/ (LODE_BUILD=dir); builds
+# nothing. Everything started is stopped on exit, also on failure.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LODE_BUILD:-$root/build}
-procs="1 8 64" files=256 single=2000 moosefs=1 lazy=1 out="" workbase=/var/tmp
+procs="1 8 64" sizes="65536 1048576" files=256 single=2000 copies="" rank_dirs=""
+moosefs=1 lazy=1 out="" workbase=/var/tmp
 num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
 while (($#)); do
 	case $1 in
 	--procs) procs=${2:?--procs needs a list}; shift 2 ;;
+	--sizes) sizes=${2:?--sizes needs a list}; shift 2 ;;
 	--files) num "$1" "${2:-}"; files=$2; shift 2 ;;
 	--single) num "$1" "${2:-}"; single=$2; shift 2 ;;
+	--copies)
+		[[ ${2:-} =~ ^[1-3]$ ]] || { echo "storm.sh: --copies is 1, 2 or 3" >&2; exit 2; }
+		copies=$2; shift 2 ;;
+	--rank-dirs) rank_dirs=--rank-dirs; shift ;;
 	--no-moosefs) moosefs=0; shift ;;
 	--no-lazy) lazy=0; shift ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 for p in $procs; do num --procs "$p"; done
+for z in $sizes; do num --sizes "$z"; done
 [[ $(id -u) == 0 ]] || { echo "storm.sh: needs root (mounts, network namespaces)" >&2; exit 2; }
 for f in mds/lode-mds oss/lode-oss tools/lodectl client/fuse/lode-fuse tools/bench/fs_io; do
 	[[ -x $build/$f ]] || { echo "storm.sh: $build/$f missing: build first" >&2; exit 2; }
@@ -72,13 +85,26 @@ for m in a b la lb; do
 	fi
 done
 lode_mounted "${lode_mnt[@]}" "${lazy_mnt[@]}"
+if [[ -n $copies ]]; then
+	# Every point writes in a subdirectory of the mounts' root made here, with the
+	# layout as its default; what the storm creates inherits it.
+	for i in "${!lode_mnt[@]}"; do
+		mkdir -p "${lode_mnt[i]}/c$copies"
+		setfattr -n user.lode.layout -v "mirror_count=$copies" "${lode_mnt[i]}/c$copies"
+		lode_mnt[i]=${lode_mnt[i]}/c$copies
+	done
+	for i in "${!lazy_mnt[@]}"; do
+		mkdir -p "${lazy_mnt[i]}/c$copies"
+		lazy_mnt[i]=${lazy_mnt[i]}/c$copies
+	done
+fi
 metrics_url=http://$(cat "$work/mds.metrics")/metrics
 
 mfs_mnt=()
 if ((moosefs)); then
-	log "MooseFS: goal 1, two mounts"
+	log "MooseFS: goal ${copies:-1}, two mounts"
 	mfs_dir=$work/mfs
-	m1=$(MFS_GOAL=1 "$root/tools/bench/peers/moosefs.sh" up "$mfs_dir")
+	m1=$(MFS_GOAL=${copies:-1} "$root/tools/bench/peers/moosefs.sh" up "$mfs_dir")
 	mkdir -p "$mfs_dir/mnt2"
 	# the second client, from the same client namespace (moosefs.sh mounts the first)
 	timeout 60 nsenter --net=/run/netns/lodemfs-cl mfsmount "$mfs_dir/mnt2" -H 10.77.0.1 -P 9421 \
@@ -105,7 +131,7 @@ lode_point() {
 	local c0 s0 k0 c1 s1 k1 j
 	read -r c0 s0 k0 < <(mds_counts)
 	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
-		--dir "$1" --dir "$2" --tag "$6")
+		--dir "$1" --dir "$2" --tag "$6" $rank_dirs)
 	read -r c1 s1 k1 < <(mds_counts)
 	rm -rf "${1:?}/$6"
 	echo "$j"
@@ -118,12 +144,14 @@ table=$work/table.txt
 : >"$table"
 emit() { printf '%s\n' "$*" | tee -a "$table"; }
 
-emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point"
-emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); MooseFS goal 1 $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
+where="one directory"
+[[ -n $rank_dirs ]] && where="a directory per rank"
+emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point; $where"
+emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ${copies:-2} copies; MooseFS goal ${copies:-1} $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
 emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' size procs \
 	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
 	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit')"
-for size in 65536 1048576; do
+for size in $sizes; do
 	for n in $procs; do
 		per=$(((files + n - 1) / n))
 		tag=ckpt-$size-$n
@@ -141,7 +169,7 @@ for size in 65536 1048576; do
 		mf="-" m50="-" m99="-" ratio="-"
 		if ((moosefs)); then
 			mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
-				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag")
+				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs)
 			rm -rf "${mfs_mnt[0]:?}/$tag"
 			mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
 			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
