@@ -52,6 +52,10 @@ static const char usage[] =
     "  --capacity BYTES    the size this target reports (K, M, G, T suffixes): at most\n"
     "                      its file system's, with its objects' bytes as used (default:\n"
     "                      the file system's size and use); for targets sharing a disk\n"
+    "  --reserve BYTES     keep this much of the file system free (K, M, G, T suffixes;\n"
+    "                      0: none; default 1%, at most 1G): with less free, the MDS\n"
+    "                      places no new files or copies here, and writes to the files\n"
+    "                      here complete in the reserve\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
     "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
@@ -71,6 +75,7 @@ struct args {
 	const char *metrics, *metrics_port_file;
 	unsigned threads;
 	uint64_t capacity; /* 0: the file system's */
+	uint64_t reserve;  /* LODE_OSS_RESERVE_DEFAULT: 1%, at most 1 GiB */
 	enum lode_log_level level;
 	const char *key_file;
 	bool insecure;
@@ -136,6 +141,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"advertise", required_argument, NULL, 'a'},
 	    {"threads", required_argument, NULL, 't'},
 	    {"capacity", required_argument, NULL, 'c'},
+	    {"reserve", required_argument, NULL, 'r'},
 	    {"port-file", required_argument, NULL, 'p'},
 	    {"log-level", required_argument, NULL, 'L'},
 	    {"config", required_argument, NULL, 'C'},
@@ -155,6 +161,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		bad_args("%s", why);
 	memset(a, 0, sizeof(*a));
 	a->threads = 2;
+	a->reserve = LODE_OSS_RESERVE_DEFAULT;
 	a->level = LODE_LOG_INFO;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -202,6 +209,13 @@ static void parse_args(int argc, char **argv, struct args *a)
 		case 'c':
 			if (parse_bytes(optarg, &a->capacity) || !a->capacity)
 				bad_args("--capacity: expected a number of bytes with an optional "
+					 "K, M, G or T suffix, got '%s'",
+					 optarg);
+			break;
+		case 'r':
+			if (parse_bytes(optarg, &a->reserve) ||
+			    a->reserve == LODE_OSS_RESERVE_DEFAULT)
+				bad_args("--reserve: expected a number of bytes with an optional "
 					 "K, M, G or T suffix, got '%s'",
 					 optarg);
 			break;
@@ -340,6 +354,7 @@ int main(int argc, char **argv)
 	lopts.st = st;
 	lopts.oss = &oss;
 	lopts.capacity = a.capacity;
+	lopts.reserve = a.reserve;
 	if (a.metrics) {
 		err = lode_daemon_metrics_start(&dm, PROG, a.metrics, a.metrics_port_file, srv,
 						lode_oss_metrics_collect, &oss);

@@ -52,6 +52,7 @@ struct lode_mds_link {
 	struct lode_objstore *st;
 	struct lode_oss *oss;
 	uint64_t capacity;	     /* 0: the file system's */
+	uint64_t reserve;	     /* as in lode_mds_link_opts */
 	_Atomic uint64_t bytes_used; /* with a capacity: written by the reclaim thread */
 	/* link thread only */
 	struct lode_rpc *rpc;
@@ -158,9 +159,21 @@ out:
 
 /* ---- calls ---- */
 
+uint64_t lode_oss_reserve_bytes(uint64_t reserve, uint64_t total)
+{
+	if (reserve != LODE_OSS_RESERVE_DEFAULT)
+		return reserve;
+	return total / 100 < LODE_OSS_RESERVE_MAX_DEFAULT ? total / 100
+							  : LODE_OSS_RESERVE_MAX_DEFAULT;
+}
+
+/* The size and free bytes this target reports: its file system's, less the reserve from
+ * what is free (the size stays, so the reserve reads as used), and with a declared
+ * capacity at most what is left of it. */
 static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_bytes)
 {
 	struct statvfs sv;
+	uint64_t reserve;
 
 	if (statvfs(l->data_dir, &sv) < 0) {
 		*total = *free_bytes = 0;
@@ -168,6 +181,8 @@ static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_by
 	}
 	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	*free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve = lode_oss_reserve_bytes(l->reserve, *total);
+	*free_bytes = *free_bytes > reserve ? *free_bytes - reserve : 0;
 	if (l->capacity) {
 		uint64_t used = atomic_load(&l->bytes_used);
 		uint64_t left = used < l->capacity ? l->capacity - used : 0;
@@ -177,6 +192,20 @@ static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_by
 		if (left < *free_bytes)
 			*free_bytes = left;
 	}
+}
+
+static void log_reserve(struct lode_mds_link *l)
+{
+	struct statvfs sv;
+	uint64_t total;
+
+	if (statvfs(l->data_dir, &sv) < 0)
+		return;
+	total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	LODE_INFO("keeping %llu MiB of the file system's %llu MiB free (--reserve): less free "
+		  "than that, the MDS places nothing new here",
+		  (unsigned long long)(lode_oss_reserve_bytes(l->reserve, total) >> 20),
+		  (unsigned long long)(total >> 20));
 }
 
 /* With a declared capacity: what the objects occupy now. */
@@ -477,6 +506,8 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	l->st = opts->st;
 	l->oss = opts->oss;
 	l->capacity = opts->capacity;
+	l->reserve = opts->reserve;
+	log_reserve(l);
 	measure_used(l); /* before the first register reports it */
 	if (getrandom(&l->client_id, sizeof(l->client_id), 0) != sizeof(l->client_id))
 		l->client_id = (uint64_t)lode_now_ns() ^ (uint64_t)getpid();

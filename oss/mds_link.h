@@ -28,7 +28,20 @@ struct lode_mds_link_opts {
 	 * min(declared, its file system's) as its size and its objects' bytes as used, so
 	 * several targets sharing one disk look like targets of their own size */
 	uint64_t capacity;
+	/* Bytes of the file system kept free (lode-oss --reserve), or
+	 * LODE_OSS_RESERVE_DEFAULT. The target reports its free space less the reserve, so
+	 * the MDS stops placing new files and moved copies on it while writes to the files
+	 * it holds can still complete, and the OSS's own files (checksums, directories) have
+	 * room. */
+	uint64_t reserve;
 };
+
+/* The default reserve: 1% of the file system, at most 1 GiB. */
+#define LODE_OSS_RESERVE_DEFAULT     UINT64_MAX
+#define LODE_OSS_RESERVE_MAX_DEFAULT (1ull << 30)
+
+/* The bytes kept free on a file system of total bytes (reserve as in the options). */
+uint64_t lode_oss_reserve_bytes(uint64_t reserve, uint64_t total);
 
 /* Starts the link thread (strings and uuid are copied). Returns 0 or -errno (-EINVAL for
  * a bad MDS address or an advertised address over LODE_ADDR_MAX). */

@@ -2,7 +2,9 @@
 # lodectl local add-oss and --capacity: a cluster of 3 OSS that declare 64 MiB each gets a
 # fourth of 32 MiB; status and df report the declared sizes (not the shared disk's), a put
 # shows up as used bytes of the declared size, new files are placed on the new target too,
-# and `local down` stops all four.
+# and `local down` stops all four. lode-oss --reserve: a target whose disk has less free
+# than its reserve reports no free space, and gets no new file (the other targets do);
+# the default reserve is 1% of the disk, at most 1 GiB.
 set -euo pipefail
 LODE_TEST_NAME=add-oss
 source "$(dirname "$0")/lib.sh"
@@ -57,6 +59,45 @@ oss_bin=$(dirname "$LODE_MDS_BIN")/../oss/lode-oss
 if "$oss_bin" --data "$dir/x" --listen tcp://127.0.0.1:0 --mds "$mds" --insecure \
 	--capacity 12Q 2>"$dir/err"; then fail "lode-oss took --capacity 12Q"; fi
 grep -q -- "--capacity" "$dir/err" || fail "unclear error: $(cat "$dir/err")"
+
+echo "an OSS whose disk has less free than its reserve takes no new file"
+if "$oss_bin" --data "$dir/x" --listen tcp://127.0.0.1:0 --mds "$mds" --insecure \
+	--reserve 1X 2>"$dir/err"; then fail "lode-oss took --reserve 1X"; fi
+grep -q -- "--reserve" "$dir/err" || fail "unclear error: $(cat "$dir/err")"
+# 1 PiB: more than this disk has free (and than it holds: its size still reports)
+"$oss_bin" --data "$dir/full" --listen tcp://127.0.0.1:0 --mds "$mds" --key "$c/cluster.key" \
+	--reserve 1024T --port-file "$dir/full.addr" 2>"$dir/full.log" &
+full_pid=$!
+# and one with the default reserve and no declared capacity: its start names the reserve
+"$oss_bin" --data "$dir/dflt" --listen tcp://127.0.0.1:0 --mds "$mds" --key "$c/cluster.key" \
+	--port-file "$dir/dflt.addr" 2>"$dir/dflt.log" &
+dflt_pid=$!
+for _ in $(seq 100); do [ -s "$dir/full.addr" ] && [ -s "$dir/dflt.addr" ] && break; sleep 0.1; done
+full_id="" full_addr=$(cat "$dir/full.addr")
+for _ in $(seq 100); do
+	full_id=$("$lodectl" status --json |
+		js "next((t['id'] for t in d['targets'] if t['address'] == '$full_addr' and t['state'] == 'up'), '')")
+	[ -n "$full_id" ] && break
+	sleep 0.1
+done
+[ -n "$full_id" ] || fail "the OSS with --reserve 1024T did not come up: $(cat "$dir/full.log")"
+"$lodectl" status --json | js "[(t['bytes_total'] > 0, t['bytes_free']) for t in d['targets'] if t['id'] == $full_id][0]" >"$dir/out"
+[ "$(cat "$dir/out")" = "(True, 0)" ] ||
+	fail "target $full_id (reserve 1024T) reports (size > 0, free) = $(cat "$dir/out")"
+# the new default-reserve target has tens of GiB free: placed first, most free first, so
+# the full one would be too if its free bytes counted
+for i in $(seq 6); do
+	"$lodectl" put --quiet --stripe-count 1 --mirrors 2 "$dir/data" "/r$i"
+	"$lodectl" stat --json "/r$i" | js '[c["target"] for c in d["layout"]["stripes"][0]]' >"$dir/out"
+	grep -q -w "$full_id" "$dir/out" && fail "/r$i has a copy on full target $full_id: $(cat "$dir/out")"
+done
+"$lodectl" get --quiet /r6 "$dir/back" && cmp -s "$dir/data" "$dir/back" || fail "/r6 changed"
+total=$($py -c 'import os, sys; s = os.statvfs(sys.argv[1]); print(s.f_blocks * s.f_frsize >> 20)' "$dir")
+want=$((total / 100 < 1024 ? total / 100 : 1024))
+grep -q "keeping $want MiB of the file system's $total MiB free" "$dir/dflt.log" ||
+	fail "the default reserve on a $total MiB disk is not $want MiB: $(grep keeping "$dir/dflt.log")"
+kill "$full_pid" "$dflt_pid"
+wait "$full_pid" "$dflt_pid" || true
 
 echo "local down stops every OSS, the added one too"
 pids=$(cat "$c"/oss*/pid "$c/mds/pid")
