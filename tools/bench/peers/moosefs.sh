@@ -11,6 +11,8 @@
 #
 # Environment: MFS_GOAL (default 1) - number of copies of each chunk (set on the
 # root directory with mfssetgoal -r; the benchmark uses 1 and 2).
+# MFS_CS_CONF - extra lines for every chunkserver's configuration, such as
+# "HDD_FSYNC_BEFORE_CLOSE = 1" (tools/bench/fsync-trace.sh).
 #
 # Why network namespaces: MooseFS refuses 127.x addresses between its servers.
 # Each server gets its own network namespace with one address in a small
@@ -128,6 +130,7 @@ write_configs() {
 		BIND_HOST = $NET.$((i + 1))
 		CSSERV_LISTEN_HOST = $NET.$((i + 1))
 		EOF
+		[ -z "${MFS_CS_CONF:-}" ] || printf '%s\n' "$MFS_CS_CONF" >>"$d/cs$i/mfschunkserver.cfg"
 	done
 }
 
