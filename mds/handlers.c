@@ -87,7 +87,7 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 		snprintf(why, why_len, "out of memory");
 		goto stop_writer;
 	}
-	rc = lode_liveness_start(&m->live, m->pl, m->writer, !opts->no_probe);
+	rc = lode_liveness_start(&m->live, m->pl, m->writer, !opts->no_probe, opts->keys);
 	if (rc) {
 		snprintf(why, why_len, "cannot start the liveness threads: %s", strerror(-rc));
 		goto destroy_backup;

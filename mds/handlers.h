@@ -20,6 +20,7 @@ struct lode_placement;
 struct lode_leases;
 struct lode_writer;
 struct lode_liveness;
+struct lode_keyring;
 
 /* How long a create that cannot be placed yet (no target UP to hold its copies) is held
  * and retried before it is answered EIO: long enough to ride over an OSS restart or the
@@ -37,6 +38,7 @@ struct lode_mds_opts {
 	const uint8_t *cap_key;	  /* signs capabilities (proto/net/cap.h); NULL: --insecure */
 	unsigned cap_lifetime_ms; /* 0: LODE_MDS_CAP_LIFETIME_MS */
 	const struct lode_identity *identity; /* client groups' rules (identity.h), or NULL */
+	const struct lode_keyring *keys;      /* proved on the MDS's own connections; NULL: none */
 };
 
 #define LODE_MDS_CAP_LIFETIME_MS 3600000u

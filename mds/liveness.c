@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "log.h"
 #include "loop.h"
 #include "rpc.h"
@@ -178,7 +179,8 @@ void lode_liveness_kick(struct lode_liveness *lv)
 /* ---- start, stop ---- */
 
 int lode_liveness_start(struct lode_liveness **out, struct lode_placement *pl,
-			struct lode_writer *writer, int with_prober)
+			struct lode_writer *writer, int with_prober,
+			const struct lode_keyring *keys)
 {
 	struct lode_liveness *lv = calloc(1, sizeof(*lv));
 	pthread_condattr_t ca;
@@ -198,6 +200,12 @@ int lode_liveness_start(struct lode_liveness **out, struct lode_placement *pl,
 		err = lode_rpc_create(&lv->rpc, LODE_LIVENESS_PROBE_TIMEOUT_MS);
 		if (err)
 			goto err_sync;
+		/* without a proof, an OSS with keys refuses the PING (EACCES), and a late
+		 * target that answers would never count as fresh again */
+		if (keys)
+			err = lode_rpc_set_auth(lv->rpc, keys, lode_keyring_best_role(keys));
+		if (err)
+			goto err_rpc;
 	}
 	err = -pthread_create(&lv->waiter, NULL, waiter_main, lv);
 	if (err)

@@ -25,12 +25,14 @@
 #define LODE_LIVENESS_PROBE_TIMEOUT_MS 2000u /* a probe not answered by then: no verdict */
 #define LODE_LIVENESS_RETRY_MS	       250u  /* pause before a held mutation runs again */
 
+struct lode_keyring;
 struct lode_liveness;
 
-/* Starts both threads; probe 0 leaves the prober out (tests of the wait alone). Returns 0
- * or -errno. */
+/* Starts both threads; probe 0 leaves the prober out (tests of the wait alone). keys: the
+ * MDS's (its probes prove them, as an OSS with keys serves nothing before that), or NULL
+ * when it runs without. Returns 0 or -errno. */
 int lode_liveness_start(struct lode_liveness **out, struct lode_placement *pl,
-			struct lode_writer *writer, int probe);
+			struct lode_writer *writer, int probe, const struct lode_keyring *keys);
 /* Stops both threads. Every held op gets done(op, -ESHUTDOWN) first, on the caller's
  * thread. Call before lode_writer_stop(). NULL is accepted. */
 void lode_liveness_stop(struct lode_liveness *lv);

@@ -327,6 +327,7 @@ int main(int argc, char **argv)
 	mopts.dir = data;
 	mopts.cap_lifetime_ms = mds.cap_lifetime_ms;
 	mopts.cap_key = secure ? keys.cap_key : NULL;
+	mopts.keys = secure ? &keys : NULL;
 	rc = lode_mds_init(&mds, &mopts, why, sizeof(why));
 	if (rc) {
 		LODE_ERR("%s", why[0] ? why : strerror(-rc));
