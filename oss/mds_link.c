@@ -53,6 +53,7 @@ struct lode_mds_link {
 	struct lode_oss *oss;
 	uint64_t capacity;	     /* 0: the file system's */
 	uint64_t reserve;	     /* as in lode_mds_link_opts */
+	bool in_reserve;	     /* the last capacity() found less free than the reserve */
 	_Atomic uint64_t bytes_used; /* with a capacity: written by the reclaim thread */
 	/* link thread only */
 	struct lode_rpc *rpc;
@@ -182,6 +183,17 @@ static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_by
 	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	*free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
 	reserve = lode_oss_reserve_bytes(l->reserve, *total);
+	if ((*free_bytes <= reserve) != l->in_reserve) {
+		l->in_reserve = *free_bytes <= reserve;
+		if (l->in_reserve)
+			LODE_WARN("%s has %llu MiB free, within the reserve of %llu MiB: the MDS "
+				  "places no new file or copy here (lode-oss --reserve)",
+				  l->data_dir, (unsigned long long)(*free_bytes >> 20),
+				  (unsigned long long)(reserve >> 20));
+		else
+			LODE_INFO("%s has %llu MiB free again, above the reserve", l->data_dir,
+				  (unsigned long long)(*free_bytes >> 20));
+	}
 	*free_bytes = *free_bytes > reserve ? *free_bytes - reserve : 0;
 	if (l->capacity) {
 		uint64_t used = atomic_load(&l->bytes_used);

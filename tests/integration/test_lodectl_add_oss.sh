@@ -3,8 +3,8 @@
 # fourth of 32 MiB; status and df report the declared sizes (not the shared disk's), a put
 # shows up as used bytes of the declared size, new files are placed on the new target too,
 # and `local down` stops all four. lode-oss --reserve: a target whose disk has less free
-# than its reserve reports no free space, and gets no new file (the other targets do);
-# the default reserve is 1% of the disk, at most 1 GiB.
+# than its reserve reports no free space, says so, and gets no new file and no copy a
+# drain moves; the default reserve is 1% of the disk, at most 1 GiB.
 set -euo pipefail
 LODE_TEST_NAME=add-oss
 source "$(dirname "$0")/lib.sh"
@@ -73,6 +73,10 @@ full_pid=$!
 	--port-file "$dir/dflt.addr" 2>"$dir/dflt.log" &
 dflt_pid=$!
 for _ in $(seq 100); do [ -s "$dir/full.addr" ] && [ -s "$dir/dflt.addr" ] && break; sleep 0.1; done
+[ -s "$dir/full.addr" ] || fail "the OSS with --reserve 1024T did not start: $(cat "$dir/full.log")"
+[ -s "$dir/dflt.addr" ] || fail "the OSS with the default reserve did not start: $(cat "$dir/dflt.log")"
+grep -q "within the reserve" "$dir/full.log" ||
+	fail "the OSS inside its reserve did not say so: $(cat "$dir/full.log")"
 full_id="" full_addr=$(cat "$dir/full.addr")
 for _ in $(seq 100); do
 	full_id=$("$lodectl" status --json |
@@ -84,19 +88,29 @@ done
 "$lodectl" status --json | js "[(t['bytes_total'] > 0, t['bytes_free']) for t in d['targets'] if t['id'] == $full_id][0]" >"$dir/out"
 [ "$(cat "$dir/out")" = "(True, 0)" ] ||
 	fail "target $full_id (reserve 1024T) reports (size > 0, free) = $(cat "$dir/out")"
-# the new default-reserve target has tens of GiB free: placed first, most free first, so
-# the full one would be too if its free bytes counted
+# placement takes targets with room in turn: the full one would get copies too if its free
+# bytes counted
 for i in $(seq 6); do
 	"$lodectl" put --quiet --stripe-count 1 --mirrors 2 "$dir/data" "/r$i"
 	"$lodectl" stat --json "/r$i" | js '[c["target"] for c in d["layout"]["stripes"][0]]' >"$dir/out"
 	grep -q -w "$full_id" "$dir/out" && fail "/r$i has a copy on full target $full_id: $(cat "$dir/out")"
 done
 "$lodectl" get --quiet /r6 "$dir/back" && cmp -s "$dir/data" "$dir/back" || fail "/r6 changed"
-total=$($py -c 'import os, sys; s = os.statvfs(sys.argv[1]); print(s.f_blocks * s.f_frsize >> 20)' "$dir")
-want=$((total / 100 < 1024 ? total / 100 : 1024))
-grep -q "keeping $want MiB of the file system's $total MiB free" "$dir/dflt.log" ||
-	fail "the default reserve on a $total MiB disk is not $want MiB: $(grep keeping "$dir/dflt.log")"
-kill "$full_pid" "$dflt_pid"
+# a drain moves copies to targets with room: the full one holds none of them (it has the
+# lowest use of all, so it would be first otherwise)
+"$lodectl" drain "$new" --wait 60 >"$dir/drain.out" 2>&1 || fail "drain of $new: $(cat "$dir/drain.out")"
+for f in $(seq -f "/f%g" 8) $(seq -f "/r%g" 6); do
+	"$lodectl" stat --json "$f" | js '[c["target"] for c in d["layout"]["stripes"][0]]' >"$dir/out"
+	grep -q -w "$full_id" "$dir/out" && fail "$f has a copy on full target $full_id after a drain"
+	grep -q -w "$new" "$dir/out" && fail "$f still has a copy on drained target $new"
+done
+"$lodectl" get --quiet /f1 "$dir/back" && cmp -s "$dir/data" "$dir/back" || fail "/f1 changed in the drain"
+line=$(grep -o "keeping [0-9]* MiB of the file system's [0-9]* MiB free" "$dir/dflt.log") ||
+	fail "the OSS with the default reserve did not name it: $(cat "$dir/dflt.log")"
+set -- $line
+[ "$2" = $(($8 / 100 < 1024 ? $8 / 100 : 1024)) ] ||
+	fail "the default reserve is 1% of the disk, at most 1 GiB: '$line'"
+kill "$full_pid" "$dflt_pid" 2>/dev/null || true
 wait "$full_pid" "$dflt_pid" || true
 
 echo "local down stops every OSS, the added one too"

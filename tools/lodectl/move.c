@@ -43,6 +43,8 @@ struct mtarget {
 	bool up, active;
 	uint64_t total; /* as the target reports it (its --capacity, or its disk) */
 	uint64_t used;	/* from the layouts: bytes of the copies it holds */
+	uint64_t free;	/* as the target reports it (less its reserve), less what the plan
+			 * puts on it */
 	size_t cursor;	/* rebalance's plan: files before it have nothing more to give */
 	char addr[128];
 };
@@ -152,6 +154,7 @@ static int load_targets(struct mover *m)
 		t->up = ti[i].up;
 		t->active = ti[i].admin == LODE_TARGET_ADMIN_ACTIVE;
 		t->total = ti[i].bytes_total;
+		t->free = ti[i].bytes_free;
 		snprintf(t->addr, sizeof(t->addr), "%s", ti[i].addr);
 	}
 	free(ti);
@@ -265,8 +268,14 @@ static int add_move(struct mover *m, const struct mfile *f, unsigned index, uint
 	return 0;
 }
 
-/* The active, up target with the lowest used fraction that may take copy index of f. */
-static struct mtarget *least_used(struct mover *m, const struct mfile *f, unsigned index)
+/* A target keeps this much free beyond what a move puts there: less is full, as to the
+ * MDS's placement (LODE_PLACEMENT_FULL_BYTES). */
+#define MOVE_ROOM_BYTES (64u << 10)
+
+/* The active, up target with the lowest used fraction that may take copy index of f (len
+ * bytes) and has room for it. */
+static struct mtarget *least_used(struct mover *m, const struct mfile *f, unsigned index,
+				  uint64_t len)
 {
 	struct mtarget *best = NULL;
 
@@ -275,6 +284,8 @@ static struct mtarget *least_used(struct mover *m, const struct mfile *f, unsign
 
 		if (!t->up || !t->active || !t->total || stripe_holds(f, index, t->id))
 			continue;
+		if (t->free < len || t->free - len < MOVE_ROOM_BYTES)
+			continue; /* full, or would be: its reserve stays free */
 		if (!best || fraction(t) < fraction(best))
 			best = t;
 	}
@@ -429,7 +440,7 @@ int cmd_drain(struct lodectl *ctl, int argc, char **argv)
 
 			if (f->targets[k] != id)
 				continue;
-			to = least_used(&m, f, k);
+			to = least_used(&m, f, k, len);
 			if (!to) {
 				left_copies++;
 				continue;
@@ -440,6 +451,7 @@ int cmd_drain(struct lodectl *ctl, int argc, char **argv)
 				return lodectl_fail(ctl, rc, "cannot plan the drain");
 			}
 			to->used += len;
+			to->free -= len;
 			src->used -= len;
 			total += len;
 		}
@@ -652,7 +664,7 @@ static int plan_rebalance(struct mover *m, double *mean_out, uint64_t *above_out
 
 				if (f->targets[k] != src->id || len == 0 || stripe_planned(f, k))
 					continue;
-				to = least_used(m, f, k);
+				to = least_used(m, f, k, len);
 				/* only from above the mean to below it: shuffling copies between
 				 * targets near the mean would move bytes for nothing */
 				if (!to || to == src || fraction(to) >= mean ||
@@ -665,6 +677,7 @@ static int plan_rebalance(struct mover *m, double *mean_out, uint64_t *above_out
 				f->targets[k] = to->id;
 				f->planned |= 1ull << k;
 				to->used += len;
+				to->free -= len;
 				src->used -= len;
 				moved = true;
 				break;
