@@ -52,6 +52,8 @@ bench_teardown=moosefs_down
 cat >"$work/writer.py" <<'EOF'
 import os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
+with open(sys.argv[3], "w") as f:  # whose fsyncs are counted
+    f.write("%d\n" % os.getpid())
 os.makedirs(d, exist_ok=True)
 buf = os.urandom(65536)
 for i in range(n + 1):  # the first is not counted
@@ -63,19 +65,20 @@ for i in range(n + 1):  # the first is not counted
 time.sleep(3)
 EOF
 
-# analyze PERF-SCRIPT-OUTPUT SERVER-PIDS...: one line of figures
+# analyze PERF-SCRIPT-OUTPUT WRITER-PID SERVER-PIDS...: one line of figures
 cat >"$work/analyze.py" <<'EOF'
 import re, sys
-lines, servers = open(sys.argv[1]), set(int(p) for p in sys.argv[2:])
+lines, writer = open(sys.argv[1]), int(sys.argv[2])
+servers = set(int(p) for p in sys.argv[3:])
 ev = re.compile(r"^\s*(\S.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):")
-writer, start, windows, syncs = None, None, [], []
+start, windows, syncs = None, [], []
 for line in lines:
     m = ev.match(line)
     if not m:
         continue
     comm, pid, t, name = m.group(1), int(m.group(2)), float(m.group(4)), m.group(5)
-    if name == "syscalls:sys_enter_fsync" and comm.startswith("python3"):
-        writer, start = pid, t
+    if name == "syscalls:sys_enter_fsync" and pid == writer:
+        start = t
     elif name == "syscalls:sys_exit_fsync" and pid == writer and start is not None:
         windows.append((start, t))
         start = None
@@ -89,24 +92,31 @@ if not n:
 during = sum(1 for s in syncs if any(a <= s <= b for a, b in windows))
 after = len(syncs) - during
 lat = sorted(b - a for a, b in windows)
-print("%6d %10.2f %10.2f %14.2f %14.2f" % (n, lat[n // 2] * 1e3, lat[min(n - 1, int(n * 0.99))] * 1e3,
-                                             during / n, after / n))
+pct = lambda p: lat[int(round(p / 100.0 * (n - 1)))] * 1e3  # as storm.py
+print("%6d %10.2f %10.2f %14.2f %14.2f" % (n, pct(50), pct(99), during / n, after / n))
 EOF
 
 # trace NAME DIR PID...: the writer in DIR under perf; prints NAME and its figures
 trace() {
 	local name=$1 d=$2
 	shift 2
-	perf record -q -a -o "$work/$name.perf" -e ext4:ext4_sync_file_exit \
+	local f=$work/trace.$RANDOM
+	perf record -q -a -o "$f.perf" -e ext4:ext4_sync_file_exit \
 		-e syscalls:sys_enter_fsync -e syscalls:sys_exit_fsync -- \
-		python3 "$work/writer.py" "$d" "$files" >/dev/null 2>&1
-	perf script -i "$work/$name.perf" -F comm,pid,tid,time,event >"$work/$name.txt" 2>/dev/null
-	printf '%-44s %s\n' "$name" "$(python3 "$work/analyze.py" "$work/$name.txt" "$@")"
+		python3 "$work/writer.py" "$d" "$files" "$f.pid" >/dev/null 2>"$f.log" ||
+		{ echo "fsync-trace.sh: perf record failed for $name: $(tail -5 "$f.log")" >&2; exit 1; }
+	if grep -qi "lost" "$f.log"; then
+		echo "fsync-trace.sh: perf lost events for $name: $(grep -i lost "$f.log")" >&2
+		exit 1
+	fi
+	perf script -i "$f.perf" -F comm,pid,tid,time,event >"$f.txt" 2>>"$f.log" ||
+		{ echo "fsync-trace.sh: perf script failed: $(tail -5 "$f.log")" >&2; exit 1; }
+	printf '%-44s %s\n' "$name" "$(python3 "$work/analyze.py" "$f.txt" "$(cat "$f.pid")" "$@")"
 }
 
 printf '# fsync-trace: %d files of 64 KiB, each created, written, fsynced and closed by one process through the mount\n' "$files"
 printf '# %s %s, %d CPUs; Lode %s; MooseFS %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(uname -r)" "$(nproc)" \
-	"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+	"$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')" \
 	"$(dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null || echo '?')"
 printf '%-44s %6s %10s %10s %14s %14s\n' system fsyncs 'p50 ms' 'p99 ms' 'syncs in fsync' 'other syncs'
 
@@ -120,7 +130,8 @@ for conf in "" "HDD_FSYNC_BEFORE_CLOSE = 1"; do
 	log "MooseFS: goal 1${conf:+, $conf}"
 	mfs_dir=$work/mfs
 	m=$(MFS_GOAL=1 MFS_CS_CONF=$conf "$root/tools/bench/peers/moosefs.sh" up "$mfs_dir")
-	mfs_pids=$(pgrep -f "$mfs_dir/" | tr '\n' ' ')
+	mfs_pids=$(pgrep -f "$mfs_dir/" | tr '\n' ' ' || true)
+	[[ -n $mfs_pids ]] || { echo "fsync-trace.sh: no MooseFS server found under $mfs_dir" >&2; exit 1; }
 	# shellcheck disable=SC2086
 	trace "MooseFS (goal 1${conf:+, ${conf// /}})" "$m/t" $mfs_pids
 	moosefs_down
