@@ -353,6 +353,33 @@ def mds_records():
           rec(6, b'U' * 16, tgt) + rec(5, be(2) + b'user.a', b'v'))
 
 
+def mds_log():
+    # records [flags u8][len u16][payload]: see fuzz_mds_log.c; a payload's entries are
+    # [op u8][db u8][2 bytes][key_len u32][value_len u32][key][value] (mds/store.c)
+    def entry(op, db, key, val=b''):
+        return struct.pack('<BBHII', op, db, 0, len(key), len(val)) + key + val
+    def rec(payload, flags=0, delta=0):
+        return bytes([flags]) + (bytes([delta & 0xff]) if flags & 1 else b'') + \
+            struct.pack('<H', len(payload)) + payload
+    be = lambda *v: b''.join(struct.pack('>Q', x) for x in v)
+    put_x = entry(1, 5, be(1) + b'user.a', b'value')
+    write('mds_log', 'one_put', rec(put_x))
+    write('mds_log', 'put_then_delete', rec(put_x) + rec(entry(2, 5, be(1) + b'user.a')))
+    write('mds_log', 'delete_prefix', rec(put_x + entry(1, 5, be(1) + b'user.b', b'w')) +
+          rec(entry(3, 5, be(1))))
+    write('mds_log', 'every_db', rec(b''.join(entry(1, db, be(100 + db), b'x' * db)
+                                              for db in range(9))))
+    write('mds_log', 'missing_txn', rec(put_x) + rec(put_x, flags=1, delta=1))
+    write('mds_log', 'old_txn', rec(put_x, flags=1, delta=-1) + rec(put_x))
+    write('mds_log', 'framing', rec(put_x) + rec(put_x, flags=2) + rec(put_x, flags=4) +
+          rec(put_x, flags=8) + rec(put_x, flags=16))
+    write('mds_log', 'bad_entries', rec(entry(1, 9, b'k', b'v')) +
+          rec(struct.pack('<BBHII', 1, 5, 0, 1 << 31, 1 << 31) + b'k') +
+          rec(entry(4, 5, b'k')) + rec(b'\x01\x05'))
+    write('mds_log', 'empty_key', rec(entry(1, 5, b'', b'v')) + rec(entry(1, 5, b'k' * 600, b'v')))
+    write('mds_log', 'meta_overwritten', rec(entry(3, 0, b'') + entry(3, 1, b'')))
+
+
 def handshake():
     # steps: see fuzz_handshake.c. Roles: 1 client, 2 target, 3 admin.
     def step1(role, flags=0, step=1, group=0):
@@ -379,7 +406,7 @@ def handshake():
 
 def main():
     for f in (wire_request, wire_reply, tcp_frames, rdma_msg, mds_handler, oss_handler, oss_sum,
-              safetensors, mds_records, handshake):
+              safetensors, mds_records, mds_log, handshake):
         f()
     return 0
 
