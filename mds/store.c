@@ -1082,36 +1082,6 @@ close_env:
 	return rc;
 }
 
-static int copy_file(const char *from, const char *to)
-{
-	char buf[1 << 16];
-	int in, out, rc = 0;
-	ssize_t n;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = errno ? -errno : -EIO;
-			break;
-		}
-	if (n < 0)
-		rc = -errno;
-	if (!rc && fsync(out))
-		rc = -errno;
-	close(in);
-	if (close(out) && !rc)
-		rc = -errno;
-	return rc;
-}
-
 int lode_store_restore(const char *dir, const char *backup, struct lode_restore_info *info,
 		       char *why, size_t why_len)
 {
@@ -1143,7 +1113,7 @@ int lode_store_restore(const char *dir, const char *backup, struct lode_restore_
 		 * far past them, so that no new file's objects meet one (fsck removes them) */
 		set.next_ino = b.next_ino + LODE_RESTORE_INO_GAP;
 	}
-	rc = copy_file(backup, tmp);
+	rc = lode_store_copy_file(backup, tmp);
 	if (rc) {
 		snprintf(why, why_len, "cannot copy %s to %s: %s", backup, tmp, strerror(-rc));
 		goto unlink_tmp;

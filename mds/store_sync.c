@@ -264,6 +264,36 @@ void lode_sync_record_close(struct lode_sync_record *r)
 	free(r);
 }
 
+int lode_store_copy_file(const char *from, const char *to)
+{
+	char buf[1 << 16];
+	int in, out, rc = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			rc = errno ? -errno : -EIO;
+			break;
+		}
+	if (n < 0)
+		rc = -errno;
+	if (!rc && fsync(out))
+		rc = -errno;
+	close(in);
+	if (close(out) && !rc)
+		rc = -errno;
+	return rc;
+}
+
 int lode_store_sync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;

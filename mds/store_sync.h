@@ -48,6 +48,8 @@ int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 /* fsync of the directory dir, so that the names made in it are durable. 0 or -errno. */
 int lode_store_sync_dir(const char *dir);
+/* Copies the file from to to (created 0600, or truncated), synced. Returns 0 or -errno. */
+int lode_store_copy_file(const char *from, const char *to);
 
 /*
  * Before the environment in dir is opened: if the record is for this data file and from

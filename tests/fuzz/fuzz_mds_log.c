@@ -32,6 +32,7 @@
 #include "fuzz.h"
 #include "store.h"
 #include "store_log.h"
+#include "store_sync.h"
 
 #define LOG_MAGIC 0x474f4c4cu /* "LLOG", mds/store_log.c */
 
@@ -104,32 +105,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static int copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out, rc = 0;
-	ssize_t n;
-
-	if (in < 0)
-		return -errno;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		close(in);
-		return rc;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -EIO;
-			break;
-		}
-	if (n < 0)
-		rc = -errno;
-	close(in);
-	close(out);
-	return rc;
-}
-
 /* The template's files, but its log and LMDB's lock file, into a new work directory. */
 static int copy_template(void)
 {
@@ -149,7 +124,7 @@ static int copy_template(void)
 			continue;
 		snprintf(from, sizeof(from), "%s/%s", tmpl, e->d_name);
 		snprintf(to, sizeof(to), "%s/%s", work, e->d_name);
-		rc = copy_file(from, to);
+		rc = lode_store_copy_file(from, to);
 	}
 	closedir(d);
 	return rc;
@@ -173,8 +148,8 @@ static size_t build_log(struct fuzz_in *in, uint64_t ino)
 		hdr32[1] = len;
 		if (off + LODE_LOG_HDR + len + LODE_LOG_TRAIL > sizeof(log_buf))
 			break;
-		h[0] = 0x6c6f64656c6f6721ull;			   /* epoch */
-		h[1] = k + ((flags & 2) ? 1 : 0);		   /* seq */
+		h[0] = 0x6c6f64656c6f6721ull;			     /* epoch */
+		h[1] = k + ((flags & 2) ? 1 : 0);		     /* seq */
 		h[2] = tmpl_last + 1 + k + (uint64_t)(int64_t)delta; /* txnid */
 		h[3] = ino + ((flags & 8) ? 1 : 0);
 		h[4] = 0; /* dev: not compared */
