@@ -9,7 +9,9 @@ shard files of BYTES into the same checkpoint directory, as ranks of a training 
 a checkpoint: create NAME.tmp, write it (1 MiB writes), fsync, close, rename it to NAME.
 With --rank-dirs each rank writes in a directory of its own inside the checkpoint's
 (rank-NNNNN, made before the storm starts), as Megatron lays out its checkpoints; without
-it every rank writes in the one directory, as PyTorch's distributed checkpoints do.
+it every rank writes in the one directory, as PyTorch's distributed checkpoints do. With
+--setup-only it makes those directories and exits (storm.sh counts the MDS's work of the
+storm alone).
 They start together (a barrier). Prints one JSON document: files/s over the whole storm
 (files / (last rename - start)) and p50/p99 in milliseconds of each step and of a whole
 file. Nothing is removed: storm.sh removes the directory between points.
@@ -71,6 +73,7 @@ def main():
     ap.add_argument("--dir", action="append", required=True)
     ap.add_argument("--tag", default="ckpt")
     ap.add_argument("--rank-dirs", action="store_true")
+    ap.add_argument("--setup-only", action="store_true")
     args = ap.parse_args()
     if args.procs < 1 or args.files < 1 or args.size < 0:
         ap.error("--procs and --files must be at least 1, --size at least 0")
@@ -78,7 +81,7 @@ def main():
     os.makedirs(os.path.join(args.dir[0], args.tag), exist_ok=True)
     if args.rank_dirs:
         for i in range(args.procs):
-            os.mkdir(os.path.join(args.dir[0], args.tag, "rank-%05d" % i))
+            os.makedirs(os.path.join(args.dir[0], args.tag, "rank-%05d" % i), exist_ok=True)
     last = os.path.join(args.tag, "rank-%05d" % (args.procs - 1)) if args.rank_dirs else args.tag
     for d in args.dir[1:]:
         p = os.path.join(d, last)
@@ -86,6 +89,8 @@ def main():
             if os.path.isdir(p):
                 break
             time.sleep(0.05)
+    if args.setup_only:
+        return 0
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(args.procs)
     out = ctx.Queue()

@@ -129,6 +129,9 @@ mds_counts() {
 # lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures
 lode_point() {
 	local c0 s0 k0 c1 s1 k1 j
+	# the checkpoint's directories first, so that the MDS's figures are the storm's alone
+	python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
+		--dir "$1" --dir "$2" --tag "$6" $rank_dirs --setup-only
 	read -r c0 s0 k0 < <(mds_counts)
 	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
 		--dir "$1" --dir "$2" --tag "$6" $rank_dirs)
