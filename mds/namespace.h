@@ -48,6 +48,11 @@
 /* Orphans are listed only once they are this old, so readers that had the file open when
  * it was unlinked or replaced keep reading for a while (no open-handle tracking yet). */
 #define LODE_NS_ORPHAN_GRACE_NS (60ll * 1000000000)
+/* The old copy of a moved stripe is listed this long after the move at the least, whatever
+ * the grace: a reader trusts a layout checked within the last LODE_LAYOUT_RECHECK_MS (1 s,
+ * client/io.h) and reads the old copy meanwhile; were it deleted, its reads would come
+ * back short and read as a hole. A grace of a second or less (tests) allowed that. */
+#define LODE_NS_MOVED_GRACE_MIN_NS (3ll * 1000000000)
 
 typedef struct lode_wire_cred lode_cred;
 
@@ -162,7 +167,8 @@ int lode_ns_layout_set(struct lode_txn *t, const lode_cred *c, uint64_t ino, con
 		       size_t len, uint32_t flags, unsigned ntargets, char *why, size_t why_len);
 
 /* ORPHAN_LIST: up to max objects target_id should delete, of files unlinked at least
- * grace_ns before now_ns (wall clock). ORPHAN_DONE: the target deleted these. */
+ * grace_ns before now_ns (wall clock), and old copies of stripes moved at least that long
+ * and LODE_NS_MOVED_GRACE_MIN_NS before. ORPHAN_DONE: the target deleted these. */
 int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, int64_t grace_ns,
 			struct lode_wire_objid *out, uint32_t max, uint32_t *n);
 int lode_ns_orphan_done(struct lode_txn *t, uint32_t target_id, const struct lode_wire_objid *ids,

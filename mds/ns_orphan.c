@@ -86,9 +86,15 @@ int lode_ns_orphan_list(struct lode_txn *t, uint32_t target_id, int64_t now_ns, 
 	rc = lode_kv_scan(t, LODE_DB_ORPHANS, NULL, 0, NULL, 0, orphan_one, &o);
 	if (rc)
 		return rc;
-	/* and the old copies of moved stripes (ns_move.c): deleted the same way */
+	/* and the old copies of moved stripes (ns_move.c): deleted the same way, once readers
+	 * that trust a layout from before the move are done with them */
 	if (o.n < max) {
-		rc = lode_ns_move_old_list(t, target_id, o.before_ns, out + o.n, max - o.n, &moved);
+		int64_t moved_before = grace_ns < LODE_NS_MOVED_GRACE_MIN_NS
+					   ? now_ns - LODE_NS_MOVED_GRACE_MIN_NS
+					   : o.before_ns;
+
+		rc =
+		    lode_ns_move_old_list(t, target_id, moved_before, out + o.n, max - o.n, &moved);
 		if (rc)
 			return rc;
 	}

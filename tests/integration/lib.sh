@@ -33,10 +33,11 @@ remove_target() {
 	fail "target $1 could not be removed: $(cat "$dir/remove.out")"
 }
 # wait_target_empty ID: until target ID's OSS reports no object (the count comes with its
-# heartbeats); fails after 10 s
+# heartbeats; a moved copy's old object goes LODE_NS_MOVED_GRACE_MIN_NS, 3 s, after the
+# move at the soonest, at the OSS's next orphan pass, every 5 s); fails after 20 s
 wait_target_empty() {
 	local objects= _
-	for _ in $(seq 40); do
+	for _ in $(seq 80); do
 		objects=$("$lodectl" --json target list | /usr/bin/python3 -c '
 import json, sys
 print({x["id"]: x for x in json.load(sys.stdin)["targets"]}[int(sys.argv[1])]["objects"])' "$1")

@@ -102,7 +102,7 @@ EOF
 
 echo "every target within 5 points of the mean, as the targets report it"
 ok=
-for _ in $(seq 40); do
+for _ in $(seq 80); do
 	if use_spread >"$dir/spread"; then ok=1; break; fi
 	sleep 0.5
 done

@@ -652,14 +652,22 @@ static void test_unlink_fails_with_eisdir_on_a_directory(void **state)
 	assert_int_equal(do_unlink(f, &root_cred, ROOT, "missing"), -ENOENT);
 }
 
-static int orphans_of(struct fx *f, uint32_t target, struct lode_wire_objid *out, uint32_t max)
+/* What target may delete at now_ns with a grace of grace_ns. */
+static int orphans_at(struct fx *f, uint32_t target, int64_t now_ns, int64_t grace_ns,
+		      struct lode_wire_objid *out, uint32_t max)
 {
 	struct lode_txn t = R(f);
 	uint32_t n = 0;
 
-	assert_int_equal(lode_ns_orphan_list(&t, target, lode_ns_now(), 0, out, max, &n), 0);
+	assert_int_equal(lode_ns_orphan_list(&t, target, now_ns, grace_ns, out, max, &n), 0);
 	lode_store_abort(&t);
 	return (int)n;
+}
+
+/* Everything target may delete once every grace has passed. */
+static int orphans_of(struct fx *f, uint32_t target, struct lode_wire_objid *out, uint32_t max)
+{
+	return orphans_at(f, target, lode_ns_now() + LODE_NS_MOVED_GRACE_MIN_NS, 0, out, max);
 }
 
 static void test_unlinking_the_last_link_orphans_objects_until_each_target_acks(void **state)
@@ -1771,7 +1779,17 @@ static void test_a_move_switches_only_the_layout_it_began_on(void **state)
 	/* the same commit again finds the copy gone from old */
 	assert_int_equal(do_move(f, LODE_MOVE_COMMIT, ino, 0, old, spare, seq, &seq2, NULL),
 			 -ESTALE);
-	/* the old object is old's to delete, like an orphan; the new one is nobody's */
+	/* the old object is old's to delete, like an orphan, but not before
+	 * LODE_NS_MOVED_GRACE_MIN_NS even with a shorter grace: readers trusting a layout
+	 * checked before the move still read it */
+	assert_int_equal(orphans_at(f, old, lode_ns_now(), 1000000000, ids, 8), 0);
+	assert_int_equal(orphans_at(f, old, lode_ns_now() + LODE_NS_MOVED_GRACE_MIN_NS - 500000000,
+				    1000000000, ids, 8),
+			 0);
+	assert_int_equal(orphans_at(f, old, lode_ns_now() + LODE_NS_MOVED_GRACE_MIN_NS + 500000000,
+				    1000000000, ids, 8),
+			 1);
+	/* the new one is nobody's */
 	assert_int_equal(orphans_of(f, old, ids, 8), 1);
 	assert_int_equal(ids[0].ino, ino);
 	assert_int_equal(ids[0].stripe, 0);
