@@ -176,10 +176,6 @@ static bool target_active(struct lode_client *c, uint32_t id)
 	return active;
 }
 
-/* Less free than this (one chunk), as the target reports it, less its reserve: full, as
- * to the MDS's placement (LODE_PLACEMENT_FULL_BYTES). */
-#define TARGET_FULL_BYTES (64u << 10)
-
 /* The destination for copy idx: its own target if up, else the up target with the most
  * free space holding no other copy of the stripe, if it is not full; 0 if none. */
 static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_layout *l,
@@ -202,7 +198,7 @@ static uint32_t pick_destination(struct lode_client *c, const struct lode_wire_l
 		for (unsigned k = first; k < first + l->mirror_count; k++)
 			if (l->targets[k] == t->id)
 				taken = true;
-		if (!taken && t->bytes_free >= TARGET_FULL_BYTES &&
+		if (!taken && t->bytes_free >= LODE_TARGET_FULL_BYTES &&
 		    (!best || t->bytes_free > best_free)) {
 			best = t->id;
 			best_free = t->bytes_free;

@@ -70,7 +70,7 @@ static bool is_fresh(const struct lode_placement *pl, const struct target *t, ui
 
 static bool is_full(const struct target *t)
 {
-	return t->bytes_total && t->bytes_free < LODE_PLACEMENT_FULL_BYTES;
+	return t->bytes_total && t->bytes_free < LODE_TARGET_FULL_BYTES;
 }
 
 /* Finds or inserts (keeping id order) the target; NULL if the table is full. */

@@ -30,10 +30,9 @@
 #include "store.h"
 #include "wire_spec.h"
 
-#define LODE_PLACEMENT_LATE_MS	    5000u	/* silent this long: late (still UP), probed */
-#define LODE_PLACEMENT_DOWN_MS	    30000u	/* default: silent this long, DOWN */
-#define LODE_PLACEMENT_AUTO_STRIPES 8u		/* stripe_count 0: all UP targets, at most this */
-#define LODE_PLACEMENT_FULL_BYTES   (64u << 10) /* less free than one chunk: full */
+#define LODE_PLACEMENT_LATE_MS	    5000u  /* silent this long: late (still UP), probed */
+#define LODE_PLACEMENT_DOWN_MS	    30000u /* default: silent this long, DOWN */
+#define LODE_PLACEMENT_AUTO_STRIPES 8u	   /* stripe_count 0: all UP targets, at most this */
 
 struct lode_placement;
 
@@ -130,7 +129,7 @@ unsigned lode_placement_count(struct lode_placement *pl);
  *   known down); may pass once targets come back, the caller retries for a while;
  * - -EINVAL: more copies than the cluster has targets, or more slots than a layout holds;
  * - -ENOSPC: enough targets UP, but too few of them have space (under
- *   LODE_PLACEMENT_FULL_BYTES free).
+ *   LODE_TARGET_FULL_BYTES free).
  */
 int lode_placement_choose(struct lode_placement *pl, uint64_t now_ms, uint16_t stripe_count,
 			  uint16_t mirror_count, uint16_t *stripes_out, uint16_t *mirrors_out,

@@ -592,6 +592,11 @@ struct lode_wire_target {
 };
 _Static_assert(sizeof(struct lode_wire_target) == 48, "target");
 
+/* A target that reports less free than this (one chunk; bytes_free is already less the
+ * OSS's reserve, lode-oss --reserve) is full: no new file is placed on it (the MDS), and
+ * no copy is moved or repaired onto it (lodectl drain and rebalance, lode_repair). */
+#define LODE_TARGET_FULL_BYTES (64u << 10)
+
 /* A target's administrative state, apart from liveness: new files are placed only on
  * ACTIVE targets, and copies are moved only to them. A DRAINING target is still read from
  * (and its copies moved off it); a REMOVED one held nothing when it was removed. */

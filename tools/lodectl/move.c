@@ -268,10 +268,6 @@ static int add_move(struct mover *m, const struct mfile *f, unsigned index, uint
 	return 0;
 }
 
-/* A target keeps this much free beyond what a move puts there: less is full, as to the
- * MDS's placement (LODE_PLACEMENT_FULL_BYTES). */
-#define MOVE_ROOM_BYTES (64u << 10)
-
 /* The active, up target with the lowest used fraction that may take copy index of f (len
  * bytes) and has room for it. */
 static struct mtarget *least_used(struct mover *m, const struct mfile *f, unsigned index,
@@ -284,7 +280,7 @@ static struct mtarget *least_used(struct mover *m, const struct mfile *f, unsign
 
 		if (!t->up || !t->active || !t->total || stripe_holds(f, index, t->id))
 			continue;
-		if (t->free < len || t->free - len < MOVE_ROOM_BYTES)
+		if (t->free < len || t->free - len < LODE_TARGET_FULL_BYTES)
 			continue; /* full, or would be: its reserve stays free */
 		if (!best || fraction(t) < fraction(best))
 			best = t;
