@@ -160,12 +160,24 @@ out:
 
 /* ---- calls ---- */
 
-uint64_t lode_oss_reserve_bytes(uint64_t reserve, uint64_t total)
+/* The data directory's file system: its size, the bytes free to us, and the bytes kept
+ * free of them (the reserve, as in the options). Returns 0 or -errno. */
+static int fs_space(const struct lode_mds_link *l, uint64_t *total, uint64_t *avail,
+		    uint64_t *reserve)
 {
-	if (reserve != LODE_OSS_RESERVE_DEFAULT)
-		return reserve;
-	return total / 100 < LODE_OSS_RESERVE_MAX_DEFAULT ? total / 100
-							  : LODE_OSS_RESERVE_MAX_DEFAULT;
+	struct statvfs sv;
+
+	if (statvfs(l->data_dir, &sv) < 0)
+		return -errno;
+	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (l->reserve != LODE_OSS_RESERVE_DEFAULT)
+		*reserve = l->reserve;
+	else if (*total / 100 < LODE_OSS_RESERVE_MAX_DEFAULT)
+		*reserve = *total / 100;
+	else
+		*reserve = LODE_OSS_RESERVE_MAX_DEFAULT;
+	return 0;
 }
 
 /* The size and free bytes this target reports: its file system's, less the reserve from
@@ -173,16 +185,12 @@ uint64_t lode_oss_reserve_bytes(uint64_t reserve, uint64_t total)
  * capacity at most what is left of it. */
 static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_bytes)
 {
-	struct statvfs sv;
 	uint64_t reserve;
 
-	if (statvfs(l->data_dir, &sv) < 0) {
+	if (fs_space(l, total, free_bytes, &reserve)) {
 		*total = *free_bytes = 0;
 		return;
 	}
-	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
-	*free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
-	reserve = lode_oss_reserve_bytes(l->reserve, *total);
 	if ((*free_bytes <= reserve) != l->in_reserve) {
 		l->in_reserve = *free_bytes <= reserve;
 		if (l->in_reserve)
@@ -208,16 +216,13 @@ static void capacity(struct lode_mds_link *l, uint64_t *total, uint64_t *free_by
 
 static void log_reserve(struct lode_mds_link *l)
 {
-	struct statvfs sv;
-	uint64_t total;
+	uint64_t total, avail, reserve;
 
-	if (statvfs(l->data_dir, &sv) < 0)
+	if (fs_space(l, &total, &avail, &reserve))
 		return;
-	total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	LODE_INFO("keeping %llu MiB of the file system's %llu MiB free (--reserve): less free "
 		  "than that, the MDS places nothing new here",
-		  (unsigned long long)(lode_oss_reserve_bytes(l->reserve, total) >> 20),
-		  (unsigned long long)(total >> 20));
+		  (unsigned long long)(reserve >> 20), (unsigned long long)(total >> 20));
 }
 
 /* With a declared capacity: what the objects occupy now. */

@@ -40,9 +40,6 @@ struct lode_mds_link_opts {
 #define LODE_OSS_RESERVE_DEFAULT     UINT64_MAX
 #define LODE_OSS_RESERVE_MAX_DEFAULT (1ull << 30)
 
-/* The bytes kept free on a file system of total bytes (reserve as in the options). */
-uint64_t lode_oss_reserve_bytes(uint64_t reserve, uint64_t total);
-
 /* Starts the link thread (strings and uuid are copied). Returns 0 or -errno (-EINVAL for
  * a bad MDS address or an advertised address over LODE_ADDR_MAX). */
 int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_opts *opts);
