@@ -506,6 +506,8 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
 	c->lazy = o.size >= offsetof(struct lode_client_opts, lazy_namespace) + sizeof(int) &&
 		  o.lazy_namespace;
+	c->lazy_data =
+	    o.size >= offsetof(struct lode_client_opts, lazy_data) + sizeof(int) && o.lazy_data;
 	if (o.use_process_creds || !opts || o.size < offsetof(struct lode_client_opts, gid) + 4) {
 		c->creds = creds_pack((uint32_t)geteuid(), (uint32_t)getegid());
 		process_groups(c);

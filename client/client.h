@@ -57,7 +57,8 @@ struct lode_client {
 	struct lode_rpc_conn *mds;
 	unsigned timeout_ms;
 	unsigned max_inflight;
-	bool lazy; /* lode_client_opts.lazy_namespace */
+	bool lazy;	/* lode_client_opts.lazy_namespace */
+	bool lazy_data; /* lode_client_opts.lazy_data */
 	uint64_t client_id;
 	/* uid << 32 | gid: one atomic word, so that a reader never pairs one setting's uid
 	 * with another's gid (lode_client_set_creds). A thread's override comes first. */

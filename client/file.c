@@ -70,8 +70,12 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 	}
 	req.flags = open_flags_to_wire(flags) | wire_flags;
 	sent_ms = lode_now_ms();
-	rc = lode_client_mds_call(c, LODE_OP_OPEN, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
-				  NULL, 0, NULL);
+	/* an open for writing takes a lease and may give the file its objects: with
+	 * lazy_data, as unsynced as the data written through them (a truncate is a
+	 * namespace change: lazy_namespace decides) */
+	rc = lode_client_mds_call_as(c, LODE_OP_OPEN,
+				     c->lazy || (c->lazy_data && !(flags & O_TRUNC)), &req,
+				     sizeof(req), &rep, sizeof(rep));
 	if (rc)
 		return rc;
 	return open_finish(c, &rep, sent_ms, flags, flags, out);
@@ -174,6 +178,10 @@ static int fsync_locked(struct lode_file *f)
 	stripes = f->dirty_stripes;
 	f->dirty_stripes = 0;
 	pthread_mutex_unlock(&f->lock);
+	/* lazy_data: the writes' replies said every live copy's server holds them, which is
+	 * all this client promises; the size is committed alike, without a sync */
+	if (f->c->lazy_data)
+		return lode_client_file_commit(f, LODE_OP_COMMIT, false);
 	/* the COMMIT is durable, and so is everything committed before it: this handle's
 	 * earlier lazy COMMITs (close, flush) and those of other clients */
 	if (!stripes)

@@ -59,6 +59,7 @@ struct lf_opts {
 	char *mount_abs;	/* the mount point as /proc/self/mountinfo shows it */
 	int root_squash;
 	int lazy_namespace; /* -o namespace=lazy: changes durable at fsync, fsyncdir or 1 s */
+	int lazy_data;	    /* -o data=lazy: fsync returns with the data on every copy's server */
 	int ro;
 	int foreground;
 	int debug;

@@ -88,6 +88,9 @@ static void usage(FILE *out)
 	    "     namespace=M      durable (default): every create, rename, unlink... is\n"
 	    "                      durable when it returns; lazy: durable at the next fsync,\n"
 	    "                      fsync of a directory, or within a second (docs/fuse.md)\n"
+	    "     data=M           durable (default): fsync returns once every copy is on\n"
+	    "                      disk; lazy: once every copy's server holds it, unsynced\n"
+	    "                      (survives kill -9 of every server, not a power cut)\n"
 	    "     log=FILE         as --log FILE (for mount -t lode and fstab)\n"
 	    "     key=FILE         as --key FILE (for mount -t lode and fstab)\n"
 	    "     metrics=HOST:PORT  as --metrics (for fstab and mount -t lode)\n"
@@ -217,12 +220,17 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			if (strcmp(v, "lazy") && strcmp(v, "durable"))
 				bad("namespace: expected durable or lazy, got '%s'", v);
 			o->lazy_namespace = !strcmp(v, "lazy");
+		} else if (!strcmp(opt, "data") && v) {
+			if (strcmp(v, "lazy") && strcmp(v, "durable"))
+				bad("data: expected durable or lazy, got '%s'", v);
+			o->lazy_data = !strcmp(v, "lazy");
 		} else if (!strcmp(opt, "attr_timeout") || !strcmp(opt, "entry_timeout") ||
 			   !strcmp(opt, "negative_timeout") || !strcmp(opt, "timeout") ||
 			   !strcmp(opt, "max_threads") || !strcmp(opt, "read_ahead_kb") ||
 			   !strcmp(opt, "replication") || !strcmp(opt, "root_squash") ||
 			   !strcmp(opt, "no_root_squash") || !strcmp(opt, "log") ||
-			   !strcmp(opt, "metrics") || !strcmp(opt, "namespace"))
+			   !strcmp(opt, "metrics") || !strcmp(opt, "namespace") ||
+			   !strcmp(opt, "data"))
 			bad("option %s %s a value", opt, v ? "takes no" : "needs");
 		else if (!strcmp(opt, "default_permissions") || mount_only(opt))
 			continue;
@@ -408,6 +416,7 @@ static int connect_cluster(struct lode_fuse *lf)
 	    .use_process_creds = 1, /* each request sets its caller's: lode_thread_creds_set() */
 	    .key_file = lf->o.key_file,
 	    .lazy_namespace = lf->o.lazy_namespace,
+	    .lazy_data = lf->o.lazy_data,
 	};
 
 	int rc = lode_connect(lf->o.mds, &co, &lf->c);

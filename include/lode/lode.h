@@ -76,6 +76,15 @@ struct lode_client_opts {
 	 * process loses none of them; a crash of its machine may lose the last second's.
 	 * 0 (default): every change is durable when its call returns. */
 	int lazy_namespace;
+	/* 1: lode_fsync of a file written through this client returns once every copy's
+	 * object server holds the data (in its page cache: written, not synced) and the MDS
+	 * has committed the size, without syncing either (docs/fuse.md, "lazy data"). A crash
+	 * of every server's process loses none of it; a power cut of every machine holding a
+	 * copy may lose what their kernels had not written back (vm.dirty_expire_centisecs,
+	 * 30 s by default): such a file may then read as zeros or as what it held before,
+	 * as a local file's unsynced writes do after a crash.
+	 * 0 (default): lode_fsync returns once every copy is on disk. */
+	int lazy_data;
 };
 
 /* Connects to the cluster whose MDS listens at mds_addr ("tcp://HOST:PORT",
@@ -359,8 +368,9 @@ LODE_API uint64_t lode_readahead_bytes(const struct lode_file *f);
  * during the call. */
 LODE_API ssize_t lode_pwrite(struct lode_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes everything written durable on every live copy and commits the size and mtime to
- * the MDS, durably (a read-only handle: lode_sync). Returns 0 or -errno (-EIO: a stripe
- * has no copy left that took it). */
+ * the MDS, durably (a read-only handle: lode_sync). With lazy_data, only commits the size
+ * and mtime, without a sync: the data is on every live copy's server already. Returns 0
+ * or -errno (-EIO: a stripe has no copy left that took it). */
 LODE_API int lode_fsync(struct lode_file *f);
 /* Makes every change the MDS has answered for durable: this client's lazy namespace
  * changes (lazy_namespace) and the sizes that closes and flushes published, of every

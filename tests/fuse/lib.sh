@@ -108,8 +108,9 @@ mount_tmpfs() {
 # (the fixture's cluster has neither): an MDS with --metrics and two OSS started here, a key
 # (LODE_KEY_FILE), and lode-fuse mounted at $A with A_OPTS and at $B with B_OPTS (words
 # for lode-fuse, e.g. "-o namespace=lazy"). Sets MDS (exported as LODE_MDS), URL (the
-# MDS's metrics), pids (the MDS's first, then the OSS's and the mounts') and mnts, and
-# replaces the trap: everything is unmounted and stopped however the test ends.
+# MDS's metrics), OSS_URL (the OSS's metrics, an array), pids (the MDS's first, then the
+# OSS's and the mounts') and mnts, and replaces the trap: everything is unmounted and
+# stopped however the test ends.
 own_cluster() {
 	MDS_BIN=${LODE_MDS_BIN:?LODE_MDS_BIN is not set (run through meson test)}
 	OSS_BIN=${LODE_OSS_BIN:?LODE_OSS_BIN is not set (run through meson test)}
@@ -128,8 +129,14 @@ own_cluster() {
 	export LODE_MDS=$MDS
 	for i in 0 1; do
 		"$OSS_BIN" --data "$WORK/oss$i" --listen tcp://127.0.0.1:0 --mds "$MDS" \
-			--key "$WORK/key" --port-file "$WORK/oss$i.addr" 2>"$WORK/oss$i.log" &
+			--key "$WORK/key" --port-file "$WORK/oss$i.addr" --metrics 127.0.0.1:0 \
+			--metrics-port-file "$WORK/oss$i.metrics" 2>"$WORK/oss$i.log" &
 		pids+=($!)
+	done
+	OSS_URL=()
+	for i in 0 1; do
+		wait_file "$WORK/oss$i.metrics"
+		OSS_URL+=("http://$(cat "$WORK/oss$i.metrics")/metrics")
 	done
 	for _ in $(seq 100); do
 		[ "$("$LODECTL" status 2>/dev/null | grep -c ' up ')" -ge 2 ] && break

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A mount with -o data=lazy (docs/fuse.md, "Lazy data"): fsync returns once every copy's
+# object server holds the data, without a sync on the OSS or the MDS.
+#   - fsyncs on the lazy mount send no OBJ_FSYNC and cost the MDS no sync; on the
+#     durable mount (the default) every fsync syncs the copies
+#   - the other mount sees every byte and size at once (close-to-open as ever)
+#   - kill -9 of every server (the MDS and both OSS) right after the lazy fsyncs loses
+#     nothing: the servers' page cache kept it; fsck finds the cluster whole
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_prog curl
+own_cluster "-o data=lazy" ""
+MDS_ADDR=$MDS
+metric() { curl -sf "$1" | awk -v m="$2" '$1 == m { s += $2 } END { print s + 0 }'; }
+obj_fsyncs() { echo $(($(metric "${OSS_URL[0]}" "$1") + $(metric "${OSS_URL[1]}" "$1"))); }
+FSYNC='lode_requests_total{op="obj_fsync"}'
+mds_syncs() { metric "$URL" lode_mds_syncs_total; }
+# DIR PREFIX N: write N files of 64 KiB and more (seeded by their number), each fsynced
+write_fsync() {
+	"$PYTHON" -c 'import os, random, sys
+d, p, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    fd = os.open(f"{d}/{p}{i}", os.O_WRONLY)
+    os.write(fd, random.Random(i).randbytes(65536 + 37 * i))
+    os.fsync(fd)
+    os.close(fd)' "$@"
+}
+# DIR PREFIX N: check what write_fsync wrote
+check_files() {
+	"$PYTHON" -c 'import random, sys
+d, p, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    with open(f"{d}/{p}{i}", "rb") as f:
+        got = f.read()
+    want = random.Random(i).randbytes(65536 + 37 * i)
+    if got != want:
+        sys.exit(f"{p}{i}: {len(got)} bytes read, not the {len(want)} written")' "$@"
+}
+create() { # DIR PREFIX N: empty files, made durable before the fsyncs are counted
+	"$PYTHON" -c 'import os, sys
+d, p, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    os.close(os.open(f"{d}/{p}{i}", os.O_CREAT | os.O_WRONLY, 0o644))' "$@"
+}
+
+mkdir "$A/d"
+create "$A/d" lazy 100
+create "$B/d" durable 50
+
+echo "== 100 fsyncs on the lazy mount: no OBJ_FSYNC, no sync at the MDS"
+f0=$(obj_fsyncs "$FSYNC") s0=$(mds_syncs)
+write_fsync "$A/d" lazy 100
+f1=$(obj_fsyncs "$FSYNC") s1=$(mds_syncs)
+echo "   OBJ_FSYNC requests: $((f1 - f0)); MDS syncs: $((s1 - s0))"
+[ "$f1" -gt 0 ] || [ "$(curl -sf "${OSS_URL[0]}" | grep -c lode_requests_total)" -gt 0 ] ||
+	fail "the OSS's metrics have no lode_requests_total"
+[ $((f1 - f0)) -eq 0 ] || fail "100 fsyncs on a data=lazy mount sent $((f1 - f0)) OBJ_FSYNC requests"
+# the MDS syncs lazy commits by itself once idle for a second: a few at most
+[ $((s1 - s0)) -le 10 ] || fail "100 fsyncs on a data=lazy mount cost the MDS $((s1 - s0)) syncs"
+check_files "$B/d" lazy 100 || fail "the durable mount does not read what the lazy mount fsynced"
+
+echo "== 50 fsyncs on the durable mount: every one syncs the copies"
+f0=$(obj_fsyncs "$FSYNC")
+write_fsync "$B/d" durable 50
+f1=$(obj_fsyncs "$FSYNC")
+echo "   OBJ_FSYNC requests: $((f1 - f0))"
+[ $((f1 - f0)) -ge 50 ] || fail "50 fsyncs on a durable mount sent only $((f1 - f0)) OBJ_FSYNC requests"
+
+echo "== kill -9 of every server right after lazy fsyncs loses nothing"
+create "$A/d" killed 50
+write_fsync "$A/d" killed 50
+for i in 0 1 2; do kill -9 "${pids[i]}"; done
+for i in 0 1 2; do wait "${pids[i]}" 2>/dev/null || true; done
+"$MDS_BIN" --data "$WORK/mds" --listen "$MDS_ADDR" --key "$WORK/key" \
+	--metrics "$(cat "$WORK/mds.metrics")" 2>>"$WORK/mds.log" &
+pids[0]=$!
+for i in 0 1; do
+	"$OSS_BIN" --data "$WORK/oss$i" --listen "$(cat "$WORK/oss$i.addr")" --mds "$MDS_ADDR" \
+		--key "$WORK/key" 2>>"$WORK/oss$i.log" &
+	pids[i + 1]=$!
+done
+up=0
+for _ in $(seq 200); do
+	up=$("$LODECTL" status 2>/dev/null | grep -c ' up ') || true
+	[ "$up" -ge 2 ] && break
+	sleep 0.1
+done
+[ "$up" -ge 2 ] || fail "the servers did not come back with both targets up"
+check_files "$B/d" killed 50 || fail "after kill -9 of every server, lazily fsynced files changed"
+check_files "$B/d" lazy 100 || fail "after kill -9 of every server, the first lazily fsynced files changed"
+check_files "$B/d" durable 50 || fail "after kill -9 of every server, durably fsynced files changed"
+"$LODECTL" fsck >"$WORK/fsck.txt" 2>&1 || fail "fsck after kill -9 of every server: $(tail -n 5 "$WORK/fsck.txt")"
+echo "PASS"
