@@ -320,11 +320,13 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 }
 
 /* How often a write whose chain head could not forward it (-ERESTART) is sent through the
- * head again, this far apart: a head learns a new target with its next heartbeat (1 s),
- * and a broken forward connection is opened again by the next forward. After that the
- * copies are sent the write alone (the hazard of struct chain, rather than no write). */
-#define HEAD_RESENDS	  20
-#define HEAD_RESEND_PAUSE 100 /* ms */
+ * head again, this far apart: a head that refused a hop it does not know fetches the
+ * MDS's target table at once (a target that just joined: known within milliseconds, and
+ * at the latest with the head's next heartbeat, 1 s), and a broken forward connection is
+ * opened again by the next forward. After 2 s the copies are sent the write alone (the
+ * hazard of struct chain, rather than no write). */
+#define HEAD_RESENDS	  100
+#define HEAD_RESEND_PAUSE 20 /* ms */
 
 static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, uint64_t off,
 			    bool within_size)

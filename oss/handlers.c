@@ -56,6 +56,7 @@ void lode_oss_init(struct lode_oss *oss, struct lode_objstore *st)
 	oss->st = st;
 	pthread_mutex_init(&oss->fwd_lock, NULL);
 	pthread_rwlock_init(&oss->hops_lock, NULL);
+	pthread_mutex_init(&oss->hops_wake_lock, NULL);
 	oss->hops = calloc(LODE_TARGETS_MAX, sizeof(*oss->hops)); /* NULL: no hop is known */
 }
 
@@ -68,6 +69,25 @@ void lode_oss_hops_set(struct lode_oss *oss, const struct lode_oss_hop *hops, un
 		oss->nhops = n;
 	}
 	pthread_rwlock_unlock(&oss->hops_lock);
+}
+
+void lode_oss_hops_wake_set(struct lode_oss *oss, void (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&oss->hops_wake_lock);
+	oss->hops_wake = fn;
+	oss->hops_wake_arg = arg;
+	pthread_mutex_unlock(&oss->hops_wake_lock);
+}
+
+/* A hop was refused: count it, and ask for the table now (the link fetches it at most
+ * every few tens of milliseconds, however often it is asked). */
+static void hops_stale(struct lode_oss *oss)
+{
+	atomic_fetch_add_explicit(&oss->hops_refused, 1, memory_order_relaxed);
+	pthread_mutex_lock(&oss->hops_wake_lock);
+	if (oss->hops_wake)
+		oss->hops_wake(oss->hops_wake_arg);
+	pthread_mutex_unlock(&oss->hops_wake_lock);
 }
 
 /* Is hop (id and address) a target of the MDS's table? Without keys, every hop is. */
@@ -98,6 +118,7 @@ void lode_oss_fini(struct lode_oss *oss)
 	free(oss->hops);
 	oss->hops = NULL;
 	pthread_rwlock_destroy(&oss->hops_lock);
+	pthread_mutex_destroy(&oss->hops_wake_lock);
 }
 
 static void on_worker_start(void *ctx, unsigned worker, struct lode_loop *loop)
@@ -339,8 +360,8 @@ static void hop_warn(const struct lode_wire_chain_hop *hop)
 	uint64_t now = lode_now_ms(), prev = atomic_load(&last_ms);
 
 	if (now - prev >= 1000 && atomic_compare_exchange_strong(&last_ms, &prev, now))
-		LODE_WARN("chained request names target %u at %s, which the MDS does not list: "
-			  "not forwarded",
+		LODE_WARN("chained request names target %u at %s, not in the MDS's target table "
+			  "as last fetched: not forwarded (fetching it again)",
 			  hop->target_id, hop->addr);
 }
 
@@ -539,13 +560,15 @@ static int chain_start(struct lode_oss *oss, struct lode_req *req, const void *f
 		op->hop_refused = true;
 		rc = -EACCES;
 		hop_warn(&hops[0]);
+		hops_stale(oss);
 	} else {
 		rc = fwd_conn(oss, hops[0].addr, &conn);
 	}
 	if (rc) {
 		/* the forward failed before it started: only our own copy is pending */
 		op->call.status = rc;
-		fwd_warn(op->next, rc);
+		if (!op->hop_refused) /* hop_warn said why */
+			fwd_warn(op->next, rc);
 		atomic_store(&op->pending, 1);
 		return 0;
 	}
@@ -902,4 +925,9 @@ void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "Object data stored on this target (OBJ_WRITE, chained or not), in "
 			    "bytes.");
 	lode_metrics_sample_u64(b, "lode_oss_written_bytes_total", NULL, wr);
+	lode_metrics_family(b, "lode_oss_chain_hops_refused_total", "counter",
+			    "Chained requests not passed on: their next hop was not in the MDS's "
+			    "target table as this OSS last fetched it.");
+	lode_metrics_sample_u64(b, "lode_oss_chain_hops_refused_total", NULL,
+				atomic_load_explicit(&oss->hops_refused, memory_order_relaxed));
 }

@@ -59,7 +59,19 @@ struct lode_oss {
 		uint32_t id;
 		char addr[LODE_ADDR_MAX + 1];
 	} * hops; /* LODE_TARGETS_MAX entries; protected by hops_lock */
+	/* A hop not in the table may be a target that joined since the last heartbeat: the
+	 * worker that refused it asks the MDS link to fetch the table now (hops_wake, with
+	 * hops_wake_arg), so that the client's resend a moment later is forwarded. Set and
+	 * cleared by the link under hops_wake_lock, which outlives it; NULL: no link. */
+	pthread_mutex_t hops_wake_lock;
+	void (*hops_wake)(void *arg);
+	void *hops_wake_arg;
+	_Atomic uint64_t hops_refused; /* chained requests not forwarded: hop not in the table */
 };
+
+/* Sets (or with NULL, clears) what lode_oss asks for a fresh hop table: returns once no
+ * worker is inside the previous one. */
+void lode_oss_hops_wake_set(struct lode_oss *oss, void (*fn)(void *), void *arg);
 
 /* Replaces the table of known hops (the MDS link, after TARGET_LIST). */
 void lode_oss_hops_set(struct lode_oss *oss, const struct lode_oss_hop *hops, unsigned n);

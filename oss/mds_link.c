@@ -34,6 +34,7 @@
 #include "rpc.h"
 
 #define HEARTBEAT_MS	  1000
+#define HOPS_EVERY_MS	  20 /* the target table fetched on a worker's word at most this often */
 #define ORPHAN_EVERY_MS	  5000
 #define ORPHAN_ROUNDS_MAX 16 /* pages of orphans removed in one go */
 #define RPC_TIMEOUT_MS	  3000
@@ -43,8 +44,9 @@ enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
 struct lode_mds_link {
 	pthread_t thread, reclaim_thread;
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* signalled on stop */
+	pthread_cond_t cond; /* signalled on stop, and when hops are wanted */
 	bool stop;	     /* protected by lock */
+	bool hops_wanted;    /* protected by lock: a worker refused a hop (lode_oss.hops_wake) */
 	char *mds_addr;
 	char *advertise;
 	char *data_dir;
@@ -413,8 +415,9 @@ static bool stopping(struct lode_mds_link *l)
 	return s;
 }
 
-/* Sleeps until `ms` from now or until stop; returns true when stopping. */
-static bool wait_ms(struct lode_mds_link *l, unsigned ms)
+/* Sleeps until `ms` from now or until stop, or with hops non-NULL, until a worker wants
+ * the target table (*hops then true); returns true when stopping. */
+static bool wait_ms_or_hops(struct lode_mds_link *l, unsigned ms, bool *hops)
 {
 	struct timespec ts;
 	bool s;
@@ -427,11 +430,55 @@ static bool wait_ms(struct lode_mds_link *l, unsigned ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&l->lock);
-	while (!l->stop && pthread_cond_timedwait(&l->cond, &l->lock, &ts) != ETIMEDOUT)
+	while (!l->stop && !(hops && l->hops_wanted) &&
+	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) != ETIMEDOUT)
 		;
 	s = l->stop;
+	if (hops) {
+		*hops = l->hops_wanted;
+		l->hops_wanted = false;
+	}
 	pthread_mutex_unlock(&l->lock);
 	return s;
+}
+
+static bool wait_ms(struct lode_mds_link *l, unsigned ms)
+{
+	return wait_ms_or_hops(l, ms, NULL);
+}
+
+/* lode_oss.hops_wake: called by a worker (under the OSS's hops_wake_lock) */
+static void want_hops(void *arg)
+{
+	struct lode_mds_link *l = arg;
+
+	pthread_mutex_lock(&l->lock);
+	l->hops_wanted = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Sleeps until the next heartbeat is due; meanwhile fetches the target table whenever a
+ * worker refused a hop, at most every HOPS_EVERY_MS (a client resends a refused chained
+ * write a moment later: a target that just joined is then known). Returns true when
+ * stopping. */
+static bool wait_heartbeat(struct lode_mds_link *l, bool registered)
+{
+	uint64_t due = lode_now_ms() + HEARTBEAT_MS, now;
+	bool hops;
+
+	while ((now = lode_now_ms()) < due) {
+		if (wait_ms_or_hops(l, (unsigned)(due - now), &hops))
+			return true;
+		if (!hops || !registered)
+			continue;
+		fetch_hops(l);
+		now = lode_now_ms();
+		if (now < due &&
+		    wait_ms(l, (unsigned)(due - now < HOPS_EVERY_MS ? due - now : HOPS_EVERY_MS)))
+			return true;
+	}
+	return false;
 }
 
 static void *link_main(void *arg)
@@ -474,7 +521,7 @@ static void *link_main(void *arg)
 				LODE_DEBUG("target list from MDS %s: %s", l->mds_addr,
 					   strerror(-err));
 		}
-	} while (!wait_ms(l, HEARTBEAT_MS));
+	} while (!wait_heartbeat(l, registered && l->oss->hops_checked));
 	return NULL;
 }
 
@@ -557,6 +604,7 @@ int lode_mds_link_start(struct lode_mds_link **out, const struct lode_mds_link_o
 	err = -pthread_create(&l->reclaim_thread, NULL, reclaim_main, l);
 	if (err)
 		goto err_link_thread;
+	lode_oss_hops_wake_set(l->oss, want_hops, l);
 	*out = l;
 	return 0;
 
@@ -585,6 +633,7 @@ void lode_mds_link_stop(struct lode_mds_link *l)
 {
 	if (!l)
 		return;
+	lode_oss_hops_wake_set(l->oss, NULL, NULL); /* no worker calls want_hops after this */
 	pthread_mutex_lock(&l->lock);
 	l->stop = true;
 	pthread_cond_broadcast(&l->cond);
