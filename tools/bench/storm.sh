@@ -16,9 +16,10 @@
 # metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
 # lode_mds_checkpoints_total: the data file's and the sync record's), group commits per
 # file and the mean requests per group commit (lode_mds_commit_batch_size). Each point
-# runs twice on Lode: on two mounts with the default durable namespace, and on two more
-# with -o namespace=lazy (changes durable at fsync, fsyncdir or within a second;
-# docs/fuse.md), unless --no-lazy.
+# runs twice on Lode: on two mounts with the defaults (durable namespace and data), and on
+# two more with -o namespace=lazy,data=lazy (namespace changes durable at fsync, fsyncdir
+# or within a second; fsync returns with the data on every copy's server, unsynced:
+# MooseFS's contract; docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000) and fs_io small (64 KiB files written, then read back with the client cache
 # dropped) on one mount of each.
@@ -77,7 +78,7 @@ lode_mnt=() lazy_mnt=()
 for m in a b la lb; do
 	[[ $m == l* ]] && ((!lazy)) && continue
 	if [[ $m == l* ]]; then
-		lode_mount "$work/$m" -o namespace=lazy
+		lode_mount "$work/$m" -o namespace=lazy,data=lazy
 		lazy_mnt+=("$work/$m")
 	else
 		lode_mount "$work/$m"
@@ -141,6 +142,12 @@ lode_point() {
 	awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$(jget "$j" files)" -v k=$((k1 - k0)) \
 		'BEGIN { printf "%.2f fdatasyncs, %.2f commits; %.1f req/commit\n", k / f, c / f, (c ? s / c : 0) }'
 }
+# step_times JSON: p50/p99 ms of each step of a file
+step_times() {
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+print(" ".join("%s/%s" % (d[s + "_p50_ms"], d[s + "_p99_ms"]) for s in ("create", "write", "fsync", "close", "rename")))' "$1"
+}
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])' "$1" "$2"; }
 
 table=$work/table.txt
@@ -151,23 +158,21 @@ where="one directory"
 [[ -n $rank_dirs ]] && where="a directory per rank"
 emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point; $where"
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?') ${copies:-2} copies; MooseFS goal ${copies:-1} $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
-emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' size procs \
+emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %s' size procs \
 	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
-	'Lode p50/p99 ms: create write fsync close rename' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit')"
+	'Lode p50/p99 ms: create write fsync close rename (durable | lazy)' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit')"
 for size in $sizes; do
 	for n in $procs; do
 		per=$(((files + n - 1) / n))
 		tag=ckpt-$size-$n
 		{ read -r lj; read -r mdsfig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
-		steps=""
-		for s in create write fsync close rename; do
-			steps+="$(jget "$lj" ${s}_p50_ms)/$(jget "$lj" ${s}_p99_ms) "
-		done
+		steps=$(step_times "$lj")
 		zf="-" zratio="-"
 		if ((lazy)); then
 			{ read -r zj; read -r zfig; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
 			zf=$(jget "$zj" files_per_s)
 			mdsfig+=" | $zfig"
+			steps+=" | $(step_times "$zj")"
 		fi
 		mf="-" m50="-" m99="-" ratio="-"
 		if ((moosefs)); then
@@ -178,7 +183,7 @@ for size in $sizes; do
 			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 			((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 		fi
-		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-44s | %s' \
+		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %s' \
 			"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
 			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig")"
 	done
