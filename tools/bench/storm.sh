@@ -15,7 +15,10 @@
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
 # metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
 # lode_mds_checkpoints_total: the data file's and the sync record's), group commits per
-# file and the mean requests per group commit (lode_mds_commit_batch_size). Each point
+# file and the mean requests per group commit (lode_mds_commit_batch_size); and the CPU
+# time per file of every lode-mds, lode-oss and lode-fuse on the machine (of mfsmaster,
+# mfschunkserver and mfsmount for MooseFS) and of the whole machine (idle excluded), which
+# the two systems share: what is left is the storm.py processes and the kernel. Each point
 # runs twice on Lode: on two mounts with the defaults (durable namespace and data), and on
 # two more with -o namespace=lazy,data=lazy (namespace changes durable at fsync, fsyncdir
 # or within a second; fsync returns with the data on every copy's server, unsynced:
@@ -127,20 +130,43 @@ mds_counts() {
 		/^lode_mds_checkpoints_total / { k += 2 * $2 }
 		END { printf "%d %d %d\n", c, s, haslog ? k : old }'
 }
-# lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, then a line of the MDS's figures
+# cpu_ticks NAME...: CPU time (user and system, in clock ticks) of every process named so,
+# then of the whole machine (every CPU, idle excluded)
+cpu_ticks() {
+	local n p s=0
+	for n in "$@"; do
+		for p in $(pgrep -x "$n"); do
+			s=$((s + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+		done
+	done
+	echo "$s $(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)"
+}
+# cpu_fig D0 M0 D1 M1 FILES: "servers and clients / machine" CPU ms per file
+cpu_fig() {
+	awk -v d=$(($3 - $1)) -v m=$(($4 - $2)) -v f="$5" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.2f/%.2f", d * 1000 / hz / f, m * 1000 / hz / f }'
+}
+lode_procs=(lode-mds lode-oss lode-fuse)
+mfs_procs=(mfsmaster mfschunkserver mfsmount)
+# lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, a line of the MDS's figures, and
+# one of CPU ms per file (cpu_fig)
 lode_point() {
-	local c0 s0 k0 c1 s1 k1 j
+	local c0 s0 k0 c1 s1 k1 j d0 m0 d1 m1
 	# the checkpoint's directories first, so that the MDS's figures are the storm's alone
 	python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
 		--dir "$1" --dir "$2" --tag "$6" $rank_dirs --setup-only
 	read -r c0 s0 k0 < <(mds_counts)
+	read -r d0 m0 < <(cpu_ticks "${lode_procs[@]}")
 	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
 		--dir "$1" --dir "$2" --tag "$6" $rank_dirs)
+	read -r d1 m1 < <(cpu_ticks "${lode_procs[@]}")
 	read -r c1 s1 k1 < <(mds_counts)
 	rm -rf "${1:?}/$6"
 	echo "$j"
 	awk -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v f="$(jget "$j" files)" -v k=$((k1 - k0)) \
 		'BEGIN { printf "%.2f fdatasyncs, %.2f commits; %.1f req/commit\n", k / f, c / f, (c ? s / c : 0) }'
+	cpu_fig "$d0" "$m0" "$d1" "$m1" "$(jget "$j" files)"
+	echo
 }
 # step_times JSON: p50/p99 ms of each step of a file
 step_times() {
@@ -158,34 +184,41 @@ where="one directory"
 [[ -n $rank_dirs ]] && where="a directory per rank"
 emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point; $where"
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?') ${copies:-2} copies; MooseFS goal ${copies:-1} $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
-emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %s' size procs \
+emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' size procs \
 	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
-	'Lode p50/p99 ms: create write fsync close rename (durable | lazy)' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit')"
+	'Lode p50/p99 ms: create write fsync close rename (durable | lazy)' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit' \
+	'CPU ms/file, servers+clients/machine: Lode, lazy, MooseFS')"
 for size in $sizes; do
 	for n in $procs; do
 		per=$(((files + n - 1) / n))
 		tag=ckpt-$size-$n
-		{ read -r lj; read -r mdsfig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
+		{ read -r lj; read -r mdsfig; read -r cpufig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
 		steps=$(step_times "$lj")
-		zf="-" zratio="-"
+		zf="-" zratio="-" zcpu="-"
 		if ((lazy)); then
-			{ read -r zj; read -r zfig; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
+			{ read -r zj; read -r zfig; read -r zcpu; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
 			zf=$(jget "$zj" files_per_s)
 			mdsfig+=" | $zfig"
 			steps+=" | $(step_times "$zj")"
 		fi
+		cpufig+=" $zcpu"
 		mf="-" m50="-" m99="-" ratio="-"
 		if ((moosefs)); then
+			python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs --setup-only
+			read -r d0 m0 < <(cpu_ticks "${mfs_procs[@]}")
 			mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
 				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs)
+			read -r d1 m1 < <(cpu_ticks "${mfs_procs[@]}")
+			cpufig+=" $(cpu_fig "$d0" "$m0" "$d1" "$m1" "$(jget "$mj" files)")"
 			rm -rf "${mfs_mnt[0]:?}/$tag"
 			mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
 			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 			((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 		fi
-		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %s' \
+		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' \
 			"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
-			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig")"
+			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig" "$cpufig")"
 	done
 done
 
