@@ -14,7 +14,8 @@
 # 3 s after the last file). An fsync that makes the file durable has its servers' syncs
 # in it.
 #
-# Lode: lode-mds, 3 lode-oss and one lode-fuse mount (durable namespace, 2 copies).
+# Lode: lode-mds, 3 lode-oss and a lode-fuse mount (durable namespace and data, 2 copies),
+# then a second one with -o namespace=lazy,data=lazy (docs/fuse.md: MooseFS's contract).
 # MooseFS: tools/bench/peers/moosefs.sh (goal 1), with its chunkservers' default
 # configuration, then with HDD_FSYNC_BEFORE_CLOSE = 1.
 # Needs root, perf (Debian's linux-perf), ext4 under --work (default /var/tmp) and a build
@@ -120,11 +121,13 @@ printf '# %s %s, %d CPUs; Lode %s; MooseFS %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "
 	"$(dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null || echo '?')"
 printf '%-44s %6s %10s %10s %14s %14s\n' system fsyncs 'p50 ms' 'p99 ms' 'syncs in fsync' 'other syncs'
 
-log "Lode: lode-mds, 3 lode-oss, one mount under $work"
+log "Lode: lode-mds, 3 lode-oss, a durable mount and a lazy one under $work"
 lode_cluster_up
 lode_mount "$work/lode"
-lode_mounted "$work/lode"
+lode_mount "$work/lazy" -o namespace=lazy,data=lazy
+lode_mounted "$work/lode" "$work/lazy"
 trace "Lode (2 copies, durable namespace)" "$work/lode/t" "${pids[@]}"
+trace "Lode (2 copies, namespace,data=lazy)" "$work/lazy/tl" "${pids[@]}"
 
 for conf in "" "HDD_FSYNC_BEFORE_CLOSE = 1"; do
 	log "MooseFS: goal 1${conf:+, $conf}"
