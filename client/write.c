@@ -319,23 +319,25 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 	return rc ? rc : (ssize_t)len;
 }
 
-/* How often a write whose chain head could not forward it (-ERESTART) is sent through the
- * head again, this far apart: a head that refused a hop it does not know fetches the
- * MDS's target table at once (a target that just joined: known within milliseconds, and
- * at the latest with the head's next heartbeat, 1 s), and a broken forward connection is
- * opened again by the next forward. After 2 s the copies are sent the write alone (the
- * hazard of struct chain, rather than no write). */
-#define HEAD_RESENDS	  100
-#define HEAD_RESEND_PAUSE 20 /* ms */
+/* How long a write whose chain head could not forward it (-ERESTART) is sent through the
+ * head again, the pauses doubling from the first: a head that refused a hop it does not
+ * know fetches the MDS's target table at once (a target that just joined: known within
+ * milliseconds, and at the latest with the head's next heartbeat, 1 s), and a broken
+ * forward connection is opened again by the next forward. After that (10 resends) the
+ * copies are sent the write alone (the hazard of struct chain, rather than no write). */
+#define HEAD_RESEND_FOR_MS    2000
+#define HEAD_RESEND_PAUSE_MS  20  /* the first */
+#define HEAD_RESEND_PAUSE_MAX 320 /* ms */
 
 static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, uint64_t off,
 			    bool within_size)
 {
+	unsigned waited = 0, pause = HEAD_RESEND_PAUSE_MS;
 	struct lode_wire_cap cap;
 	ssize_t rc;
 
-	for (unsigned tries = 0;; tries++) {
-		bool head_orders = tries < HEAD_RESENDS;
+	for (;;) {
+		bool head_orders = waited < HEAD_RESEND_FOR_MS;
 
 		rc = pwrite_once(f, buf, len, off, within_size, head_orders);
 		/* a capability that expired on the way: renew it and write once more (the same
@@ -344,7 +346,9 @@ static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, ui
 			rc = pwrite_once(f, buf, len, off, within_size, head_orders);
 		if (rc != -ERESTART || !head_orders)
 			return rc == -ERESTART ? -EIO : rc;
-		usleep(HEAD_RESEND_PAUSE * 1000);
+		usleep(pause * 1000);
+		waited += pause;
+		pause = pause * 2 < HEAD_RESEND_PAUSE_MAX ? pause * 2 : HEAD_RESEND_PAUSE_MAX;
 	}
 }
 

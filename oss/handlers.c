@@ -930,4 +930,9 @@ void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "target table as this OSS last fetched it.");
 	lode_metrics_sample_u64(b, "lode_oss_chain_hops_refused_total", NULL,
 				atomic_load_explicit(&oss->hops_refused, memory_order_relaxed));
+	lode_metrics_family(b, "lode_oss_target_table_refetches_total", "counter",
+			    "Fetches of the MDS's target table made at once, between heartbeats, "
+			    "because a chained request named a hop not in it.");
+	lode_metrics_sample_u64(b, "lode_oss_target_table_refetches_total", NULL,
+				atomic_load_explicit(&oss->hops_refetched, memory_order_relaxed));
 }

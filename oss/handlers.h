@@ -66,7 +66,8 @@ struct lode_oss {
 	pthread_mutex_t hops_wake_lock;
 	void (*hops_wake)(void *arg);
 	void *hops_wake_arg;
-	_Atomic uint64_t hops_refused; /* chained requests not forwarded: hop not in the table */
+	_Atomic uint64_t hops_refused;	 /* chained requests not forwarded: hop not in the table */
+	_Atomic uint64_t hops_refetched; /* table fetches made at once for a refusal (the link) */
 };
 
 /* Sets (or with NULL, clears) what lode_oss asks for a fresh hop table: returns once no

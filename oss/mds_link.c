@@ -35,6 +35,7 @@
 
 #define HEARTBEAT_MS	  1000
 #define HOPS_EVERY_MS	  20 /* the target table fetched on a worker's word at most this often */
+#define HOPS_PER_BEAT	  4  /* and at most this many times between two heartbeats */
 #define ORPHAN_EVERY_MS	  5000
 #define ORPHAN_ROUNDS_MAX 16 /* pages of orphans removed in one go */
 #define RPC_TIMEOUT_MS	  3000
@@ -300,6 +301,10 @@ static int fetch_hops(struct lode_mds_link *l)
 	char *data;
 	int rc;
 
+	/* this fetch answers every refusal so far (want_hops wakes us again after one more) */
+	pthread_mutex_lock(&l->lock);
+	l->hops_wanted = false;
+	pthread_mutex_unlock(&l->lock);
 	data = malloc(cap);
 	hops = calloc(LODE_TARGETS_MAX, sizeof(*hops));
 	if (!data || !hops) {
@@ -447,32 +452,42 @@ static bool wait_ms(struct lode_mds_link *l, unsigned ms)
 	return wait_ms_or_hops(l, ms, NULL);
 }
 
-/* lode_oss.hops_wake: called by a worker (under the OSS's hops_wake_lock) */
+/* lode_oss.hops_wake: called by a worker (under the OSS's hops_wake_lock). Wakes the link
+ * thread only when the flag was clear: a client naming hops the MDS does not list, request
+ * after request, wakes it once a fetch at most. */
 static void want_hops(void *arg)
 {
 	struct lode_mds_link *l = arg;
 
 	pthread_mutex_lock(&l->lock);
-	l->hops_wanted = true;
-	pthread_cond_broadcast(&l->cond);
+	if (!l->hops_wanted) {
+		l->hops_wanted = true;
+		pthread_cond_broadcast(&l->cond);
+	}
 	pthread_mutex_unlock(&l->lock);
 }
 
 /* Sleeps until the next heartbeat is due; meanwhile fetches the target table whenever a
- * worker refused a hop, at most every HOPS_EVERY_MS (a client resends a refused chained
- * write a moment later: a target that just joined is then known). Returns true when
- * stopping. */
+ * worker refused a hop, at most every HOPS_EVERY_MS and HOPS_PER_BEAT times (a client
+ * resends a refused chained write a moment later: a target that just joined is then known;
+ * a hop that stays unknown costs the MDS a few fetches a second, not one per request).
+ * Returns true when stopping. */
 static bool wait_heartbeat(struct lode_mds_link *l, bool registered)
 {
 	uint64_t due = lode_now_ms() + HEARTBEAT_MS, now;
+	unsigned fetches = 0;
 	bool hops;
 
 	while ((now = lode_now_ms()) < due) {
-		if (wait_ms_or_hops(l, (unsigned)(due - now), &hops))
+		bool may = registered && fetches < HOPS_PER_BEAT;
+
+		if (wait_ms_or_hops(l, (unsigned)(due - now), may ? &hops : NULL))
 			return true;
-		if (!hops || !registered)
+		if (!may || !hops)
 			continue;
 		fetch_hops(l);
+		fetches++;
+		atomic_fetch_add_explicit(&l->oss->hops_refetched, 1, memory_order_relaxed);
 		now = lode_now_ms();
 		if (now < due &&
 		    wait_ms(l, (unsigned)(due - now < HOPS_EVERY_MS ? due - now : HOPS_EVERY_MS)))
