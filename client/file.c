@@ -71,11 +71,11 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 	req.flags = open_flags_to_wire(flags) | wire_flags;
 	sent_ms = lode_now_ms();
 	/* an open for writing takes a lease and may give the file its objects: with
-	 * lazy_data, as unsynced as the data written through them (a truncate is a
-	 * namespace change: lazy_namespace decides) */
-	rc = lode_client_mds_call_as(c, LODE_OP_OPEN,
-				     c->lazy || (c->lazy_data && !(flags & O_TRUNC)), &req,
-				     sizeof(req), &rep, sizeof(rep));
+	 * lazy_data, as unsynced as the data written through them. (O_TRUNC is not sent:
+	 * open_finish truncates with a commit of its own, which lazy_namespace decides.
+	 * repair and move open through here too; their final commits are durable.) */
+	rc = lode_client_mds_call_as(c, LODE_OP_OPEN, c->lazy || c->lazy_data, &req, sizeof(req),
+				     &rep, sizeof(rep));
 	if (rc)
 		return rc;
 	return open_finish(c, &rep, sent_ms, flags, flags, out);

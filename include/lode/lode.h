@@ -82,7 +82,9 @@ struct lode_client_opts {
 	 * of every server's process loses none of it; a power cut of every machine holding a
 	 * copy may lose what their kernels had not written back (vm.dirty_expire_centisecs,
 	 * 30 s by default): such a file may then read as zeros or as what it held before,
-	 * as a local file's unsynced writes do after a crash.
+	 * as a local file's unsynced writes do after a crash, or as -EIO where a copy's
+	 * data reached the disk and its checksums did not; a disk error during that
+	 * writeback reaches no caller.
 	 * 0 (default): lode_fsync returns once every copy is on disk. */
 	int lazy_data;
 };
