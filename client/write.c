@@ -323,10 +323,10 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
  * head again, the pauses doubling from the first: a head that refused a hop it does not
  * know fetches the MDS's target table at once (a target that just joined: known within
  * milliseconds, and at the latest with the head's next heartbeat, 1 s), and a broken
- * forward connection is opened again by the next forward. After that (10 resends) the
+ * forward connection is opened again by the next forward. After that (12 resends) the
  * copies are sent the write alone (the hazard of struct chain, rather than no write). */
 #define HEAD_RESEND_FOR_MS    2000
-#define HEAD_RESEND_PAUSE_MS  20  /* the first */
+#define HEAD_RESEND_PAUSE_MS  5	  /* the first: a head fetches the table in about 1 ms */
 #define HEAD_RESEND_PAUSE_MAX 320 /* ms */
 
 static ssize_t pwrite_retry(struct lode_file *f, const void *buf, size_t len, uint64_t off,

@@ -2,7 +2,7 @@
 # A chained write right after a target joins: the head OSS forwards only to targets in its
 # copy of the MDS's table, which it refreshes every heartbeat (1 s). A head that refuses a
 # hop it does not know fetches the table at once (lode_oss_target_table_refetches_total),
-# so the client's resend 20 ms later goes through the chain: a refusal or two
+# so the client's resend 5 ms later goes through the chain: a refusal or two
 # (lode_oss_chain_hops_refused_total), not one per resend until the head's next
 # heartbeat. Every file reads back whole, with no degraded copy.
 set -euo pipefail
@@ -65,8 +65,8 @@ echo "   chained requests refused: $ra by a (which knew only itself), $rb by b; 
 # a refusal makes the head fetch the table at once (unless its heartbeat came first, and
 # then there is no refusal); b fetched it when it registered, after a
 [ "$ra" = 0 ] || [ "$fa" -ge 1 ] || fail "a refused $ra chained requests but fetched no table for them"
-# without that fetch: one per resend (20, 60, 140, 300, 620 ms ...) until a's heartbeat
-[ $((ra + rb)) -le 3 ] || fail "$ra and $rb chained requests refused by a and b when b joined"
+# without that fetch: one per resend (5, 15, 35, 75, 155 ms ...) until a's heartbeat
+[ $((ra + rb)) -le 5 ] || fail "$ra and $rb chained requests refused by a and b when b joined"
 for i in $(seq 8); do
 	"$lodectl" get --quiet "/f$i" "$dir/back" && cmp -s "$dir/src" "$dir/back" ||
 		fail "/f$i does not read back as written"
