@@ -421,7 +421,8 @@ static bool stopping(struct lode_mds_link *l)
 }
 
 /* Sleeps until `ms` from now or until stop, or with hops non-NULL, until a worker wants
- * the target table (*hops then true); returns true when stopping. */
+ * the target table (*hops then true: the fetch that answers clears the wish, fetch_hops);
+ * returns true when stopping. */
 static bool wait_ms_or_hops(struct lode_mds_link *l, unsigned ms, bool *hops)
 {
 	struct timespec ts;
@@ -439,10 +440,8 @@ static bool wait_ms_or_hops(struct lode_mds_link *l, unsigned ms, bool *hops)
 	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) != ETIMEDOUT)
 		;
 	s = l->stop;
-	if (hops) {
+	if (hops)
 		*hops = l->hops_wanted;
-		l->hops_wanted = false;
-	}
 	pthread_mutex_unlock(&l->lock);
 	return s;
 }
