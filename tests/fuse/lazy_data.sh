@@ -4,6 +4,7 @@
 #   - fsyncs on the lazy mount send no OBJ_FSYNC and cost the MDS no sync; on the
 #     durable mount (the default) every fsync syncs the copies
 #   - the other mount sees every byte and size at once (close-to-open as ever)
+#   - -o data= with a value other than durable or lazy is refused, clearly
 #   - kill -9 of every server (the MDS and both OSS) right after the lazy fsyncs loses
 #     nothing: the servers' page cache kept it; fsck finds the cluster whole
 set -euo pipefail
@@ -43,6 +44,15 @@ d, p, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
     os.close(os.open(f"{d}/{p}{i}", os.O_CREAT | os.O_WRONLY, 0o644))' "$@"
 }
+
+echo "== a data= value lode-fuse does not know is refused before anything is mounted"
+mkdir "$WORK/x"
+if "$LODE_FUSE" --mds "$MDS" "$WORK/x" -f -o data=fast 2>"$WORK/bad.txt"; then
+	fail "lode-fuse took -o data=fast"
+fi
+grep -q "data: expected durable or lazy, got 'fast'" "$WORK/bad.txt" ||
+	fail "unclear error for -o data=fast: $(cat "$WORK/bad.txt")"
+mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o data=fast"
 
 mkdir "$A/d"
 create "$A/d" lazy 100
