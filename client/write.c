@@ -171,7 +171,7 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 	p->req->obj.generation = l->generation;
 	p->req->obj.stripe = stripe;
 	p->req->offset = obj_off;
-	p->req->flags = merge ? LODE_OBJ_F_MERGE : 0;
+	p->req->flags = (merge ? LODE_OBJ_F_MERGE : 0) | (f->c->lazy_data ? LODE_OBJ_F_LAZY : 0);
 	p->req->nchunks = (uint32_t)nchunks;
 	sums = (uint64_t *)(p->req + 1);
 	/* one checksum per chunk touched, of the bytes of this piece in it */

@@ -155,10 +155,23 @@ static void obj_done(void *arg, int status, struct lode_obj_result *res)
 	reply_obj(arg, status, res);
 }
 
+/* Counts a stored OBJ_WRITE's bytes for the metrics. */
+static void count_written(const struct lode_req *req)
+{
+	const struct lode_wire_obj_write_req *wr = lode_req_body(req);
+	uint64_t n = lode_req_hdr(req)->data_len;
+
+	if (!worker_stats)
+		return;
+	stat_add(&worker_stats->written_bytes, n);
+	if (wr->flags & LODE_OBJ_F_LAZY)
+		stat_add(&worker_stats->lazy_bytes, n);
+}
+
 static void write_done(void *arg, int status, struct lode_obj_result *res)
 {
-	if (!status && worker_stats)
-		stat_add(&worker_stats->written_bytes, lode_req_hdr(arg)->data_len);
+	if (!status)
+		count_written(arg);
 	reply_obj(arg, status, res);
 }
 
@@ -478,8 +491,8 @@ static void chain_local_done(void *arg, int status, struct lode_obj_result *res)
 	op->local = status;
 	if (!status)
 		op->res = *res;
-	if (!status && worker_stats)
-		stat_add(&worker_stats->written_bytes, lode_req_hdr(op->req)->data_len);
+	if (!status)
+		count_written(op->req);
 	chain_part_done(op);
 }
 
@@ -612,7 +625,7 @@ static int write_start(struct lode_oss *oss, struct lode_objstore_io *io, struct
 	const struct lode_wire_obj_write_req *wr = msg->fixed;
 	struct lode_req *req = h->req;
 	size_t dlen = (size_t)lode_req_hdr(req)->data_len;
-	unsigned flags = wr->flags & (LODE_OBJ_F_SYNC | LODE_OBJ_F_MERGE);
+	unsigned flags = wr->flags & (LODE_OBJ_F_SYNC | LODE_OBJ_F_MERGE | LODE_OBJ_F_LAZY);
 	struct chain_op *op;
 	int err;
 
@@ -912,11 +925,12 @@ const struct lode_server_ops lode_oss_server_ops = {
 void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	struct lode_oss *oss = arg;
-	uint64_t rd = 0, wr = 0;
+	uint64_t rd = 0, wr = 0, lazy = 0;
 
 	for (unsigned i = 0; i < LODE_OSS_WORKERS_MAX; i++) {
 		rd += __atomic_load_n(&oss->stats[i].read_bytes, __ATOMIC_RELAXED);
 		wr += __atomic_load_n(&oss->stats[i].written_bytes, __ATOMIC_RELAXED);
+		lazy += __atomic_load_n(&oss->stats[i].lazy_bytes, __ATOMIC_RELAXED);
 	}
 	lode_metrics_family(b, "lode_oss_read_bytes_total", "counter",
 			    "Object data read and answered (OBJ_READ), in bytes.");
@@ -925,6 +939,10 @@ void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "Object data stored on this target (OBJ_WRITE, chained or not), in "
 			    "bytes.");
 	lode_metrics_sample_u64(b, "lode_oss_written_bytes_total", NULL, wr);
+	lode_metrics_family(b, "lode_oss_lazy_written_bytes_total", "counter",
+			    "Of the object data stored, what data=lazy clients wrote, whose "
+			    "writeback is left to the kernel, in bytes.");
+	lode_metrics_sample_u64(b, "lode_oss_lazy_written_bytes_total", NULL, lazy);
 	lode_metrics_family(b, "lode_oss_chain_hops_refused_total", "counter",
 			    "Chained requests not passed on: their next hop was not in the MDS's "
 			    "target table as this OSS last fetched it.");

@@ -278,6 +278,14 @@ static void op_advance(struct obj_op *op, int res)
 					  op->off / CHUNK));
 		return;
 	case ST_WRITE_SUMS:
+		if (op->kind == OP_WRITE && (op->flags & LODE_OBJ_F_LAZY) &&
+		    !(op->flags & LODE_OBJ_F_SYNC)) {
+			/* No fsync will wait for it: the kernel writes it back when it
+			 * would, in larger batches, and a burst of small files costs no
+			 * disk request each while it arrives. */
+			op_finish(op, 0);
+			return;
+		}
 		if (op->kind == OP_WRITE && !(op->flags & LODE_OBJ_F_SYNC)) {
 			/* Start writing the range to the disk now, without waiting for it: a
 			 * streaming writer's fsync then waits for the tail only, not for the

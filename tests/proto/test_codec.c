@@ -1466,8 +1466,10 @@ static void test_obj_write_checks_its_checksums_data_offset_and_flags(void **sta
 	    {CHUNK / 2, 65, 65, LODE_OBJ_F_MERGE, 0, LODE_DATA_MAX, 0},
 	    {CHUNK / 2, 1, 1, LODE_OBJ_F_MERGE, 0, 0, -EPROTO},
 	    {(uint64_t)INT64_MAX - 5, 2, 2, LODE_OBJ_F_MERGE, 0, 20, -EFBIG},
+	    {0, 1, 1, LODE_OBJ_F_LAZY, 0, CHUNK, 0},
+	    {0, 1, 1, LODE_OBJ_F_LAZY | LODE_OBJ_F_SYNC, 0, CHUNK, 0},
 	    /* unknown flags */
-	    {0, 1, 1, 0x8, 0, CHUNK, -EPROTO},
+	    {0, 1, 1, 0x10, 0, CHUNK, -EPROTO},
 	    {0, 1, 1, 0x80000000u, 0, CHUNK, -EPROTO},
 	};
 
