@@ -17,6 +17,15 @@
 #include "codec.h"
 #include "objstore_impl.h"
 
+/*
+ * A write flagged LODE_OBJ_F_LAZY (no fsync will follow) that ends within its object's
+ * first LAZY_UNKICKED_MAX bytes starts no writeback: for small files the kick costs more
+ * than it gains. Past that the object is a stream, kicked as any other write: left to the
+ * kernel, gigabytes would sit dirty until its background threshold, the disk idle, and
+ * then throttle whoever writes next.
+ */
+#define LAZY_UNKICKED_MAX (256u * 1024)
+
 enum op_kind { OP_WRITE, OP_READ, OP_TRUNCATE, OP_FSYNC };
 
 enum op_stage {
@@ -279,10 +288,10 @@ static void op_advance(struct obj_op *op, int res)
 		return;
 	case ST_WRITE_SUMS:
 		if (op->kind == OP_WRITE && (op->flags & LODE_OBJ_F_LAZY) &&
-		    !(op->flags & LODE_OBJ_F_SYNC)) {
-			/* No fsync will wait for it: the kernel writes it back when it
-			 * would, in larger batches, and a burst of small files costs no
-			 * disk request each while it arrives. */
+		    !(op->flags & LODE_OBJ_F_SYNC) && op->off + op->len <= LAZY_UNKICKED_MAX) {
+			/* A small file's, and no fsync will wait for it: the kernel writes
+			 * it back in its own time, and a burst of small files costs no disk
+			 * request each while it arrives. */
 			op_finish(op, 0);
 			return;
 		}

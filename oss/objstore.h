@@ -114,7 +114,8 @@ typedef void (*lode_obj_done_fn)(void *arg, int status, struct lode_obj_result *
  * a multiple of LODE_CHUNK_SIZE unless the write ends at or past the object's current end
  * (-EINVAL otherwise: the stored bytes after it in the same chunk would not match its
  * checksum). flags: LODE_OBJ_F_SYNC makes data and checksums durable before completion;
- * otherwise the range's writeback is started at once, unless LODE_OBJ_F_LAZY.
+ * otherwise the range's writeback is started at once, unless LODE_OBJ_F_LAZY and the write
+ * ends in the object's first 256 KiB.
  * data and sums must stay valid until the callback. Disk full: -ENOSPC; then no checksum
  * of the range was changed unless its data was completely written.
  */

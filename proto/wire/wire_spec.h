@@ -919,8 +919,9 @@ _Static_assert(sizeof(struct lode_wire_obj_write_req) == 40, "obj write");
  * checksum i is of the request's bytes that fall in the i-th (zero padded, as always), so
  * the data is still verified end to end before it is merged. */
 #define LODE_OBJ_F_MERGE 0x4u
-/* The writer syncs no data (a data=lazy client): the OSS leaves the write's writeback to the
- * kernel instead of starting it at once, as no fsync will wait for it. */
+/* The writer syncs no data (a data=lazy client): the OSS may leave the write's writeback to
+ * the kernel instead of starting it at once, as no fsync will wait for it (a small
+ * object's, oss/objio.c). */
 #define LODE_OBJ_F_LAZY 0x8u
 #define LODE_OBJ_F_ALL_ 0xfu
 
