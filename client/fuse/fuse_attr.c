@@ -37,7 +37,7 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	(void)fi;
-	if (lf_dirattr_take(lf, ino, &st, &ttl)) {
+	if (lf_dirattr_get(lf, ino, &st, &ttl)) {
 		/* a directory a create, unlink or rename of ours just changed: its reply said
 		 * how it is now, for the rest of attr_timeout */
 		lf_odir_note(lf, &st);

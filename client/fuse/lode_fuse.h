@@ -176,8 +176,8 @@ uint64_t lf_dirattr_begin(struct lode_fuse *lf);
 /* After it (whatever its result): st[0..n) are the directories' attributes its reply gave
  * (ino 0: none), kept unless another change ran beside it. */
 void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n);
-/* The entry for ino, taken (it answers once), and the seconds left of attr_timeout. */
-bool lf_dirattr_take(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
+/* The entry for ino, if still good, and the seconds left of attr_timeout. */
+bool lf_dirattr_get(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 
 /* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
 uint64_t lf_metrics_now_ns(void);

@@ -4,7 +4,9 @@
 #   - a create costs LOOKUP (the kernel's, of the new name), CREATE and the CLOSE that
 #     gives the lease back: no GETATTR after CREATE; and another mount finds the file
 #   - creates, renames and unlinks in a row cost no GETATTR of their directories (the
-#     replies carry their attributes), and the mtimes this mount shows are the MDS's
+#     replies carry their attributes), and the mtimes this mount shows are the MDS's;
+#     every GETATTR of the directory until the mount's next change is answered so, not the
+#     first only, and a chmod of it ends that
 #   - touch/chmod of an existing file: one SETATTR, no GETATTR after it; the new mtime
 #     and mode show on this mount and (after open) on the other
 #   - a read-only open and close: one OPEN, no CLOSE; the size and bytes the writer's
@@ -85,6 +87,35 @@ echo "   a rename into a subdirectory: $DELTA"
 sleep 1.2
 [ "$(stat -c %.9Y "$A/d/sub")" = "$(stat -c %.9Y "$B/d/sub")" ] ||
 	fail "after the rename this mount shows d/sub's mtime as $(stat -c %.9Y "$A/d/sub"), the MDS as $(stat -c %.9Y "$B/d/sub")"
+
+echo "== after a change, the directory's GETATTRs are answered from its reply, not the first only"
+# statx with AT_STATX_FORCE_SYNC sends a GETATTR every time, as processes walking through a
+# directory that just changed do at once; prints mode:mtime of each answer, one per line
+forced_stats() {
+	"$PYTHON" -c 'import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+for _ in range(int(sys.argv[2])):
+    if libc.statx(-100, sys.argv[1].encode(), 0x2000, 0x7FF, buf):  # AT_FDCWD, FORCE_SYNC
+        sys.exit("statx: " + os.strerror(ctypes.get_errno()))
+    mode, = struct.unpack_from("H", buf, 28)
+    sec, nsec = struct.unpack_from("qI", buf, 112)  # stx_mtime
+    print("%o:%d.%09d" % (mode & 0o7777, sec, nsec))' "$@"
+}
+: >"$A/d/forced"
+counted forced_stats "$A/d" 5 >"$WORK/forced.txt"
+echo "   5 forced stats of d after a create in it: $DELTA"
+[ "$(n getattr)" -eq 0 ] || fail "5 GETATTRs of a directory just changed cost $DELTA (none expected)"
+[ "$(sort -u "$WORK/forced.txt" | wc -l)" -eq 1 ] || fail "5 GETATTRs in a row answered differently: $(cat "$WORK/forced.txt")"
+sleep 1.2 # the other mount's cached attributes of d expire
+[ "$(cut -d: -f2 "$WORK/forced.txt" | head -n 1)" = "$(stat -c %.9Y "$B/d")" ] ||
+	fail "the answers gave d's mtime as $(head -n 1 "$WORK/forced.txt"), the MDS (other mount) $(stat -c %.9Y "$B/d")"
+chmod 0750 "$A/d"
+counted forced_stats "$A/d" 2 >"$WORK/forced.txt"
+echo "   2 forced stats of d after a chmod of it: $DELTA"
+[ "$(n getattr)" -ge 1 ] || fail "after a chmod of the directory its GETATTRs still came from an older reply"
+[ "$(sort -u "$WORK/forced.txt" | cut -d: -f1)" = 750 ] || fail "after chmod 0750, d's mode read $(cat "$WORK/forced.txt")"
+chmod 0755 "$A/d"
 
 echo "== utimes and chmod of an existing file: SETATTR only"
 stat "$A/d" >/dev/null # the kernel dropped the directory's attributes at the create
