@@ -287,25 +287,24 @@ static void op_advance(struct obj_op *op, int res)
 					  op->off / CHUNK));
 		return;
 	case ST_WRITE_SUMS:
-		if (op->kind == OP_WRITE && (op->flags & LODE_OBJ_F_LAZY) &&
-		    !(op->flags & LODE_OBJ_F_SYNC) && op->off + op->len <= LAZY_UNKICKED_MAX) {
-			/* A small file's, and no fsync will wait for it: the kernel writes
-			 * it back in its own time, and a burst of small files costs no disk
+		if (op->kind != OP_WRITE || (op->flags & LODE_OBJ_F_SYNC)) {
+			sync_start(op);
+			return;
+		}
+		if ((op->flags & LODE_OBJ_F_LAZY) && op->off + op->len <= LAZY_UNKICKED_MAX) {
+			/* A small file's, and no fsync will wait for it: the kernel writes it
+			 * back in its own time, and a burst of small files costs no disk
 			 * request each while it arrives. */
 			op_finish(op, 0);
 			return;
 		}
-		if (op->kind == OP_WRITE && !(op->flags & LODE_OBJ_F_SYNC)) {
-			/* Start writing the range to the disk now, without waiting for it: a
-			 * streaming writer's fsync then waits for the tail only, not for the
-			 * whole file, and the disk works while the bytes are still arriving. The
-			 * pages stay cached (clean) for readers. */
-			op->stage = ST_WRITEBACK;
-			lode_loop_sync_range(op->w->loop, &op->io, f->dfd, (off_t)op->off, op->len,
-					     SYNC_FILE_RANGE_WRITE);
-			return;
-		}
-		sync_start(op);
+		/* Start writing the range to the disk now, without waiting for it: a streaming
+		 * writer's fsync then waits for the tail only, not for the whole file, and the
+		 * disk works while the bytes are still arriving. The pages stay cached (clean)
+		 * for readers. */
+		op->stage = ST_WRITEBACK;
+		lode_loop_sync_range(op->w->loop, &op->io, f->dfd, (off_t)op->off, op->len,
+				     SYNC_FILE_RANGE_WRITE);
 		return;
 	case ST_WRITEBACK:
 		op_finish(op, 0);
