@@ -12,6 +12,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "daemon.h"
 #include "store_log.h"
 #include "store_sync.h"
 
@@ -60,7 +61,7 @@ static int write_zeros(int fd, uint64_t from, uint64_t to)
 	for (uint64_t off = from; off < to && !rc; off += sizeof(zeros)) {
 		size_t n = to - off < sizeof(zeros) ? (size_t)(to - off) : sizeof(zeros);
 
-		rc = lode_store_pwrite_all(fd, zeros, n, (off_t)off);
+		rc = lode_pwrite_all(fd, zeros, n, (off_t)off);
 	}
 	return rc;
 }
@@ -190,7 +191,7 @@ int lode_store_log_append(struct lode_store_log *l, uint64_t txnid, uint8_t *rec
 	memcpy(rec, &h, sizeof(h));
 	sum = XXH3_64bits(rec, len);
 	memcpy(rec + len, &sum, sizeof(sum));
-	rc = lode_store_pwrite_all(l->fd, rec, len + LODE_LOG_TRAIL, (off_t)l->off);
+	rc = lode_pwrite_all(l->fd, rec, len + LODE_LOG_TRAIL, (off_t)l->off);
 	if (rc)
 		return rc;
 	l->off += len + LODE_LOG_TRAIL;

@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "daemon.h"
 #include "store_sync.h"
 
 #define MAGIC	     0x434e5953454c4f4cull /* "LOLESYNC" */
@@ -86,22 +87,6 @@ static int pread_all(int fd, void *buf, size_t len, off_t off)
 			return -errno;
 		if (n == 0)
 			return -ENODATA;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
 		done += (size_t)n;
 	}
 	return 0;
@@ -224,7 +209,7 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid)
 		return rc == -ENODATA ? -EIO : rc;
 	sum = XXH3_64bits(r->buf, len - 8);
 	memcpy(r->buf + len - 8, &sum, 8);
-	rc = lode_store_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
+	rc = lode_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
 	if (!rc && fdatasync(r->fd))
 		rc = -errno;
 	if (!rc)
@@ -252,7 +237,7 @@ int lode_sync_record_poison(struct lode_sync_record *r)
 	len = slot_len(h.psize);
 	sum = XXH3_64bits(r->buf, len - 8);
 	memcpy(r->buf + len - 8, &sum, 8);
-	return lode_store_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
+	return lode_pwrite_all(r->fd, r->buf, len, (off_t)(h.seq % 2) * SLOT);
 }
 
 void lode_sync_record_close(struct lode_sync_record *r)
@@ -325,7 +310,7 @@ static int keep_metas(const char *dir, int dfd, unsigned psize, uint64_t newest,
 	if (!rc && fd < 0)
 		rc = -errno;
 	if (!rc)
-		rc = lode_store_pwrite_all(fd, buf, 2 * (size_t)psize, 0);
+		rc = lode_pwrite_all(fd, buf, 2 * (size_t)psize, 0);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	if (fd >= 0)
@@ -404,7 +389,7 @@ int lode_sync_record_recover(const char *dir, char *note, size_t note_len, char 
 				 path, strerror(-rc));
 			goto out;
 		}
-		rc = lode_store_pwrite_all(dfd, metas, 2 * (size_t)h.psize, 0);
+		rc = lode_pwrite_all(dfd, metas, 2 * (size_t)h.psize, 0);
 		if (!rc && fdatasync(dfd))
 			rc = -errno;
 		if (rc) {

@@ -43,9 +43,6 @@ int lode_sync_record_write(struct lode_sync_record *r, uint64_t txnid);
 int lode_sync_record_poison(struct lode_sync_record *r);
 void lode_sync_record_close(struct lode_sync_record *r);
 
-/* Writes len bytes of buf at off, through short writes and EINTR. Returns 0 or -errno. */
-int lode_store_pwrite_all(int fd, const void *buf, size_t len, off_t off);
-
 /* fsync of the directory dir, so that the names made in it are durable. 0 or -errno. */
 int lode_store_sync_dir(const char *dir);
 /* Copies the file from to to (created 0600, or truncated), synced. Returns 0 or -errno. */

@@ -4,7 +4,7 @@
  * descriptor for a zero-copy send), truncates and fsyncs run as small state machines on the
  * calling thread's io_uring loop, resubmitting short transfers; checksums are verified
  * before anything is stored and stored after the data (objstore.h: crash safety), by a
- * plain pwrite (sums_store).
+ * plain pwrite (op_advance).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "daemon.h"
 #include "objstore_impl.h"
 
 /*
@@ -149,34 +150,6 @@ static void sync_start(struct obj_op *op)
 	}
 }
 
-/*
- * Stores n checksums from chunk first on: a plain pwrite on the loop's thread, not a trip
- * through io_uring. They are a few bytes into one cached page, and ext4's buffered writes
- * are never asynchronous, so io_uring would hand them to a worker thread and wake this one
- * when it is done: two context switches, more than the copy costs. Returns 0 or -errno.
- */
-static int sums_store(int sfd, const uint64_t *sums, uint64_t n, uint64_t first)
-{
-	const char *p = (const char *)sums;
-	size_t left = n * 8;
-	off_t off = (off_t)(first * 8);
-
-	while (left) {
-		ssize_t w = pwrite(sfd, p, left, off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (!w)
-			return -EIO; /* no progress: a device failure, as for the data */
-		p += w;
-		left -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 static void op_cb(struct lode_io *io, int res)
 {
 	struct obj_op *op = lode_container_of(io, struct obj_op, io);
@@ -281,10 +254,14 @@ static void op_advance(struct obj_op *op, int res)
 	}
 	switch (op->stage) {
 	case ST_WRITE_DATA:
-		/* Data first, then checksums: see objstore.h. */
+		/* Data first, then checksums: see objstore.h. The checksums are a plain
+		 * pwrite on the loop's thread, not a trip through io_uring: a few bytes into
+		 * one cached page, which ext4 never writes asynchronously, so io_uring would
+		 * hand them to a worker thread and wake this one when done, two context
+		 * switches, more than the copy costs. */
 		op->stage = ST_WRITE_SUMS;
-		op_advance(op, sums_store(f->sfd, op->wsums, (op->len + CHUNK - 1) / CHUNK,
-					  op->off / CHUNK));
+		op_advance(op, lode_pwrite_all(f->sfd, op->wsums, (op->len + CHUNK - 1) / CHUNK * 8,
+					       (off_t)(op->off / CHUNK * 8)));
 		return;
 	case ST_WRITE_SUMS:
 		if (op->kind != OP_WRITE || (op->flags & LODE_OBJ_F_SYNC)) {

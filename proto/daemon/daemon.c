@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Start-up helpers shared by lode-mds and lode-oss: data directories, their instance lock,
- * port files. */
+/* Helpers shared by lode-mds and lode-oss: data directories, their instance lock, port
+ * files; whole writes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -104,4 +104,24 @@ void lode_raise_fd_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+int lode_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
 }

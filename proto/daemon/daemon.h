@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers the Lode daemons share at start-up. */
+/* Small helpers the Lode daemons share: start-up, and whole writes. */
 #ifndef LODE_PROTO_DAEMON_H
 #define LODE_PROTO_DAEMON_H
 
@@ -21,5 +21,9 @@ int lode_lock_data_dir(const char *dir, const char *prog, char *why, size_t why_
 
 /* Raises the soft limit of open descriptors to the hard one (a connection is one). */
 void lode_raise_fd_limit(void);
+
+/* Writes len bytes of buf at off, through short writes and EINTR; a write that makes no
+ * progress is a device failure (-EIO). Returns 0 or -errno. */
+int lode_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 #endif
