@@ -312,6 +312,25 @@ static void test_write_with_a_bad_checksum_is_rejected_and_stores_nothing(void *
 	free(data);
 }
 
+/* The checksums are stored by a plain pwrite once the data is in (objio.c): a checksum
+ * file that refuses it (here a FIFO in its place: ESPIPE) fails the write with its error,
+ * never acknowledges data whose checksums were not stored. */
+static void test_a_checksum_write_that_fails_fails_the_write(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(6, 1, 0);
+	char *data = fixture_pattern(CHUNK, 3);
+	char path[256], sum_path[300];
+
+	obj_path(f, &id, path, sizeof(path));
+	snprintf(sum_path, sizeof(sum_path), "%s.sum", path);
+	assert_int_equal(mkfifo(sum_path, 0644), 0);
+	assert_int_equal(write_ok(f, &id, 0, data, CHUNK), -ESPIPE);
+	assert_int_equal(write_ok(f, &id, 0, data, CHUNK), -ESPIPE); /* and again, cached */
+	assert_int_equal(unlink(sum_path), 0);
+	free(data);
+}
+
 static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails(void **state)
 {
 	struct fixture *f = *state;
@@ -935,6 +954,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	    T(test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk),
 	    T(test_write_with_a_bad_checksum_is_rejected_and_stores_nothing),
+	    T(test_a_checksum_write_that_fails_fails_the_write),
 	    T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
 	    T(test_read_past_the_end_is_short),
 	    T(test_a_missing_object_reads_as_empty),
