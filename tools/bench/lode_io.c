@@ -17,11 +17,13 @@
  *       with --stream 1, lode_read_stream instead (liblode-loader's path to the host: the
  *       same pieces, many in flight, each landing in place).
  *
- * Prints "bytes=N seconds=S busiest_thread=NAME:T client_cpu=C" (the clock runs from the
- * first open to the last close; C: CPU seconds, user + system, this process used meanwhile:
- * the client's own cost, which chained replication should lower for mirrored writes; T: the
- * CPU seconds of the process's busiest live thread, e.g. liblode's rpc thread, which
- * bounds the rate once it nears the wall time).
+ * Prints "bytes=N seconds=S busiest_thread=NAME:T client_cpu=C machine_busy=B
+ * machine_iowait=W machine_idle=I" (the clock runs from the first open to the last close;
+ * C: CPU seconds, user + system, this process used meanwhile: the client's own cost, which
+ * chained replication should lower for mirrored writes; T: the CPU seconds of the
+ * process's busiest live thread, e.g. liblode's rpc thread, which bounds the rate once it
+ * nears the wall time; B, W, I: the shares of the whole machine's CPU time meanwhile that
+ * were busy, waiting for I/O and idle, which say whether the CPUs or the disk held it).
  */
 #include "util.h"
 
@@ -207,6 +209,25 @@ static double cpu_seconds(void)
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The machine's CPU time so far, in ticks: busy (everything but idle and iowait), idle,
+ * iowait. Zeros if /proc/stat cannot be read. */
+static void machine_cpu(unsigned long long t[3])
+{
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+
+	t[0] = t[1] = t[2] = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) == 8) {
+		t[0] = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+		t[1] = v[3];
+		t[2] = v[4];
+	}
+	fclose(f);
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -230,6 +251,7 @@ int main(int argc, char **argv)
 	char **paths;
 	int npaths, nthreads, writing, i, rc, replication = LODE_REPLICATION_DEFAULT;
 	double t0, t1, cpu0, cpu1, busiest;
+	unsigned long long m0[3], m1[3], mtotal;
 	char busiest_name[64];
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
@@ -307,6 +329,7 @@ int main(int argc, char **argv)
 	for (i = 0; !writing && i < nthreads; i++)
 		jobs[i].buf = bench_alloc((size_t)req);
 	cpu0 = cpu_seconds();
+	machine_cpu(m0);
 	t0 = bench_now();
 	if (!writing && npaths == 1) {
 		uint64_t fsize, per;
@@ -349,10 +372,11 @@ int main(int argc, char **argv)
 	if (shared)
 		lode_close(shared);
 	t1 = bench_now();
+	cpu1 = cpu_seconds();
+	machine_cpu(m1);
+	busiest = busiest_thread(busiest_name, sizeof(busiest_name));
 	for (i = 0; i < nthreads; i++)
 		free(jobs[i].buf);
-	cpu1 = cpu_seconds();
-	busiest = busiest_thread(busiest_name, sizeof(busiest_name));
 	for (i = 0; i < nthreads; i++) {
 		if (jobs[i].err)
 			bench_die("lode_io: %s %s: %s", writing ? "write" : "read",
@@ -360,7 +384,13 @@ int main(int argc, char **argv)
 		total += jobs[i].bytes;
 	}
 	lode_disconnect(c);
-	printf("bytes=%llu seconds=%.6f busiest_thread=%s:%.3f client_cpu=%.3f\n",
-	       (unsigned long long)total, t1 - t0, busiest_name, busiest, cpu1 - cpu0);
+	for (i = 0; i < 3; i++)
+		m1[i] -= m0[i];
+	mtotal = m1[0] + m1[1] + m1[2];
+	printf("bytes=%llu seconds=%.6f busiest_thread=%s:%.3f client_cpu=%.3f "
+	       "machine_busy=%.2f machine_iowait=%.2f machine_idle=%.2f\n",
+	       (unsigned long long)total, t1 - t0, busiest_name, busiest, cpu1 - cpu0,
+	       mtotal ? (double)m1[0] / mtotal : 0, mtotal ? (double)m1[2] / mtotal : 0,
+	       mtotal ? (double)m1[1] / mtotal : 0);
 	return 0;
 }
