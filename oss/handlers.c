@@ -196,8 +196,11 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 		lode_req_reply_err(req, status);
 		return;
 	}
-	if (worker_stats)
+	if (worker_stats) {
 		stat_add(&worker_stats->read_bytes, res->data_len);
+		if (res->direct)
+			stat_add(&worker_stats->direct_bytes, res->data_len);
+	}
 	memset(rep, 0, sizeof(*rep));
 	rep->object_size = res->object_size;
 	rep->nchunks = res->nchunks;
@@ -212,11 +215,12 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 		return;
 	}
 	if (!res->data_len) {
-		free(res->data);
+		if (res->data)
+			res->data_free(res->data);
 		lode_req_reply(req, 0, body, body_len, NULL, 0, NULL);
 		return;
 	}
-	lode_req_reply(req, 0, body, body_len, res->data, res->data_len, free);
+	lode_req_reply(req, 0, body, body_len, res->data, res->data_len, res->data_free);
 }
 
 static void do_list(struct lode_oss *oss, struct lode_req *req,
@@ -925,16 +929,21 @@ const struct lode_server_ops lode_oss_server_ops = {
 void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	struct lode_oss *oss = arg;
-	uint64_t rd = 0, wr = 0, lazy = 0;
+	uint64_t rd = 0, direct = 0, wr = 0, lazy = 0;
 
 	for (unsigned i = 0; i < LODE_OSS_WORKERS_MAX; i++) {
 		rd += __atomic_load_n(&oss->stats[i].read_bytes, __ATOMIC_RELAXED);
+		direct += __atomic_load_n(&oss->stats[i].direct_bytes, __ATOMIC_RELAXED);
 		wr += __atomic_load_n(&oss->stats[i].written_bytes, __ATOMIC_RELAXED);
 		lazy += __atomic_load_n(&oss->stats[i].lazy_bytes, __ATOMIC_RELAXED);
 	}
 	lode_metrics_family(b, "lode_oss_read_bytes_total", "counter",
 			    "Object data read and answered (OBJ_READ), in bytes.");
 	lode_metrics_sample_u64(b, "lode_oss_read_bytes_total", NULL, rd);
+	lode_metrics_family(b, "lode_oss_read_direct_bytes_total", "counter",
+			    "Of the object data read, what was read from the disk past the page "
+			    "cache (large ranges nobody had cached or read lately), in bytes.");
+	lode_metrics_sample_u64(b, "lode_oss_read_direct_bytes_total", NULL, direct);
 	lode_metrics_family(b, "lode_oss_written_bytes_total", "counter",
 			    "Object data stored on this target (OBJ_WRITE, chained or not), in "
 			    "bytes.");

@@ -24,6 +24,7 @@ struct lode_oss_scrub;
  * atomically by the scrape. One cache line each, so workers never share one. */
 struct lode_oss_worker_stats {
 	uint64_t read_bytes;	/* OBJ_READ data answered */
+	uint64_t direct_bytes;	/* of which read past the page cache (objdirect.c) */
 	uint64_t written_bytes; /* OBJ_WRITE data stored (this target's copy) */
 	uint64_t lazy_bytes;	/* of which flagged LODE_OBJ_F_LAZY */
 } __attribute__((aligned(64)));

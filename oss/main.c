@@ -56,6 +56,10 @@ static const char usage[] =
     "                      0: none; default 1%, at most 1G): with less free, the MDS\n"
     "                      places no new files or copies here, and writes to the files\n"
     "                      here complete in the reserve\n"
+    "  --direct-reads on|off\n"
+    "                      read large ranges nobody has cached straight from the disk,\n"
+    "                      past the page cache (default on, where the kernel can tell\n"
+    "                      what is cached: Linux 6.5 and later)\n"
     "  --port-file FILE    write the bound address to FILE once listening\n"
     "  --log-level L       err, warn, info (default) or debug\n"
     "  --metrics HOST:PORT serve Prometheus metrics on http://HOST:PORT/metrics\n"
@@ -79,6 +83,7 @@ struct args {
 	enum lode_log_level level;
 	const char *key_file;
 	bool insecure;
+	bool no_direct_reads;
 };
 
 static void __attribute__((noreturn, format(printf, 1, 2))) bad_args(const char *fmt, ...)
@@ -149,6 +154,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	    {"metrics-port-file", required_argument, NULL, 'P'},
 	    {"key", required_argument, NULL, 'K'},
 	    {"insecure", no_argument, NULL, 'I'},
+	    {"direct-reads", required_argument, NULL, 'D'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -197,6 +203,11 @@ static void parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'I':
 			a->insecure = true;
+			break;
+		case 'D':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				bad_args("--direct-reads: expected on or off, got '%s'", optarg);
+			a->no_direct_reads = !strcmp(optarg, "off");
 			break;
 		case 't':
 			errno = 0;
@@ -315,6 +326,14 @@ int main(int argc, char **argv)
 		LODE_ERR("opening the object store in %s: %s", a.data, strerror(-err));
 		return 1;
 	}
+	if (lode_objstore_set_direct_reads(st, !a.no_direct_reads))
+		LODE_INFO("direct reads: on (large ranges nobody has cached are read past the "
+			  "page cache)");
+	else
+		LODE_INFO("direct reads: off (%s)",
+			  a.no_direct_reads ? "--direct-reads off"
+					    : "this kernel cannot say what is cached: no "
+					      "cachestat(2) before Linux 6.5");
 	err = lode_oss_uuid_load(a.data, uuid);
 	if (err) {
 		LODE_ERR("%s/oss.uuid: %s", a.data, strerror(-err));

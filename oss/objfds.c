@@ -78,6 +78,8 @@ void objstore_fds_put(struct obj_fds *f)
 		return;
 	close(f->dfd);
 	close(f->sfd);
+	if (f->direct_fd >= 0)
+		close(f->direct_fd);
 	free(f);
 }
 
@@ -149,6 +151,7 @@ int objstore_fds_get(struct lode_objstore_io *io, const struct lode_wire_objid *
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	f->direct_fd = -1;
 	err = pair_open(io->st, id, create, &f->dfd, &f->sfd);
 	if (err)
 		goto err_free;

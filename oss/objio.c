@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Object store: data and checksum I/O. Writes, reads (with the bytes, or with the
- * descriptor for a zero-copy send), truncates and fsyncs run as small state machines on the
- * calling thread's io_uring loop, resubmitting short transfers; checksums are verified
- * before anything is stored and stored after the data (objstore.h: crash safety), by a
- * plain pwrite (op_advance).
+ * descriptor for a zero-copy send, or with O_DIRECT when objdirect.c says so), truncates
+ * and fsyncs run as small state machines on the calling thread's io_uring loop,
+ * resubmitting short transfers; checksums are verified before anything is stored and
+ * stored after the data (objstore.h: crash safety), by a plain pwrite (op_advance).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +64,8 @@ struct obj_op {
 	/* The transfer in progress: short transfers and -EAGAIN/-EINTR are resubmitted. */
 	bool in_xfer;
 	bool xwrite;
+	bool xdirect; /* an O_DIRECT read: done at xcap bytes, or at an unaligned end */
+	size_t xcap;
 	int xfd;
 	char *xbuf;
 	size_t xlen;
@@ -86,6 +88,7 @@ struct obj_op {
 };
 
 static void op_advance(struct obj_op *op, int res);
+static void read_zero_copy(struct obj_op *op, size_t avail);
 
 static void xfer_submit(struct obj_op *op)
 {
@@ -162,6 +165,12 @@ static void op_cb(struct lode_io *io, int res)
 		xfer_submit(op);
 		return;
 	}
+	if (res == -EINVAL && op->xdirect) {
+		/* the file system took the O_DIRECT open, not the read: page cache it is */
+		objstore_direct_refused(op->w->st);
+		read_zero_copy(op, op->xcap);
+		return;
+	}
 	if (res < 0) {
 		op->in_xfer = false;
 		op_advance(op, res);
@@ -175,6 +184,15 @@ static void op_cb(struct lode_io *io, int res)
 		return;
 	}
 	op->xdone += (size_t)res;
+	if (op->xdirect && (op->xdone >= op->xcap || op->xdone % DIRECT_ALIGN)) {
+		/* the length was rounded up to the alignment: what is past xcap was not
+		 * asked for; an unaligned count is the file's end */
+		if (op->xdone > op->xcap)
+			op->xdone = op->xcap;
+		op->in_xfer = false;
+		op_advance(op, 0);
+		return;
+	}
 	if (op->xdone < op->xlen) {
 		xfer_submit(op);
 		return;
@@ -197,7 +215,8 @@ static void op_finish(struct obj_op *op, int err)
 		}
 	}
 	if (err && op->kind == OP_READ) {
-		free(op->res.data);
+		if (op->res.data)
+			op->res.data_free(op->res.data);
 		free(op->res.sums);
 		op->res.data = NULL;
 		op->res.sums = NULL;
@@ -549,6 +568,41 @@ static bool sums_outlived_data(struct lode_objstore *st, const struct lode_wire_
 	return false;
 }
 
+/* A read for a caller that sends the bytes from the file: no data read here, straight to
+ * the checksums of the avail bytes the file holds. */
+static void read_zero_copy(struct obj_op *op, size_t avail)
+{
+	if (op->res.data)
+		op->res.data_free(op->res.data);
+	op->res.data = NULL;
+	op->res.direct = false;
+	op->zero_copy = true;
+	op->in_xfer = false;
+	op->xdirect = false;
+	op->xdone = avail;
+	op->stage = ST_READ_DATA;
+	op_advance(op, 0);
+}
+
+/* The same read, of bytes nobody has cached, from the disk into memory (objdirect.c):
+ * O_DIRECT wants the buffer and the length aligned, and stops short at the file's end. */
+static void read_direct(struct obj_op *op, size_t avail)
+{
+	size_t alen = (avail + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+
+	op->res.data = objstore_direct_buf();
+	op->res.data_free = objstore_direct_buf_free;
+	if (!op->res.data) {
+		op_finish(op, -ENOMEM);
+		return;
+	}
+	op->zero_copy = false;
+	op->res.direct = true;
+	op->xdirect = true;
+	op->xcap = avail;
+	xfer_start(op, ST_READ_DATA, op->fds->direct_fd, op->res.data, alen, op->off, false);
+}
+
 static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
 		       size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
 {
@@ -584,14 +638,16 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
 	if (avail > len)
 		avail = len;
+	if (zero_copy && objstore_read_direct(io->st, op->fds, off, avail)) {
+		read_direct(op, avail);
+		return;
+	}
 	if (zero_copy) {
-		/* no data read here: go straight to the checksums of what the file holds */
-		op->xdone = avail;
-		op->stage = ST_READ_DATA;
-		op_advance(op, 0);
+		read_zero_copy(op, avail);
 		return;
 	}
 	op->res.data = malloc(avail ? avail : 1);
+	op->res.data_free = free;
 	if (!op->res.data) {
 		op_finish(op, -ENOMEM);
 		return;

@@ -134,6 +134,7 @@ int lode_objstore_open(struct lode_objstore **out, const char *data_dir)
 	if (err)
 		goto err_objs;
 	atomic_store(&st->count, count);
+	objstore_direct_probe(st, objs);
 	close(objs);
 	close(root);
 	*out = st;

@@ -60,6 +60,12 @@ uint64_t lode_objstore_count(const struct lode_objstore *st);
  * *bytes and returns 0, or returns -errno. */
 int lode_objstore_bytes_used(struct lode_objstore *st, uint64_t *bytes);
 
+/* Whether large uncached reads may bypass the page cache (lode_objstore_read_fd; on by
+ * default where the kernel can say what is cached, cachestat(2), Linux 6.5). Returns
+ * whether they now do. A file system that refuses O_DIRECT turns them off at the first
+ * try. */
+bool lode_objstore_set_direct_reads(struct lode_objstore *st, bool on);
+
 /* Per-thread I/O context on `loop` with at most max_fds cached objects (0: a default).
  * Use it only on the loop's thread. Returns 0 or -errno. */
 int lode_objstore_io_create(struct lode_objstore *st, struct lode_loop *loop, unsigned max_fds,
@@ -92,9 +98,11 @@ void lode_objstore_range_unlock(struct lode_objstore *st, struct lode_obj_range 
 struct lode_obj_result {
 	uint64_t object_size;  /* after the operation (REMOVE: before it; absent: 0) */
 	uint64_t bytes_stored; /* data + checksum files, allocated on disk */
-	/* OBJ_READ only. data (data_len bytes, malloc'd) and sums (nchunks u64, malloc'd)
-	 * belong to the callback, which must free() them or take them over. */
+	/* OBJ_READ only. data (data_len bytes) and sums (nchunks u64, malloc'd) belong to
+	 * the callback, which must free them (data with data_free, from any thread; sums
+	 * with free()) or take them over. */
 	void *data;
+	void (*data_free)(void *data);
 	size_t data_len;
 	uint64_t *sums;
 	uint32_t nchunks;
@@ -102,6 +110,9 @@ struct lode_obj_result {
 	 * until the caller passes fd_ref to lode_objstore_fd_release() (on the io's thread) */
 	int fd;
 	void *fd_ref;
+	/* lode_objstore_read_fd only: the bytes were read past the page cache into data
+	 * (objdirect.c), not left for a zero-copy send */
+	bool direct;
 };
 
 /* Completion: status is 0 or a negative errno. Runs on the io's loop thread, possibly
@@ -134,7 +145,9 @@ void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_obji
 /* Like lode_objstore_read, without reading the bytes: res->fd and res->data_len say where
  * they are (from off), for a caller that sends them with splice; res->sums as above. The
  * checksums describe the file as it was when they were read: a write racing the send can
- * make them disagree with the bytes, which the reader detects. */
+ * make them disagree with the bytes, which the reader detects. A large range nobody has
+ * cached is read from the disk past the page cache instead (res->direct, the bytes in
+ * res->data and no fd_ref; objdirect.c says when). */
 void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
 /* Lets go of the descriptor a zero-copy read handed out. NULL is accepted. */

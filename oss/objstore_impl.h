@@ -24,12 +24,21 @@
 #define OBJ_NAME_BUF  (OBJ_NAME_LEN + sizeof(".sum"))
 #define CHUNK	      ((uint64_t)LODE_CHUNK_SIZE)
 #define RANGE_BUCKETS 64
+/* objdirect.c: O_DIRECT reads align buffer, offset and length to this */
+#define DIRECT_ALIGN	  4096u
+#define DIRECT_SEEN_SLOTS 4096
 
 /* objlock.c: the held and queued ranges of the objects that hash here */
 struct range_bucket {
 	pthread_mutex_t lock;
 	struct lode_obj_range *held;	/* protected by lock */
 	struct lode_obj_range *waiting; /* protected by lock; in arrival order */
+};
+
+/* objdirect.c: one place (object and offset) read with O_DIRECT, and when */
+struct direct_seen {
+	_Atomic uint64_t key;
+	_Atomic uint64_t ns;
 };
 
 struct lode_objstore {
@@ -58,6 +67,12 @@ struct lode_objstore {
 	bool list_cont;			  /* that page was not the listing's last */
 	bool list_more;			  /* objects after the window existed at the scan */
 	uint64_t list_ns;		  /* when it was scanned (CLOCK_MONOTONIC) */
+
+	/* objdirect.c: whether large uncached reads may bypass the page cache, and the
+	 * places read that way lately */
+	_Atomic bool direct_reads;
+	bool direct_capable; /* the kernel has cachestat(2); set at open */
+	struct direct_seen seen[DIRECT_SEEN_SLOTS];
 };
 
 /* An object's open data and checksum files. Owned by one lode_objstore_io. */
@@ -65,6 +80,7 @@ struct obj_fds {
 	struct lode_wire_objid id;
 	int dfd;
 	int sfd;
+	int direct_fd; /* the data file opened O_DIRECT (objdirect.c); -1: not yet */
 	unsigned refs; /* in-flight operations, plus 1 while in the cache */
 	bool cached;
 	struct obj_fds *prev, *next; /* LRU list, most recent first */
@@ -101,6 +117,25 @@ int objstore_fds_get(struct lode_objstore_io *io, const struct lode_wire_objid *
 		     struct obj_fds **out, struct stat *stbuf);
 /* Drops a reference; the last one closes the pair. */
 void objstore_fds_put(struct obj_fds *f);
+
+/* objdirect.c: reads past the page cache */
+
+/*
+ * Whether a read of [off, off + len) of f's data, which the caller would otherwise send
+ * from the page cache, should be read with O_DIRECT (from f->direct_fd, opened here on
+ * first use) into an objstore_direct_buf(): large (at most LODE_DATA_MAX), not cached at
+ * all, and not read the same way within the last seconds. Records the read.
+ */
+bool objstore_read_direct(struct lode_objstore *st, struct obj_fds *f, uint64_t off, size_t len);
+/* A buffer for a direct read (LODE_DATA_MAX bytes, aligned), NULL if out of memory; and
+ * its release, from any thread (NULL is accepted). */
+void *objstore_direct_buf(void);
+void objstore_direct_buf_free(void *p);
+/* A direct read failed with EINVAL: this store reads through the page cache from now on. */
+void objstore_direct_refused(struct lode_objstore *st);
+/* At open: whether the kernel can say what is cached (cachestat(2) of fd, any file of the
+ * store); direct reads are on if it can. */
+void objstore_direct_probe(struct lode_objstore *st, int fd);
 
 /* objlist.c: which objects exist */
 

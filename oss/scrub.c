@@ -176,7 +176,8 @@ static int read_piece_held(struct run *r, const struct lode_wire_objid *id, uint
 
 static void piece_free(struct run *r)
 {
-	free(r->res.data);
+	if (r->res.data)
+		r->res.data_free(r->res.data);
 	free(r->res.sums);
 	memset(&r->res, 0, sizeof(r->res));
 }

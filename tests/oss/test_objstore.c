@@ -117,7 +117,8 @@ static void start_fsync(struct job *j)
 
 static void done_free(struct done *d)
 {
-	free(d->res.data);
+	if (d->res.data)
+		d->res.data_free(d->res.data);
 	free(d->res.sums);
 	d->res.data = NULL;
 	d->res.sums = NULL;
@@ -338,9 +339,10 @@ static void test_a_checksum_write_that_fails_fails_the_write(void **state)
 #define __NR_cachestat 451 /* Linux 6.5, the same number on every architecture */
 #endif
 
-/* Dirty pages of [off, off + len) of path, from cachestat(2); -1 where it cannot be told
- * (a kernel without cachestat, or tmpfs, whose pages are never written back). */
-static long dirty_pages(const char *path, uint64_t off, uint64_t len)
+/* Dirty pages (or with cached, cached pages) of [off, off + len) of path, from
+ * cachestat(2); -1 where it cannot be told (a kernel without cachestat, or tmpfs, whose
+ * pages are never written back). */
+static long page_count(const char *path, uint64_t off, uint64_t len, bool cached)
 {
 	struct {
 		uint64_t off, len;
@@ -356,9 +358,14 @@ static long dirty_pages(const char *path, uint64_t off, uint64_t len)
 		return -1;
 	if (!fstatfs(fd, &sfs) && sfs.f_type != TMPFS_MAGIC &&
 	    !syscall(__NR_cachestat, fd, &range, &cs, 0))
-		r = (long)cs.dirty;
+		r = (long)(cached ? cs.cache : cs.dirty);
 	close(fd);
 	return r;
+}
+
+static long dirty_pages(const char *path, uint64_t off, uint64_t len)
+{
+	return page_count(path, off, len, false);
 }
 
 /* Writes len bytes at off of a fresh object (ino) with flags, then says how many of the
@@ -408,6 +415,120 @@ static void test_only_small_lazy_writes_are_left_dirty(void **state)
 	assert_int_equal(dirty_after_write(f, 50, 0, CHUNK, 0), 0);
 	assert_int_equal(dirty_after_write(f, 51, 0, 8 * CHUNK, LODE_OBJ_F_LAZY), 0);
 	assert_int_equal(dirty_after_write(f, 52, 4 * CHUNK, CHUNK, LODE_OBJ_F_LAZY), 0);
+}
+
+/* A read for a zero-copy send, awaited; its descriptor (if it handed one out) released on
+ * the loop's thread at once. *had_fd says whether it did. */
+struct fd_read {
+	struct job j;
+	bool had_fd;
+};
+
+static void on_fd_read_done(void *arg, int status, struct lode_obj_result *res)
+{
+	struct fd_read *r = arg;
+
+	r->had_fd = res->fd_ref != NULL;
+	lode_objstore_fd_release(res->fd_ref);
+	res->fd_ref = NULL;
+	on_done(&r->j, status, res);
+}
+
+static void start_read_fd(struct job *j)
+{
+	lode_objstore_read_fd(j->io, &j->id, j->off, j->len, on_fd_read_done, j);
+}
+
+static bool read_fd(struct fixture *f, const struct lode_wire_objid *id, uint64_t off, size_t len,
+		    struct done *d)
+{
+	struct fd_read r = {.j = {.start = start_read_fd, .id = *id, .off = off, .len = len}};
+
+	run_job(f, &r.j, d);
+	assert_int_equal(d->status, 0);
+	return r.had_fd;
+}
+
+/* Writes a fresh object of len bytes (ino), makes it durable and has the kernel forget its
+ * pages. Skips the test where cachestat cannot say what is cached. */
+static char *write_uncached(struct fixture *f, uint64_t ino, size_t len)
+{
+	struct lode_wire_objid id = fixture_oid(ino, 1, 0);
+	char *data = fixture_pattern(len, (unsigned)ino);
+	char path[256];
+	struct done d;
+	int fd;
+
+	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
+	assert_int_equal(do_fsync(f, &id, &d), 0);
+	obj_path(f, &id, path, sizeof(path));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+	if (page_count(path, 0, len, true) != 0) {
+		print_message("no cachestat(2) here, or tmpfs: not checked\n");
+		skip();
+	}
+	return data;
+}
+
+/* A large range nobody has cached is read from the disk past the page cache (O_DIRECT),
+ * into memory, with the same bytes and checksums a zero-copy send would carry, the file's
+ * unaligned end included; the page cache keeps none of it. Small reads, cached ranges, a
+ * place read that way a moment ago (a second server loading the same model) and a store
+ * told not to go through the page cache as before. */
+static void test_large_uncached_reads_go_past_the_page_cache(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid id = fixture_oid(70, 1, 0), small = fixture_oid(71, 1, 0),
+			       warm = fixture_oid(72, 1, 0), off = fixture_oid(73, 1, 0);
+	size_t len = 16 * CHUNK + 1000;
+	char *data = write_uncached(f, 70, len), *d2, path[256];
+	struct done d;
+
+	assert_false(read_fd(f, &id, 0, 32 * CHUNK, &d));
+	assert_true(d.res.direct);
+	assert_int_equal(d.res.data_len, len);
+	assert_int_equal(d.res.object_size, len);
+	assert_memory_equal(d.res.data, data, len);
+	assert_sums_match(&d);
+	done_free(&d);
+	obj_path(f, &id, path, sizeof(path));
+	assert_int_equal(page_count(path, 0, len, true), 0);
+
+	/* from the middle, to the end */
+	assert_false(read_fd(f, &id, 8 * CHUNK, 16 * CHUNK, &d));
+	assert_int_equal(d.res.data_len, len - 8 * CHUNK);
+	assert_memory_equal(d.res.data, data + 8 * CHUNK, len - 8 * CHUNK);
+	assert_sums_match(&d);
+	done_free(&d);
+
+	/* the same place again at once: through the page cache, for whoever reads it next */
+	assert_true(read_fd(f, &id, 0, 32 * CHUNK, &d));
+	assert_false(d.res.direct);
+	assert_null(d.res.data);
+	assert_int_equal(d.res.data_len, len);
+	done_free(&d);
+	free(data);
+
+	d2 = write_uncached(f, 71, 3 * CHUNK);
+	assert_true(read_fd(f, &small, 0, 3 * CHUNK, &d));
+	done_free(&d);
+	free(d2);
+
+	d2 = fixture_pattern(8 * CHUNK, 72);
+	assert_int_equal(write_ok(f, &warm, 0, d2, 8 * CHUNK), 0);
+	assert_true(read_fd(f, &warm, 0, 8 * CHUNK, &d));
+	done_free(&d);
+	free(d2);
+
+	d2 = write_uncached(f, 73, 8 * CHUNK);
+	assert_false(lode_objstore_set_direct_reads(f->st, false));
+	assert_true(read_fd(f, &off, 0, 8 * CHUNK, &d));
+	done_free(&d);
+	assert_true(lode_objstore_set_direct_reads(f->st, true));
+	free(d2);
 }
 
 static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails(void **state)
@@ -1035,6 +1156,7 @@ int main(void)
 	    T(test_write_with_a_bad_checksum_is_rejected_and_stores_nothing),
 	    T(test_a_checksum_write_that_fails_fails_the_write),
 	    T(test_only_small_lazy_writes_are_left_dirty),
+	    T(test_large_uncached_reads_go_past_the_page_cache),
 	    T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
 	    T(test_read_past_the_end_is_short),
 	    T(test_a_missing_object_reads_as_empty),
