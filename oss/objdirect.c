@@ -18,6 +18,10 @@
  *
  * cachestat(2) (Linux 6.5) says what is cached; where the kernel lacks it, or the file
  * system refuses O_DIRECT, every read goes through the page cache, as it did before.
+ *
+ * The scrub reads past the page cache whatever is cached (lode_objstore_read_disk): it
+ * checks what the disk holds, not a cached copy of it, and leaves the page cache to the
+ * readers instead of replacing it with every object of the store.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,13 +134,24 @@ void objstore_direct_buf_free(void *p)
 	free(p);
 }
 
+bool objstore_direct_open(struct lode_objstore *st, struct obj_fds *f, size_t len)
+{
+	if (len > DIRECT_BUF || !atomic_load_explicit(&st->direct_io, memory_order_relaxed))
+		return false;
+	if (direct_fd(f))
+		return true;
+	/* the file system refuses O_DIRECT (EINVAL), or there is no /proc: never again */
+	if (errno != EMFILE && errno != ENFILE && errno != ENOMEM)
+		objstore_direct_refused(st);
+	return false;
+}
+
 bool objstore_read_direct(struct lode_objstore *st, struct obj_fds *f, uint64_t off, size_t len)
 {
 	struct cachestat_range r = {off, len};
 	struct cachestat cs;
 
-	if (len < DIRECT_MIN || len > DIRECT_BUF ||
-	    !atomic_load_explicit(&st->direct_reads, memory_order_relaxed))
+	if (len < DIRECT_MIN || !atomic_load_explicit(&st->direct_reads, memory_order_relaxed))
 		return false;
 	if (syscall(__NR_cachestat, f->dfd, &r, &cs, 0) < 0) {
 		if (errno == ENOSYS || errno == EPERM) /* the kernel cannot tell: never */
@@ -145,17 +160,12 @@ bool objstore_read_direct(struct lode_objstore *st, struct obj_fds *f, uint64_t 
 	}
 	if (cs.nr_cache || read_lately(st, place_key(&f->id, off), now_ns()))
 		return false;
-	if (!direct_fd(f)) {
-		/* the file system refuses O_DIRECT (EINVAL), or there is no /proc: never */
-		if (errno != EMFILE && errno != ENFILE && errno != ENOMEM)
-			atomic_store(&st->direct_reads, false);
-		return false;
-	}
-	return true;
+	return objstore_direct_open(st, f, len);
 }
 
 void objstore_direct_refused(struct lode_objstore *st)
 {
+	atomic_store(&st->direct_io, false);
 	atomic_store(&st->direct_reads, false);
 }
 
@@ -165,11 +175,13 @@ void objstore_direct_probe(struct lode_objstore *st, int fd)
 	struct cachestat cs;
 
 	st->direct_capable = syscall(__NR_cachestat, fd, &r, &cs, 0) == 0;
+	atomic_store(&st->direct_io, true);
 	atomic_store(&st->direct_reads, st->direct_capable);
 }
 
 bool lode_objstore_set_direct_reads(struct lode_objstore *st, bool on)
 {
+	atomic_store(&st->direct_io, on);
 	atomic_store(&st->direct_reads, on && st->direct_capable);
 	return on && st->direct_capable;
 }

@@ -80,6 +80,7 @@ struct obj_op {
 	uint64_t new_size;
 	uint64_t old_size;
 	bool zero_copy;	 /* read: hand the descriptor to the caller instead of the bytes */
+	int read_mode;	 /* read: enum read_mode */
 	char *chunk;	 /* truncate: the chunk holding the new end */
 	char *merged;	 /* merge write: the widened range, owned */
 	uint64_t *msums; /* merge write: its checksums, owned */
@@ -87,7 +88,13 @@ struct obj_op {
 	uint64_t sum; /* truncate: stored, then new checksum of that chunk */
 };
 
+/* How a read delivers: the bytes, copied out of the page cache; the descriptor, for a
+ * zero-copy send (or the bytes past the page cache when objdirect.c says so); the bytes
+ * from the disk past the page cache whatever is cached (a scrub). */
+enum read_mode { READ_COPY, READ_FD, READ_DISK };
+
 static void op_advance(struct obj_op *op, int res);
+static void read_copy(struct obj_op *op, size_t avail);
 static void read_zero_copy(struct obj_op *op, size_t avail);
 
 static void xfer_submit(struct obj_op *op)
@@ -168,7 +175,10 @@ static void op_cb(struct lode_io *io, int res)
 	if (res == -EINVAL && op->xdirect) {
 		/* the file system took the O_DIRECT open, not the read: page cache it is */
 		objstore_direct_refused(op->w->st);
-		read_zero_copy(op, op->xcap);
+		if (op->read_mode == READ_FD)
+			read_zero_copy(op, op->xcap);
+		else
+			read_copy(op, op->xcap);
 		return;
 	}
 	if (res < 0) {
@@ -542,7 +552,6 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)op->wdata, op->len, op->off, true);
 }
 
-/* Both reads: the bytes into a buffer, or (zero_copy) only where they are. */
 /* Whether the .sum file of an object whose data file is gone says some chunk of [off, off +
  * len) was written. A rare path (a missing object), so plain syscalls. */
 static bool sums_outlived_data(struct lode_objstore *st, const struct lode_wire_objid *id,
@@ -568,6 +577,23 @@ static bool sums_outlived_data(struct lode_objstore *st, const struct lode_wire_
 	return false;
 }
 
+/* The avail bytes the file holds, into memory through the page cache. */
+static void read_copy(struct obj_op *op, size_t avail)
+{
+	if (op->res.data)
+		op->res.data_free(op->res.data);
+	op->res.direct = false;
+	op->in_xfer = false;
+	op->xdirect = false;
+	op->res.data = malloc(avail ? avail : 1);
+	op->res.data_free = free;
+	if (!op->res.data) {
+		op_finish(op, -ENOMEM);
+		return;
+	}
+	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, op->off, false);
+}
+
 /* A read for a caller that sends the bytes from the file: no data read here, straight to
  * the checksums of the avail bytes the file holds. */
 static void read_zero_copy(struct obj_op *op, size_t avail)
@@ -584,8 +610,8 @@ static void read_zero_copy(struct obj_op *op, size_t avail)
 	op_advance(op, 0);
 }
 
-/* The same read, of bytes nobody has cached, from the disk into memory (objdirect.c):
- * O_DIRECT wants the buffer and the length aligned, and stops short at the file's end. */
+/* The same bytes from the disk into memory, past the page cache (objdirect.c): O_DIRECT
+ * wants the buffer and the length aligned, and stops short at the file's end. */
 static void read_direct(struct obj_op *op, size_t avail)
 {
 	size_t alen = (avail + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
@@ -604,7 +630,7 @@ static void read_direct(struct obj_op *op, size_t avail)
 }
 
 static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
-		       size_t len, bool zero_copy, lode_obj_done_fn done, void *arg)
+		       size_t len, enum read_mode mode, lode_obj_done_fn done, void *arg)
 {
 	struct obj_op *op;
 	struct stat sb;
@@ -621,7 +647,7 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 		return;
 	}
 	op->off = off;
-	op->zero_copy = zero_copy;
+	op->read_mode = mode;
 	op->len = len;
 	err = objstore_fds_get(io, id, false, &op->fds, &sb);
 	if (err == -ENOENT) {
@@ -638,33 +664,41 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 	avail = (uint64_t)sb.st_size > off ? (size_t)((uint64_t)sb.st_size - off) : 0;
 	if (avail > len)
 		avail = len;
-	if (zero_copy && objstore_read_direct(io->st, op->fds, off, avail)) {
-		read_direct(op, avail);
+	switch (mode) {
+	case READ_FD:
+		if (objstore_read_direct(io->st, op->fds, off, avail))
+			read_direct(op, avail);
+		else
+			read_zero_copy(op, avail);
 		return;
+	case READ_DISK:
+		if (avail && objstore_direct_open(io->st, op->fds, avail)) {
+			read_direct(op, avail);
+			return;
+		}
+		break;
+	case READ_COPY:
+		break;
 	}
-	if (zero_copy) {
-		read_zero_copy(op, avail);
-		return;
-	}
-	op->res.data = malloc(avail ? avail : 1);
-	op->res.data_free = free;
-	if (!op->res.data) {
-		op_finish(op, -ENOMEM);
-		return;
-	}
-	xfer_start(op, ST_READ_DATA, op->fds->dfd, op->res.data, avail, off, false);
+	read_copy(op, avail);
 }
 
 void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
 			size_t len, lode_obj_done_fn done, void *arg)
 {
-	read_start(io, id, off, len, false, done, arg);
+	read_start(io, id, off, len, READ_COPY, done, arg);
+}
+
+void lode_objstore_read_disk(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			     uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
+{
+	read_start(io, id, off, len, READ_DISK, done, arg);
 }
 
 void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg)
 {
-	read_start(io, id, off, len, true, done, arg);
+	read_start(io, id, off, len, READ_FD, done, arg);
 }
 
 void lode_objstore_truncate(struct lode_objstore_io *io, const struct lode_wire_objid *id,

@@ -61,9 +61,9 @@ uint64_t lode_objstore_count(const struct lode_objstore *st);
 int lode_objstore_bytes_used(struct lode_objstore *st, uint64_t *bytes);
 
 /* Whether large uncached reads may bypass the page cache (lode_objstore_read_fd; on by
- * default where the kernel can say what is cached, cachestat(2), Linux 6.5). Returns
- * whether they now do. A file system that refuses O_DIRECT turns them off at the first
- * try. */
+ * default where the kernel can say what is cached, cachestat(2), Linux 6.5), and whether
+ * lode_objstore_read_disk may (on by default). Returns whether the former now do. A file
+ * system that refuses O_DIRECT turns both off at the first try. */
 bool lode_objstore_set_direct_reads(struct lode_objstore *st, bool on);
 
 /* Per-thread I/O context on `loop` with at most max_fds cached objects (0: a default).
@@ -141,6 +141,12 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
  * but no data (the data file was deleted or cut short): lost data never reads as zeros. */
 void lode_objstore_read(struct lode_objstore_io *io, const struct lode_wire_objid *id, uint64_t off,
 			size_t len, lode_obj_done_fn done, void *arg);
+
+/* Like lode_objstore_read, from the disk past the page cache (O_DIRECT) whatever is cached,
+ * where the store can: what a scrub must check. Through the page cache where it cannot
+ * (a file system without O_DIRECT, --direct-reads off). len at most LODE_DATA_MAX. */
+void lode_objstore_read_disk(struct lode_objstore_io *io, const struct lode_wire_objid *id,
+			     uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
 
 /* Like lode_objstore_read, without reading the bytes: res->fd and res->data_len say where
  * they are (from off), for a caller that sends them with splice; res->sums as above. The

@@ -70,8 +70,9 @@ struct lode_objstore {
 
 	/* objdirect.c: whether large uncached reads may bypass the page cache, and the
 	 * places read that way lately */
-	_Atomic bool direct_reads;
-	bool direct_capable; /* the kernel has cachestat(2); set at open */
+	_Atomic bool direct_io;	   /* O_DIRECT may be used at all */
+	_Atomic bool direct_reads; /* and for uncached client reads */
+	bool direct_capable;	   /* the kernel has cachestat(2); set at open */
 	struct direct_seen seen[DIRECT_SEEN_SLOTS];
 };
 
@@ -127,11 +128,14 @@ void objstore_fds_put(struct obj_fds *f);
  * all, and not read the same way within the last seconds. Records the read.
  */
 bool objstore_read_direct(struct lode_objstore *st, struct obj_fds *f, uint64_t off, size_t len);
+/* Whether a read of len bytes of f's data can be read with O_DIRECT (f->direct_fd, opened
+ * here on first use), whatever is cached: the store allows it and len fits a buffer. */
+bool objstore_direct_open(struct lode_objstore *st, struct obj_fds *f, size_t len);
 /* A buffer for a direct read (LODE_DATA_MAX bytes, aligned), NULL if out of memory; and
  * its release, from any thread (NULL is accepted). */
 void *objstore_direct_buf(void);
 void objstore_direct_buf_free(void *p);
-/* A direct read failed with EINVAL: this store reads through the page cache from now on. */
+/* O_DIRECT failed with EINVAL: this store reads through the page cache from now on. */
 void objstore_direct_refused(struct lode_objstore *st);
 /* At open: whether the kernel can say what is cached (cachestat(2) of fd, any file of the
  * store); direct reads are on if it can. */

@@ -5,15 +5,17 @@
  * that serve clients nor the MDS link's heartbeats ever wait for it.
  *
  * It lists the store twice: once for the totals that progress and ETA are measured against,
- * then page by page to read each object in READ_STEP pieces through lode_objstore_read (the
- * same reads clients are served with: no lock is held across a first read, so clients go
- * on). Each chunk's bytes are summed and compared with the stored checksum. A write racing
- * the read can show new bytes with the old checksum for a moment (data is stored before its
- * checksums), so a piece with a bad chunk is read again after RECHECK_MS, holding its chunks
- * against writes as writes hold them against each other (objlock.c), and counts only if it
- * is still bad: a rewrite that never pauses cannot make a good copy look bad. Throttling:
- * after each piece the thread sleeps until the bytes read so far, at `rate`, would have
- * taken as long as the scrub has run.
+ * then page by page to read each object in READ_STEP pieces through lode_objstore_read_disk:
+ * past the page cache where the file system allows, so that what is checked is what the
+ * disk holds, not a cached copy, and the readers' cached data is not pushed out by every
+ * object of the store. No lock is held across a first read, so clients go on. Each chunk's
+ * bytes are summed and compared with the stored checksum. A write racing the read can show
+ * new bytes with the old checksum for a moment (data is stored before its checksums), so a
+ * piece with a bad chunk is read again after RECHECK_MS, holding its chunks against writes
+ * as writes hold them against each other (objlock.c), and counts only if it is still bad:
+ * a rewrite that never pauses cannot make a good copy look bad. Throttling: after each
+ * piece the thread sleeps until the bytes read so far, at `rate`, would have taken as long
+ * as the scrub has run.
  */
 #include "scrub.h"
 
@@ -128,15 +130,14 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 	lode_loop_stop(r->loop);
 }
 
-/* One piece of an object, read as a client's read is. Returns 0 (r->res holds it) or
- * -errno. */
+/* One piece of an object, read from the disk. Returns 0 (r->res holds it) or -errno. */
 static int read_piece(struct run *r, const struct lode_wire_objid *id, uint64_t off)
 {
 	int rc;
 
 	memset(&r->res, 0, sizeof(r->res));
 	r->done = false;
-	lode_objstore_read(r->io, id, off, READ_STEP, read_done, r);
+	lode_objstore_read_disk(r->io, id, off, READ_STEP, read_done, r);
 	while (!r->done) {
 		rc = lode_loop_run(r->loop);
 		if (rc)

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Test fixture: a lode-oss in this process and a client of it; see oss_fixture.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -30,6 +35,43 @@ void oss_fixture_store_close(const char *dir, struct lode_objstore *st)
 {
 	lode_objstore_close(st);
 	fixture_tmpdir_remove(dir);
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* Linux 6.5, the same number on every architecture */
+#endif
+
+long oss_fixture_pages(const char *path, uint64_t off, uint64_t len, bool dirty)
+{
+	struct {
+		uint64_t off, len;
+	} range = {off, len};
+	struct {
+		uint64_t cache, dirty, writeback, evicted, recently_evicted;
+	} cs;
+	struct statfs sfs;
+	int fd = open(path, O_RDONLY);
+	long r = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!fstatfs(fd, &sfs) && sfs.f_type != TMPFS_MAGIC &&
+	    !syscall(__NR_cachestat, fd, &range, &cs, 0))
+		r = (long)(dirty ? cs.dirty : cs.cache);
+	close(fd);
+	return r;
+}
+
+int oss_fixture_uncache(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ? -1 : 0;
+	close(fd);
+	return rc || oss_fixture_pages(path, 0, 0, false) != 0 ? -1 : 0;
 }
 
 struct oss_fixture *oss_fixture_new(void)

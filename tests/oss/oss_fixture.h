@@ -8,6 +8,7 @@
 #ifndef LODE_TESTS_OSS_FIXTURE_H
 #define LODE_TESTS_OSS_FIXTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,14 @@ void oss_fixture_free(struct oss_fixture *f);
  * chunk sums, the first one flipped if corrupt_sum. Returns the call's status. */
 int oss_fixture_write(struct oss_fixture *f, struct lode_wire_objid id, uint64_t off,
 		      const char *data, size_t len, int corrupt_sum);
+
+/* Cached (or with dirty, dirty) pages of [off, off + len) of path, from cachestat(2); -1
+ * where that cannot be told (a kernel before 6.5, or tmpfs, whose pages are never written
+ * back or dropped). len 0: to the end. */
+long oss_fixture_pages(const char *path, uint64_t off, uint64_t len, bool dirty);
+/* Writes path's dirty pages back and has the kernel drop all of its pages. Returns 0 if
+ * none is cached afterwards, -1 otherwise or where that cannot be told. */
+int oss_fixture_uncache(const char *path);
 
 /* What an OBJ_READ reply said, decoded (and so checked) by the codec. */
 struct oss_fixture_read_rep {

@@ -335,37 +335,9 @@ static void test_a_checksum_write_that_fails_fails_the_write(void **state)
 	free(data);
 }
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451 /* Linux 6.5, the same number on every architecture */
-#endif
-
-/* Dirty pages (or with cached, cached pages) of [off, off + len) of path, from
- * cachestat(2); -1 where it cannot be told (a kernel without cachestat, or tmpfs, whose
- * pages are never written back). */
-static long page_count(const char *path, uint64_t off, uint64_t len, bool cached)
-{
-	struct {
-		uint64_t off, len;
-	} range = {off, len};
-	struct {
-		uint64_t cache, dirty, writeback, evicted, recently_evicted;
-	} cs;
-	struct statfs sfs;
-	int fd = open(path, O_RDONLY);
-	long r = -1;
-
-	if (fd < 0)
-		return -1;
-	if (!fstatfs(fd, &sfs) && sfs.f_type != TMPFS_MAGIC &&
-	    !syscall(__NR_cachestat, fd, &range, &cs, 0))
-		r = (long)(cached ? cs.cache : cs.dirty);
-	close(fd);
-	return r;
-}
-
 static long dirty_pages(const char *path, uint64_t off, uint64_t len)
 {
-	return page_count(path, off, len, false);
+	return oss_fixture_pages(path, off, len, true);
 }
 
 /* Writes len bytes at off of a fresh object (ino) with flags, then says how many of the
@@ -457,16 +429,11 @@ static char *write_uncached(struct fixture *f, uint64_t ino, size_t len)
 	char *data = fixture_pattern(len, (unsigned)ino);
 	char path[256];
 	struct done d;
-	int fd;
 
 	assert_int_equal(write_ok(f, &id, 0, data, len), 0);
 	assert_int_equal(do_fsync(f, &id, &d), 0);
 	obj_path(f, &id, path, sizeof(path));
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	close(fd);
-	if (page_count(path, 0, len, true) != 0) {
+	if (oss_fixture_uncache(path)) {
 		print_message("no cachestat(2) here, or tmpfs: not checked\n");
 		skip();
 	}
@@ -495,7 +462,7 @@ static void test_large_uncached_reads_go_past_the_page_cache(void **state)
 	assert_sums_match(&d);
 	done_free(&d);
 	obj_path(f, &id, path, sizeof(path));
-	assert_int_equal(page_count(path, 0, len, true), 0);
+	assert_int_equal(oss_fixture_pages(path, 0, len, false), 0);
 
 	/* from the middle, to the end */
 	assert_false(read_fd(f, &id, 8 * CHUNK, 16 * CHUNK, &d));
@@ -529,6 +496,57 @@ static void test_large_uncached_reads_go_past_the_page_cache(void **state)
 	done_free(&d);
 	assert_true(lode_objstore_set_direct_reads(f->st, true));
 	free(d2);
+}
+
+static void start_read_disk(struct job *j)
+{
+	lode_objstore_read_disk(j->io, &j->id, j->off, j->len, on_done, j);
+}
+
+/* What a scrub reads: the disk's bytes past the page cache, whatever is cached (a dirty
+ * range is written back first), small or large, the unaligned end included, and the page
+ * cache keeps none of what was not cached. Through the page cache where the store is told
+ * not to use O_DIRECT. */
+static void test_disk_reads_go_past_the_page_cache_whatever_is_cached(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid cold = fixture_oid(80, 1, 0), warm = fixture_oid(81, 1, 0);
+	size_t len = 5 * CHUNK + 77;
+	char *data = write_uncached(f, 80, len), *d2 = fixture_pattern(CHUNK + 5, 81), path[256];
+	struct job j = {.start = start_read_disk, .id = cold, .len = 8 * CHUNK};
+	struct done d;
+
+	run_job(f, &j, &d);
+	assert_int_equal(d.status, 0);
+	assert_true(d.res.direct);
+	assert_int_equal(d.res.data_len, len);
+	assert_memory_equal(d.res.data, data, len);
+	assert_sums_match(&d);
+	done_free(&d);
+	obj_path(f, &cold, path, sizeof(path));
+	assert_int_equal(oss_fixture_pages(path, 0, len, false), 0);
+
+	/* written a moment ago, dirty in the page cache: from the disk all the same */
+	assert_int_equal(write_ok(f, &warm, 0, d2, CHUNK + 5), 0);
+	j = (struct job){.start = start_read_disk, .id = warm, .len = 2 * CHUNK};
+	run_job(f, &j, &d);
+	assert_int_equal(d.status, 0);
+	assert_true(d.res.direct);
+	assert_int_equal(d.res.data_len, CHUNK + 5);
+	assert_memory_equal(d.res.data, d2, CHUNK + 5);
+	assert_sums_match(&d);
+	done_free(&d);
+
+	assert_false(lode_objstore_set_direct_reads(f->st, false));
+	j = (struct job){.start = start_read_disk, .id = cold, .len = 8 * CHUNK};
+	run_job(f, &j, &d);
+	assert_int_equal(d.status, 0);
+	assert_false(d.res.direct);
+	assert_memory_equal(d.res.data, data, len);
+	done_free(&d);
+	assert_true(lode_objstore_set_direct_reads(f->st, true));
+	free(d2);
+	free(data);
 }
 
 static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails(void **state)
@@ -1157,6 +1175,7 @@ int main(void)
 	    T(test_a_checksum_write_that_fails_fails_the_write),
 	    T(test_only_small_lazy_writes_are_left_dirty),
 	    T(test_large_uncached_reads_go_past_the_page_cache),
+	    T(test_disk_reads_go_past_the_page_cache_whatever_is_cached),
 	    T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
 	    T(test_read_past_the_end_is_short),
 	    T(test_a_missing_object_reads_as_empty),

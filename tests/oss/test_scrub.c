@@ -244,6 +244,39 @@ static void test_a_flipped_bit_is_found_in_its_chunk_and_reported_to_the_mds(voi
 	assert_int_equal(status(f, 4, &st, bad), 0);
 }
 
+/* A scrub checks what the disk holds, past the page cache: objects nobody had cached are
+ * not cached after it either (a scrub of a whole store does not push the readers' data
+ * out), and a flipped bit is found all the same. */
+static void test_a_scrub_reads_past_the_page_cache(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_scrub_status st;
+	struct lode_wire_scrub_bad bad[4];
+	char path[2][256];
+
+	put(f, 30, 600000);
+	put(f, 31, 3 * CHUNK);
+	flip(f, 31, CHUNK + 3);
+	for (unsigned i = 0; i < 2; i++) {
+		obj_path(f, 30 + i, path[i], sizeof(path[i]));
+		if (oss_fixture_uncache(path[i])) {
+			print_message("no cachestat(2) here, or tmpfs: not checked\n");
+			skip();
+		}
+	}
+	assert_int_equal(scrub_call(f, LODE_SCRUB_START, 0, &st), 0);
+	wait_end(f, &st);
+	assert_int_equal(st.state, LODE_SCRUB_DONE);
+	assert_int_equal(st.objects_checked, 2);
+	assert_int_equal(st.bytes_checked, 600000 + 3 * CHUNK);
+	assert_int_equal(st.bad_objects, 1);
+	assert_int_equal(status(f, 4, &st, bad), 1);
+	assert_int_equal(bad[0].obj.ino, 31);
+	assert_int_equal(bad[0].first_bad, 1);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(oss_fixture_pages(path[i], 0, 0, false), 0);
+}
+
 static void test_a_lost_chunk_is_bad_and_the_mds_answer_is_kept(void **state)
 {
 	struct fixture *f = *state;
@@ -406,6 +439,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	    T(test_status_before_any_scrub_says_never),
 	    T(test_a_flipped_bit_is_found_in_its_chunk_and_reported_to_the_mds),
+	    T(test_a_scrub_reads_past_the_page_cache),
 	    T(test_a_lost_chunk_is_bad_and_the_mds_answer_is_kept),
 	    T(test_a_second_start_is_busy_and_a_cancel_ends_a_throttled_scrub),
 	    T(test_a_copy_rewritten_without_pause_is_never_reported),
