@@ -440,6 +440,22 @@ static char *write_uncached(struct fixture *f, uint64_t ino, size_t len)
 	return data;
 }
 
+/* d read all len bytes of id, data, past the page cache, which keeps none of them. Frees
+ * d's buffers. */
+static void assert_read_past_the_cache(struct fixture *f, const struct lode_wire_objid *id,
+				       struct done *d, const char *data, size_t len)
+{
+	char path[256];
+
+	assert_true(d->res.direct);
+	assert_int_equal(d->res.data_len, len);
+	assert_memory_equal(d->res.data, data, len);
+	assert_sums_match(d);
+	done_free(d);
+	obj_path(f, id, path, sizeof(path));
+	assert_int_equal(oss_fixture_pages(path, 0, len, false), 0);
+}
+
 /* A large range nobody has cached is read from the disk past the page cache (O_DIRECT),
  * into memory, with the same bytes and checksums a zero-copy send would carry, the file's
  * unaligned end included; the page cache keeps none of it. Small reads, cached ranges, a
@@ -451,18 +467,12 @@ static void test_large_uncached_reads_go_past_the_page_cache(void **state)
 	struct lode_wire_objid id = fixture_oid(70, 1, 0), small = fixture_oid(71, 1, 0),
 			       warm = fixture_oid(72, 1, 0), off = fixture_oid(73, 1, 0);
 	size_t len = 16 * CHUNK + 1000;
-	char *data = write_uncached(f, 70, len), *d2, path[256];
+	char *data = write_uncached(f, 70, len), *d2;
 	struct done d;
 
 	assert_false(read_fd(f, &id, 0, 32 * CHUNK, &d));
-	assert_true(d.res.direct);
-	assert_int_equal(d.res.data_len, len);
 	assert_int_equal(d.res.object_size, len);
-	assert_memory_equal(d.res.data, data, len);
-	assert_sums_match(&d);
-	done_free(&d);
-	obj_path(f, &id, path, sizeof(path));
-	assert_int_equal(oss_fixture_pages(path, 0, len, false), 0);
+	assert_read_past_the_cache(f, &id, &d, data, len);
 
 	/* from the middle, to the end */
 	assert_false(read_fd(f, &id, 8 * CHUNK, 16 * CHUNK, &d));
@@ -512,19 +522,13 @@ static void test_disk_reads_go_past_the_page_cache_whatever_is_cached(void **sta
 	struct fixture *f = *state;
 	struct lode_wire_objid cold = fixture_oid(80, 1, 0), warm = fixture_oid(81, 1, 0);
 	size_t len = 5 * CHUNK + 77;
-	char *data = write_uncached(f, 80, len), *d2 = fixture_pattern(CHUNK + 5, 81), path[256];
+	char *data = write_uncached(f, 80, len), *d2 = fixture_pattern(CHUNK + 5, 81);
 	struct job j = {.start = start_read_disk, .id = cold, .len = 8 * CHUNK};
 	struct done d;
 
 	run_job(f, &j, &d);
 	assert_int_equal(d.status, 0);
-	assert_true(d.res.direct);
-	assert_int_equal(d.res.data_len, len);
-	assert_memory_equal(d.res.data, data, len);
-	assert_sums_match(&d);
-	done_free(&d);
-	obj_path(f, &cold, path, sizeof(path));
-	assert_int_equal(oss_fixture_pages(path, 0, len, false), 0);
+	assert_read_past_the_cache(f, &cold, &d, data, len);
 
 	/* written a moment ago, dirty in the page cache: from the disk all the same */
 	assert_int_equal(write_ok(f, &warm, 0, d2, CHUNK + 5), 0);
