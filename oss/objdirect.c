@@ -16,12 +16,13 @@
  * third and later readers find it there: the disk serves about two reads of each byte, not
  * one per reader. Readers spaced further apart each read from the disk.
  *
- * cachestat(2) (Linux 6.5) says what is cached; where the kernel lacks it, or the file
- * system refuses O_DIRECT, every read goes through the page cache, as it did before.
- *
  * The scrub reads past the page cache whatever is cached (lode_objstore_read_disk): it
  * checks what the disk holds, not a cached copy of it, and leaves the page cache to the
  * readers instead of replacing it with every object of the store.
+ *
+ * cachestat(2) (Linux 6.5) says what is cached: where the kernel lacks it, client reads go
+ * through the page cache as they did before, and only the scrub reads past it. Where the
+ * file system refuses O_DIRECT, or with --direct-reads off, every read goes through it.
  */
 #include <errno.h>
 #include <fcntl.h>
