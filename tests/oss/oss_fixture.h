@@ -47,9 +47,9 @@ int oss_fixture_write(struct oss_fixture *f, struct lode_wire_objid id, uint64_t
  * where that cannot be told (a kernel before 6.5, or tmpfs, whose pages are never written
  * back or dropped). len 0: to the end. */
 long oss_fixture_pages(const char *path, uint64_t off, uint64_t len, bool dirty);
-/* Writes path's dirty pages back and has the kernel drop all of its pages. Returns 0 if
- * none is cached afterwards, -1 otherwise or where that cannot be told. */
-int oss_fixture_uncache(const char *path);
+/* Writes path's dirty pages back and has the kernel drop all of its pages (a failure fails
+ * the test). Returns the pages still cached afterwards, -1 where that cannot be told. */
+long oss_fixture_uncache(const char *path);
 
 /* What an OBJ_READ reply said, decoded (and so checked) by the codec. */
 struct oss_fixture_read_rep {
