@@ -64,8 +64,7 @@ struct obj_op {
 	/* The transfer in progress: short transfers and -EAGAIN/-EINTR are resubmitted. */
 	bool in_xfer;
 	bool xwrite;
-	bool xdirect; /* an O_DIRECT read: done at xcap bytes, or at an unaligned end */
-	size_t xcap;
+	size_t xcap; /* an O_DIRECT read (res.direct): done at xcap bytes, or at an unaligned end */
 	int xfd;
 	char *xbuf;
 	size_t xlen;
@@ -79,7 +78,6 @@ struct obj_op {
 	unsigned flags;
 	uint64_t new_size;
 	uint64_t old_size;
-	bool zero_copy;	 /* read: hand the descriptor to the caller instead of the bytes */
 	int read_mode;	 /* read: enum read_mode */
 	char *chunk;	 /* truncate: the chunk holding the new end */
 	char *merged;	 /* merge write: the widened range, owned */
@@ -172,9 +170,13 @@ static void op_cb(struct lode_io *io, int res)
 		xfer_submit(op);
 		return;
 	}
-	if (res == -EINVAL && op->xdirect) {
+	if (res == -EINVAL && op->res.direct) {
 		/* the file system took the O_DIRECT open, not the read: page cache it is */
 		objstore_direct_refused(op->w->st);
+		op->res.data_free(op->res.data);
+		op->res.data = NULL;
+		op->res.direct = false;
+		op->in_xfer = false;
 		if (op->read_mode == READ_FD)
 			read_zero_copy(op, op->xcap);
 		else
@@ -194,7 +196,7 @@ static void op_cb(struct lode_io *io, int res)
 		return;
 	}
 	op->xdone += (size_t)res;
-	if (op->xdirect && (op->xdone >= op->xcap || op->xdone % DIRECT_ALIGN)) {
+	if (op->res.direct && (op->xdone >= op->xcap || op->xdone % DIRECT_ALIGN)) {
 		/* the length was rounded up to the alignment: what is past xcap was not
 		 * asked for; an unaligned count is the file's end */
 		if (op->xdone > op->xcap)
@@ -233,7 +235,7 @@ static void op_finish(struct obj_op *op, int err)
 		op->res.data_len = 0;
 		op->res.nchunks = 0;
 	}
-	if (op->zero_copy && !err && op->fds && op->res.data_len) {
+	if (op->read_mode == READ_FD && !op->res.direct && !err && op->fds && op->res.data_len) {
 		/* the caller sends the bytes straight from the file and then lets go of it */
 		op->res.fd = op->fds->dfd;
 		op->res.fd_ref = op->fds;
@@ -580,11 +582,6 @@ static bool sums_outlived_data(struct lode_objstore *st, const struct lode_wire_
 /* The avail bytes the file holds, into memory through the page cache. */
 static void read_copy(struct obj_op *op, size_t avail)
 {
-	if (op->res.data)
-		op->res.data_free(op->res.data);
-	op->res.direct = false;
-	op->in_xfer = false;
-	op->xdirect = false;
 	op->res.data = malloc(avail ? avail : 1);
 	op->res.data_free = free;
 	if (!op->res.data) {
@@ -598,13 +595,6 @@ static void read_copy(struct obj_op *op, size_t avail)
  * the checksums of the avail bytes the file holds. */
 static void read_zero_copy(struct obj_op *op, size_t avail)
 {
-	if (op->res.data)
-		op->res.data_free(op->res.data);
-	op->res.data = NULL;
-	op->res.direct = false;
-	op->zero_copy = true;
-	op->in_xfer = false;
-	op->xdirect = false;
 	op->xdone = avail;
 	op->stage = ST_READ_DATA;
 	op_advance(op, 0);
@@ -622,9 +612,7 @@ static void read_direct(struct obj_op *op, size_t avail)
 		op_finish(op, -ENOMEM);
 		return;
 	}
-	op->zero_copy = false;
 	op->res.direct = true;
-	op->xdirect = true;
 	op->xcap = avail;
 	xfer_start(op, ST_READ_DATA, op->fds->direct_fd, op->res.data, alen, op->off, false);
 }
