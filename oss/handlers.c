@@ -215,8 +215,7 @@ static void read_done(void *arg, int status, struct lode_obj_result *res)
 		return;
 	}
 	if (!res->data_len) {
-		if (res->data)
-			res->data_free(res->data);
+		lode_obj_result_free_data(res);
 		lode_req_reply(req, 0, body, body_len, NULL, 0, NULL);
 		return;
 	}

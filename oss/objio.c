@@ -173,8 +173,7 @@ static void op_cb(struct lode_io *io, int res)
 	if (res == -EINVAL && op->res.direct) {
 		/* the file system took the O_DIRECT open, not the read: page cache it is */
 		objstore_direct_refused(op->w->st);
-		op->res.data_free(op->res.data);
-		op->res.data = NULL;
+		lode_obj_result_free_data(&op->res);
 		op->res.direct = false;
 		op->in_xfer = false;
 		if (op->read_mode == READ_FD)
@@ -227,10 +226,8 @@ static void op_finish(struct obj_op *op, int err)
 		}
 	}
 	if (err && op->kind == OP_READ) {
-		if (op->res.data)
-			op->res.data_free(op->res.data);
+		lode_obj_result_free_data(&op->res);
 		free(op->res.sums);
-		op->res.data = NULL;
 		op->res.sums = NULL;
 		op->res.data_len = 0;
 		op->res.nchunks = 0;
@@ -247,6 +244,13 @@ static void op_finish(struct obj_op *op, int err)
 	free(op->msums);
 	op->done(op->arg, err, &op->res);
 	free(op);
+}
+
+void lode_obj_result_free_data(struct lode_obj_result *res)
+{
+	if (res->data)
+		res->data_free(res->data);
+	res->data = NULL;
 }
 
 void lode_objstore_fd_release(void *fd_ref)

@@ -115,6 +115,9 @@ struct lode_obj_result {
 	bool direct;
 };
 
+/* Frees res->data (if any) with res->data_free, from any thread, and clears it. */
+void lode_obj_result_free_data(struct lode_obj_result *res);
+
 /* Completion: status is 0 or a negative errno. Runs on the io's loop thread, possibly
  * before the submitting function returns (e.g. an early error). */
 typedef void (*lode_obj_done_fn)(void *arg, int status, struct lode_obj_result *res);

@@ -177,8 +177,7 @@ static int read_piece_held(struct run *r, const struct lode_wire_objid *id, uint
 
 static void piece_free(struct run *r)
 {
-	if (r->res.data)
-		r->res.data_free(r->res.data);
+	lode_obj_result_free_data(&r->res);
 	free(r->res.sums);
 	memset(&r->res, 0, sizeof(r->res));
 }

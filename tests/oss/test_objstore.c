@@ -117,8 +117,7 @@ static void start_fsync(struct job *j)
 
 static void done_free(struct done *d)
 {
-	if (d->res.data)
-		d->res.data_free(d->res.data);
+	lode_obj_result_free_data(&d->res);
 	free(d->res.sums);
 	d->res.data = NULL;
 	d->res.sums = NULL;
