@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
@@ -32,6 +33,44 @@
 #include "oss_fixture.h"
 
 #define CHUNK LODE_CHUNK_SIZE
+
+/* A file system that refuses O_DIRECT, on demand: at the open (refuse_direct_open), or
+ * at the next read of a descriptor opened with it (refuse_direct_read, once). */
+static atomic_bool refuse_direct_open, refuse_direct_read;
+
+int __real_open64(const char *path, int flags, ...);
+int __wrap_open64(const char *path, int flags, ...);
+void __real_lode_loop_pread(struct lode_loop *loop, struct lode_io *io, int fd, void *buf,
+			    size_t len, off_t off);
+void __wrap_lode_loop_pread(struct lode_loop *loop, struct lode_io *io, int fd, void *buf,
+			    size_t len, off_t off);
+
+int __wrap_open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (flags & O_CREAT) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if ((flags & O_DIRECT) && atomic_load(&refuse_direct_open)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return __real_open64(path, flags, mode);
+}
+
+void __wrap_lode_loop_pread(struct lode_loop *loop, struct lode_io *io, int fd, void *buf,
+			    size_t len, off_t off)
+{
+	if ((fcntl(fd, F_GETFL) & O_DIRECT) && atomic_exchange(&refuse_direct_read, false)) {
+		io->cb(io, -EINVAL);
+		return;
+	}
+	__real_lode_loop_pread(loop, io, fd, buf, len, off);
+}
 
 struct fixture {
 	char dir[64];
@@ -119,7 +158,6 @@ static void done_free(struct done *d)
 {
 	lode_obj_result_free_data(&d->res);
 	free(d->res.sums);
-	d->res.data = NULL;
 	d->res.sums = NULL;
 }
 
@@ -553,6 +591,59 @@ static void test_disk_reads_go_past_the_page_cache_whatever_is_cached(void **sta
 	assert_true(lode_objstore_set_direct_reads(f->st, true));
 	free(d2);
 	free(data);
+}
+
+/* A file system that refuses O_DIRECT, at the open or only at the read: the read that met
+ * the refusal goes through the page cache with the same bytes, and so does every later one
+ * until the store is told again that it may. */
+static void test_a_refused_o_direct_turns_direct_reads_off(void **state)
+{
+	struct fixture *f = *state;
+	struct lode_wire_objid a = fixture_oid(90, 1, 0), b = fixture_oid(91, 1, 0),
+			       c = fixture_oid(92, 1, 0), e = fixture_oid(93, 1, 0);
+	size_t len = 8 * CHUNK + 300;
+	char *da = write_uncached(f, 90, len), *db = write_uncached(f, 91, len),
+	     *dc = write_uncached(f, 92, len), *de = write_uncached(f, 93, len);
+	struct job j;
+	struct done d;
+
+	/* refused at the open */
+	atomic_store(&refuse_direct_open, true);
+	assert_true(read_fd(f, &a, 0, 16 * CHUNK, &d));
+	assert_false(d.res.direct);
+	assert_int_equal(d.res.data_len, len);
+	done_free(&d);
+	atomic_store(&refuse_direct_open, false);
+	assert_true(read_fd(f, &b, 0, 16 * CHUNK, &d)); /* off since */
+	done_free(&d);
+	assert_true(lode_objstore_set_direct_reads(f->st, true));
+	assert_false(read_fd(f, &b, 0, 16 * CHUNK, &d));
+	assert_memory_equal(d.res.data, db, len);
+	done_free(&d);
+
+	/* taken at the open, refused at the read: a zero-copy read, and a disk read */
+	atomic_store(&refuse_direct_read, true);
+	assert_true(read_fd(f, &c, 0, 16 * CHUNK, &d));
+	assert_false(d.res.direct);
+	assert_int_equal(d.res.data_len, len);
+	done_free(&d);
+	assert_false(atomic_load(&refuse_direct_read));
+	assert_true(lode_objstore_set_direct_reads(f->st, true));
+	atomic_store(&refuse_direct_read, true);
+	j = (struct job){.start = start_read_disk, .id = a, .len = 16 * CHUNK};
+	run_job(f, &j, &d);
+	assert_int_equal(d.status, 0);
+	assert_false(d.res.direct);
+	assert_int_equal(d.res.data_len, len);
+	assert_memory_equal(d.res.data, da, len);
+	assert_sums_match(&d);
+	done_free(&d);
+	assert_true(read_fd(f, &e, 0, 16 * CHUNK, &d)); /* off since */
+	done_free(&d);
+	free(da);
+	free(db);
+	free(dc);
+	free(de);
 }
 
 static void test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails(void **state)
@@ -1182,6 +1273,7 @@ int main(void)
 	    T(test_only_small_lazy_writes_are_left_dirty),
 	    T(test_large_uncached_reads_go_past_the_page_cache),
 	    T(test_disk_reads_go_past_the_page_cache_whatever_is_cached),
+	    T(test_a_refused_o_direct_turns_direct_reads_off),
 	    T(test_sync_write_and_fsync_succeed_and_fsync_of_a_missing_object_fails),
 	    T(test_read_past_the_end_is_short),
 	    T(test_a_missing_object_reads_as_empty),
