@@ -203,10 +203,11 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 }
 
 int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
-			    uint32_t body_len, void *reply, uint32_t reply_max)
+			    uint32_t body_len, const struct iovec *data, int data_iovcnt,
+			    void *reply, uint32_t reply_max)
 {
-	return mds_call(c, op, lazy && lode_op_may_be_lazy(op), body, body_len, NULL, 0, reply,
-			reply_max, NULL, 0, NULL);
+	return mds_call(c, op, lazy && lode_op_may_be_lazy(op), body, body_len, data, data_iovcnt,
+			reply, reply_max, NULL, 0, NULL);
 }
 
 /* ---- targets ---- */
@@ -502,6 +503,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);
+	lode_client_closer_init(c);
 	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
 	c->lazy = o.size >= offsetof(struct lode_client_opts, lazy_namespace) + sizeof(int) &&
@@ -547,6 +549,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 
 err_rpc:
 	sodium_memzero(&keys, sizeof(keys));
+	lode_client_closer_stop(c);
 	rpcs_destroy(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -557,6 +560,7 @@ void lode_disconnect(struct lode_client *c)
 {
 	if (!c)
 		return;
+	lode_client_closer_stop(c);
 	rpcs_destroy(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

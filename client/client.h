@@ -35,6 +35,10 @@
 
 #define IO_THREADS_MAX	 4
 #define TARGET_CONNS_MAX IO_THREADS_MAX
+/* How long a queued close may wait for others to go with it, and how many may wait
+ * (closer.c). */
+#define CLOSE_DELAY_MS	5
+#define CLOSE_QUEUE_MAX (4 * LODE_CLOSE_MANY_MAX)
 
 struct target_slot {
 	uint32_t id;
@@ -77,6 +81,16 @@ struct lode_client {
 	 * calls are retried for MDS_RESTART_GRACE_MS from then, not from each call's start,
 	 * so that with the MDS gone every call after the first fails at once. */
 	_Atomic uint64_t mds_gone_since_ms;
+
+	/* Closes queued for one CLOSE_MANY (closer.c), all protected by close_lock */
+	pthread_mutex_t close_lock;
+	pthread_cond_t close_cond; /* the closer waits for work, flushers for answers */
+	struct lode_wire_close_ref close_q[CLOSE_QUEUE_MAX];
+	unsigned close_n;
+	unsigned close_sending;	 /* messages sent and not answered yet */
+	uint64_t close_first_ms; /* when the oldest queued close was queued */
+	bool closer_started, closer_stop;
+	pthread_t closer;
 
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
@@ -175,13 +189,14 @@ struct lode_wire_cred lode_client_cred(const struct lode_client *c);
 int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
 			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
 			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
-/* The same without data, lazy or durable whatever the client's lazy_namespace. Lazy: the
+/* The same without reply data, lazy or durable whatever the client's lazy_namespace. Lazy: the
  * MDS answers once the change is applied, before it is durable (LODE_WIRE_F_LAZY), for a
  * change no caller was promised durability of (a close's size, say); the next durable
  * request or SYNC of any client makes it durable, and the MDS does within
  * LODE_WRITER_LAZY_MS. An op that cannot be lazy is sent durable. */
 int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
-			    uint32_t body_len, void *reply, uint32_t reply_max);
+			    uint32_t body_len, const struct iovec *data, int data_iovcnt,
+			    void *reply, uint32_t reply_max);
 
 /* The connection to a target; refreshes the target list from the MDS if unknown. */
 int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);
@@ -204,6 +219,17 @@ void lode_client_target_suspect(struct lode_client *c, uint32_t id);
 void lode_client_write_gen_bump(struct lode_client *c);
 
 void lode_client_attr_to_stat(const struct lode_wire_attr *a, struct lode_stat *st);
+
+/* ---- closer.c ---- */
+
+void lode_client_closer_init(struct lode_client *c);
+/* Queues the close of a write handle with nothing left to commit; false when it must be
+ * sent now (the queue is full, or the client is going away). */
+bool lode_client_close_defer(struct lode_client *c, uint64_t ino, uint64_t handle);
+/* Returns once every close queued before the call is answered. */
+void lode_client_closes_flush(struct lode_client *c);
+/* Sends what is queued and stops the thread (lode_disconnect). */
+void lode_client_closer_stop(struct lode_client *c);
 
 /* ---- namespace.c ---- */
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "io.h"
@@ -74,8 +75,19 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 	 * lazy_data, as unsynced as the data written through them. (O_TRUNC is not sent:
 	 * open_finish truncates with a commit of its own, which lazy_namespace decides.
 	 * repair and move open through here too; their final commits are durable.) */
-	rc = lode_client_mds_call_as(c, LODE_OP_OPEN, c->lazy || c->lazy_data, &req, sizeof(req),
-				     &rep, sizeof(rep));
+	if (wire_flags & LODE_OPEN_EXCLUSIVE)
+		lode_client_closes_flush(c); /* our own closed handles count against it */
+	for (unsigned wait_ms = 2 * CLOSE_DELAY_MS;; wait_ms *= 2) {
+		rc = lode_client_mds_call_as(c, LODE_OP_OPEN, c->lazy || c->lazy_data, &req,
+					     sizeof(req), NULL, 0, &rep, sizeof(rep));
+		/* a writer that closed a moment ago may have its lease in its closer's queue:
+		 * an exclusive open waits out a few of its delays before it reports EBUSY */
+		if (rc != -EBUSY || !(wire_flags & LODE_OPEN_EXCLUSIVE) ||
+		    wait_ms > 16 * CLOSE_DELAY_MS)
+			break;
+		usleep(wait_ms * 1000);
+		sent_ms = lode_now_ms();
+	}
 	if (rc)
 		return rc;
 	return open_finish(c, &rep, sent_ms, flags, flags, out);
@@ -352,6 +364,17 @@ int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_t len)
 	return lode_client_file_commit(f, LODE_OP_COMMIT, !f->c->lazy);
 }
 
+/* Whether a close must commit: a size or mtime not yet published. */
+static bool close_needs_commit(struct lode_file *f)
+{
+	bool dirty;
+
+	pthread_mutex_lock(&f->lock);
+	dirty = f->dirty_meta;
+	pthread_mutex_unlock(&f->lock);
+	return dirty;
+}
+
 int lode_close(struct lode_file *f)
 {
 	int rc;
@@ -360,9 +383,14 @@ int lode_close(struct lode_file *f)
 		return 0;
 	lode_client_readahead_free(f);
 	/* a read handle holds nothing at the MDS (no lease, nothing to commit: its CLOSE
-	 * would only answer the attributes), so its close costs no round trip */
-	rc = (f->flags & O_ACCMODE) == O_RDONLY ? 0
-						: lode_client_file_commit(f, LODE_OP_CLOSE, false);
+	 * would only answer the attributes), so its close costs no round trip; a write
+	 * handle with nothing to commit only gives its lease back, with others (closer.c) */
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		rc = 0;
+	else if (!close_needs_commit(f) && lode_client_close_defer(f->c, f->ino, f->handle))
+		rc = 0;
+	else
+		rc = lode_client_file_commit(f, LODE_OP_CLOSE, false);
 	lode_client_file_free(f);
 	return rc;
 }

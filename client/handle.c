@@ -81,7 +81,8 @@ static int commit_locked(struct lode_file *f, uint8_t op, bool durable)
 	/* what the data takes now, for st_blocks; unmeasured (0) if a target did not say */
 	if (req.commit && !lode_client_objects_stored(f, &stored))
 		req.blocks_p1 = 1 + (stored + 511) / 512;
-	rc = lode_client_mds_call_as(f->c, op, !durable, &req, sizeof(req), &attr, sizeof(attr));
+	rc = lode_client_mds_call_as(f->c, op, !durable, &req, sizeof(req), NULL, 0, &attr,
+				     sizeof(attr));
 	if (!rc) {
 		pthread_mutex_lock(&f->lock);
 		/* nothing changed since the snapshot (a write, a truncate, an allocation) */

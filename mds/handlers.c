@@ -404,6 +404,20 @@ static int done_close(struct wreq *w, int status)
 	return status;
 }
 
+/* CLOSE_MANY: batched closes of write handles with nothing to commit; each gives its lease
+ * back. Unknown handles (closed already, or from before a restart) are skipped. */
+static int run_close_many(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_close_ref *ref = lode_req_data(w->req);
+
+	(void)t;
+	for (uint32_t i = 0; i < w->msg.count; i++)
+		if (!(ref[i].handle & LODE_LEASE_READ_BIT))
+			lode_lease_release(w->m->leases, ref[i].handle, ref[i].ino);
+	w->rep_len = 0;
+	return 0;
+}
+
 static int run_mkdir(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_mkdir_req *r = w->msg.fixed;
@@ -1161,6 +1175,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
 		       .done = done_close,
 		       .mutates = handle_mutates},
     [LODE_OP_COMMIT] = {.read = read_commit, .run = run_commit, .mutates = handle_mutates},
+    [LODE_OP_CLOSE_MANY] = MUTATE(run_close_many),
     [LODE_OP_TARGET_REGISTER] = {.run = run_register, .done = done_register},
     [LODE_OP_TARGET_HEARTBEAT] = {.read = read_heartbeat},
     [LODE_OP_TARGET_LIST] = {.read = read_target_list},

@@ -84,7 +84,8 @@ struct lode_msg {
 	const uint64_t *sums; /* OBJ_WRITE: one checksum per chunk of data */
 	const struct lode_wire_chain
 	    *chain;	/* OBJ_WRITE, OBJ_FSYNC: the forwarding chain, or NULL */
-	uint32_t count; /* ORPHAN_DONE: lode_wire_objid records in the data */
+	uint32_t count; /* records in the data: lode_wire_objid (ORPHAN_DONE), lode_wire_close_ref
+			 * (CLOSE_MANY) */
 };
 
 /*

@@ -32,10 +32,11 @@ enum name_kind {
 
 /* What bulk data may follow the body. */
 enum data_kind {
-	DATA_NONE,   /* none: data_len 0 */
-	DATA_XATTR,  /* an xattr value, <= LODE_XATTR_VALUE_MAX (-E2BIG) */
-	DATA_OBJIDS, /* whole lode_wire_objid records, at most LODE_OBJLIST_MAX */
-	DATA_OBJECT, /* object bytes: 1..LODE_DATA_MAX */
+	DATA_NONE,	 /* none: data_len 0 */
+	DATA_XATTR,	 /* an xattr value, <= LODE_XATTR_VALUE_MAX (-E2BIG) */
+	DATA_OBJIDS,	 /* whole lode_wire_objid records, at most LODE_OBJLIST_MAX */
+	DATA_OBJECT,	 /* object bytes: 1..LODE_DATA_MAX */
+	DATA_CLOSE_REFS, /* 1..LODE_CLOSE_MANY_MAX whole lode_wire_close_ref records */
 };
 
 struct msg_spec {
@@ -596,6 +597,7 @@ static const struct msg_spec msgs[LODE_OP_MAX_] = {
 		      .check = check_open},
     [LODE_OP_CLOSE] = COMMIT_LIKE("CLOSE"),
     [LODE_OP_COMMIT] = COMMIT_LIKE("COMMIT"),
+    [LODE_OP_CLOSE_MANY] = {.name = "CLOSE_MANY", .data = DATA_CLOSE_REFS},
     [LODE_OP_TARGET_REGISTER] = {.name = "TARGET_REGISTER",
 				 .fixed = sizeof(struct lode_wire_target_register_req),
 				 .names = {NAME(struct lode_wire_target_register_req, addr_len,
@@ -783,6 +785,8 @@ static uint64_t data_max(uint8_t kind)
 		return (uint64_t)LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid);
 	case DATA_OBJECT:
 		return LODE_DATA_MAX;
+	case DATA_CLOSE_REFS:
+		return LODE_CLOSE_MANY_MAX * sizeof(struct lode_wire_close_ref);
 	}
 	return 0;
 }
@@ -826,6 +830,7 @@ int lode_op_may_be_lazy(unsigned opcode)
 	case LODE_OP_REMOVEXATTR:
 	case LODE_OP_OPEN:
 	case LODE_OP_CLOSE:
+	case LODE_OP_CLOSE_MANY:
 	case LODE_OP_COMMIT:
 		return 1;
 	}
@@ -897,6 +902,12 @@ static int data_ok(uint8_t kind, uint64_t data_len, uint32_t *count)
 		return 0;
 	case DATA_OBJECT:
 		return data_len == 0 || data_len > LODE_DATA_MAX ? -EPROTO : 0;
+	case DATA_CLOSE_REFS:
+		if (data_len == 0 || data_len % sizeof(struct lode_wire_close_ref) ||
+		    data_len / sizeof(struct lode_wire_close_ref) > LODE_CLOSE_MANY_MAX)
+			return -EPROTO;
+		*count = (uint32_t)(data_len / sizeof(struct lode_wire_close_ref));
+		return 0;
 	}
 	return -EPROTO;
 }

@@ -100,6 +100,7 @@ enum lode_opcode {
 	LODE_OP_TARGET_STATE = 45,    /* admin only: drain, undrain or remove a target */
 	LODE_OP_MOVE_LIST = 46,	      /* admin only: moves begun and never finished */
 	LODE_OP_SYNC = 48,	      /* every change answered so far is durable */
+	LODE_OP_CLOSE_MANY = 49,      /* release write handles whose commits are done */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -394,6 +395,17 @@ struct lode_wire_commit_req {
 _Static_assert(sizeof(struct lode_wire_commit_req) == 48, "commit req");
 #define LODE_COMMIT_SET	   1u
 #define LODE_COMMIT_EXTEND 2u
+
+/* CLOSE_MANY: an empty body; data = 1..LODE_CLOSE_MANY_MAX lode_wire_close_ref. Releases
+ * write handles (and their leases) with nothing left to commit: a client's closes,
+ * batched (client/closer.c). A handle the MDS does not know (closed already, or from
+ * before its restart) is skipped. Reply: empty. */
+struct lode_wire_close_ref {
+	uint64_t ino;
+	uint64_t handle; /* as OPEN or CREATE gave it */
+};
+_Static_assert(sizeof(struct lode_wire_close_ref) == 16, "close ref");
+#define LODE_CLOSE_MANY_MAX 64
 
 /* MKDIR: body = req + name. Reply: lode_wire_attr. */
 struct lode_wire_mkdir_req {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Round trips to the MDS per operation through lode-fuse, counted from the MDS's own
 # metrics (lode_requests_total by opcode), and what users rely on around each cut:
-#   - a create costs LOOKUP (the kernel's, of the new name), CREATE and the CLOSE that
+#   - a create costs LOOKUP (the kernel's, of the new name), CREATE and the close that
 #     gives the lease back: no GETATTR after CREATE; and another mount finds the file
+#   - closes with nothing left to commit give their leases back in batches (CLOSE_MANY),
+#     never a CLOSE each, and another mount reads what each file's flush published
 #   - creates, renames and unlinks in a row cost no GETATTR of their directories (the
 #     replies carry their attributes), and the mtimes this mount shows are the MDS's;
 #     every GETATTR of the directory until the mount's next change is answered so, not the
@@ -154,6 +156,16 @@ counted cp "$WORK/src" "$A/d/w64"
 echo "   cp of a 64 KiB file: $DELTA"
 [ "$(n cap_get)" -eq 0 ] || fail "writing asked for a capability besides CREATE's: $DELTA"
 cmp -s "$WORK/src" "$B/d/w64" || fail "the other mount does not read what cp wrote"
+
+echo "== closes with nothing to commit: in batches, no CLOSE each"
+counted sh -c 'for i in $(seq 20); do echo "x$i" >"$1/batch$i"; done; sleep 0.5' sh "$A/d"
+echo "   20 small files written and closed: $DELTA"
+[ "$(n close)" -eq 0 ] || fail "closes whose flush had committed sent $(n close) CLOSEs: $DELTA"
+[ "$(n close_many)" -ge 1 ] && [ "$(n close_many)" -le 20 ] ||
+	fail "20 closes gave their leases back in $(n close_many) CLOSE_MANY requests: $DELTA"
+for i in 1 20; do
+	[ "$(cat "$B/d/batch$i")" = "x$i" ] || fail "the other mount reads '$(cat "$B/d/batch$i")' from batch$i"
+done
 
 echo "== ls -l: READDIRPLUS, no LOOKUP or GETATTR per file"
 mkdir "$B/many"

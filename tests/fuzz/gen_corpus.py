@@ -99,6 +99,7 @@ def requests():
         (27, 'open', struct.pack('<Q', 2) + CRED + struct.pack('<II', 0x3, 0), 0),
         (28, 'close', struct.pack('<QQQqII', 2, 1, 100, 1, 1, 0), 0),
         (29, 'commit', struct.pack('<QQQqII', 2, 1, 100, 1, 1, 0), 0),
+        (49, 'close_many', b'', 32),
         (30, 'target_register', b'U' * 16 + struct.pack('<QQHHI', 1 << 30, 1 << 29, 20, 0, 0) +
          b'tcp://127.0.0.1:7001', 0),
         (31, 'target_heartbeat', struct.pack('<IIQQQ', 1, 0, 1 << 30, 1 << 29, 3), 0),
@@ -244,7 +245,9 @@ def mds_handler():
                                             req('orphan_list'),
                                             req('orphan_done', objid() + objid(8))]))
     write('mds_handler', 'files', frames([req('create'), req('open'), req('setattr'),
-                                          req('commit'), req('close'), req('layout_get'),
+                                          req('commit'), req('close'),
+                                          req('close_many', struct.pack('<QQQQ', 2, 1, 2, 9)),
+                                          req('layout_get'),
                                           req('report_copy'), req('layout_set_copy'),
                                           req('link'), req('readlink'), req('statfs'),
                                           req('ping')]))

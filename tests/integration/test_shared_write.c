@@ -430,6 +430,38 @@ static void test_reads_racing_another_clients_writes_keep_every_copy(void **stat
 	assert_int_equal(lode_close(w), 0);
 }
 
+/*
+ * A close with nothing left to commit is queued and sent with others (client/closer.c):
+ * the lease it gives back must be back whenever an exclusive open (a repair) comes, from
+ * another client at once or from the closing client itself; a writer that still holds
+ * its handle keeps the repair out.
+ */
+static void test_a_writers_lease_is_back_for_a_repair_right_after_its_close(void **state)
+{
+	struct lode_repair_result rr;
+	char path[64], buf[4096];
+	struct lode_file *f;
+
+	(void)state;
+	memset(buf, 7, sizeof(buf));
+	for (unsigned i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/leased%u", i);
+		assert_int_equal(lode_open(clients[0], path, O_WRONLY | O_CREAT | O_EXCL, 0644, &f),
+				 0);
+		assert_int_equal(lode_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		if (i % 2)
+			assert_int_equal(lode_fsync(f), 0); /* committed: the close is queued */
+		assert_int_equal(lode_close(f), 0);
+		assert_int_equal(lode_repair(clients[i % 4 < 2], path, &rr), 0);
+		assert_int_equal(rr.copies_repaired, 0);
+	}
+	assert_int_equal(lode_open(clients[0], "/leased0", O_WRONLY, 0, &f), 0);
+	assert_int_equal(lode_repair(clients[1], "/leased0", &rr), -EBUSY);
+	assert_int_equal(lode_flush(f), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_repair(clients[1], "/leased0", &rr), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +473,7 @@ int main(void)
 		test_the_size_is_the_largest_end_whoever_closes_last_and_truncate_sets_it),
 	    cmocka_unit_test(
 		test_overlapping_writers_leave_whole_chunks_of_one_writer_alike_on_both_copies),
+	    cmocka_unit_test(test_a_writers_lease_is_back_for_a_repair_right_after_its_close),
 	};
 
 	return cmocka_run_group_tests(tests, group_up, group_down);

@@ -140,6 +140,10 @@ static void test_hdr_bounds_follow_each_opcodes_row(void **state)
 	    {LODE_OP_ORPHAN_DONE, 8, LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid), 0},
 	    {LODE_OP_ORPHAN_DONE, 8, LODE_OBJLIST_MAX * sizeof(struct lode_wire_objid) + 1,
 	     -EMSGSIZE},
+	    {LODE_OP_CLOSE_MANY, 0, LODE_CLOSE_MANY_MAX * sizeof(struct lode_wire_close_ref), 0},
+	    {LODE_OP_CLOSE_MANY, 0, LODE_CLOSE_MANY_MAX * sizeof(struct lode_wire_close_ref) + 1,
+	     -EMSGSIZE},
+	    {LODE_OP_CLOSE_MANY, 1, 16, -EMSGSIZE},
 	    {LODE_OP_OBJ_STAT, 24, 1, -EMSGSIZE},
 	    {LODE_OP_OBJ_WRITE,
 	     sizeof(struct lode_wire_obj_write_req) + 8 * (LODE_DATA_MAX / LODE_CHUNK_SIZE) +
@@ -226,8 +230,9 @@ static void test_hdr_check_takes_a_capability_only_on_object_data_requests(void 
 /* LODE_WIRE_F_LAZY: on the MDS's namespace changes only, never on a reply. */
 static void test_hdr_check_takes_lazy_only_on_namespace_changes(void **state)
 {
-	static const uint8_t lazy[] = {LODE_OP_CREATE,	LODE_OP_RENAME, LODE_OP_UNLINK,
-				       LODE_OP_SETATTR, LODE_OP_CLOSE,	LODE_OP_COMMIT};
+	static const uint8_t lazy[] = {LODE_OP_CREATE,	  LODE_OP_RENAME, LODE_OP_UNLINK,
+				       LODE_OP_SETATTR,	  LODE_OP_CLOSE,  LODE_OP_COMMIT,
+				       LODE_OP_CLOSE_MANY};
 	static const uint8_t never[] = {LODE_OP_LOOKUP,	   LODE_OP_GETATTR,
 					LODE_OP_SYNC,	   LODE_OP_FSCK_FIX,
 					LODE_OP_OBJ_WRITE, LODE_OP_TARGET_REGISTER};
@@ -251,7 +256,7 @@ static void test_hdr_check_takes_lazy_only_on_namespace_changes(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 4, 9, 49, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 4, 9, 60, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -464,6 +469,7 @@ static const struct req_case reqs[] = {
      .reserved = {FIELD(struct lode_wire_open_req, reserved)}},
     COMMIT_LIKE(LODE_OP_CLOSE),
     COMMIT_LIKE(LODE_OP_COMMIT),
+    {LODE_OP_CLOSE_MANY, NULL, 0, .data_len = 2 * sizeof(struct lode_wire_close_ref)},
     {LODE_OP_TARGET_REGISTER,
      FIXED(struct lode_wire_target_register_req, .bytes_total = 1),
      {OTHER(struct lode_wire_target_register_req, addr_len, "tcp://10.0.0.1:7000")},
@@ -617,7 +623,8 @@ static void test_every_request_decodes_its_well_formed_body_in_place(void **stat
 				poke(want + c->name[i].len_off, 2, strlen(c->name[i].good));
 			assert_memory_equal(m.fixed, want, c->size);
 		} else {
-			expect_rc(decode_at(c->op, NULL, 0, 0, NULL), 0, c, "with no body at all");
+			expect_rc(decode_at(c->op, NULL, 0, c->data_len, NULL), 0, c,
+				  "with no body at all");
 		}
 		for (int i = 0; i < 2; i++) {
 			size_t len = c->name[i].good ? strlen(c->name[i].good) : 0;
@@ -1187,6 +1194,24 @@ static void test_orphan_done_carries_whole_object_ids_up_to_a_page(void **state)
 	}
 	/* the same body is no LOOKUP */
 	assert_int_equal(decode(LODE_OP_LOOKUP, len, 0, NULL), -EPROTO);
+}
+
+/* CLOSE_MANY: whole references, one to LODE_CLOSE_MANY_MAX of them, and no body. */
+static void test_close_many_carries_one_to_the_most_whole_handles(void **state)
+{
+	const uint64_t ref = sizeof(struct lode_wire_close_ref);
+	struct lode_msg m;
+
+	(void)state;
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 0, ref, &m), 0);
+	assert_int_equal(m.count, 1);
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 0, LODE_CLOSE_MANY_MAX * ref, &m), 0);
+	assert_int_equal(m.count, LODE_CLOSE_MANY_MAX);
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 0, 0, NULL), -EPROTO);
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 0, ref + 8, NULL), -EPROTO);
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 0, (LODE_CLOSE_MANY_MAX + 1) * ref, NULL),
+			 -EPROTO);
+	assert_int_equal(decode(LODE_OP_CLOSE_MANY, 8, ref, NULL), -EPROTO);
 }
 
 static void test_xattr_value_comes_with_setxattr_only_and_up_to_its_limit(void **state)
@@ -2474,6 +2499,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_scrub_requests_are_bounded),
 	    cmocka_unit_test(test_backup_pages_are_bounded),
 	    cmocka_unit_test(test_moves_and_target_states_are_bounded),
+	    cmocka_unit_test(test_close_many_carries_one_to_the_most_whole_handles),
 	    cmocka_unit_test(test_xattr_value_comes_with_setxattr_only_and_up_to_its_limit),
 	    cmocka_unit_test(test_xattr_flags_belong_to_setxattr_and_listxattr_takes_no_name),
 	    cmocka_unit_test(test_report_copy_needs_an_inode_a_target_and_a_known_kind),

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblode: closes of write handles with nothing left to commit, batched.
+ *
+ * Such a close publishes nothing (its size and mtime went with the last flush or fsync:
+ * close-to-open holds without it); it only gives the handle's write lease back, which
+ * matters to nobody but an exclusive open (a repair, a move) of the same file. So the
+ * handle is queued here instead of costing a CLOSE round trip, and a thread of the client
+ * sends the queue as one CLOSE_MANY once its oldest entry is CLOSE_DELAY_MS old or the
+ * queue holds a full message. A checkpoint of many small files, a create loop, saves a
+ * round trip and a pass of the MDS's writer per file (docs/design.md, "Closes").
+ *
+ * The thread starts with the first queued close, so short-lived tools never run it. An
+ * exclusive open of this client sends the queue first (lode_client_closes_flush), and one
+ * of another client that meets a queued lease retries for longer than the delay
+ * (file.c). lode_disconnect sends what is left. A process killed with closes queued
+ * leaves their leases to expire, as it would leave its open handles'.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+
+/* Sends up to one message's worth of the queue. Called and returns with close_lock held. */
+static void send_batch_locked(struct lode_client *c)
+{
+	struct lode_wire_close_ref ref[LODE_CLOSE_MANY_MAX];
+	unsigned n = c->close_n < LODE_CLOSE_MANY_MAX ? c->close_n : LODE_CLOSE_MANY_MAX;
+	struct iovec iov = {.iov_base = ref, .iov_len = n * sizeof(ref[0])};
+	int rc;
+
+	memcpy(ref, c->close_q, n * sizeof(ref[0]));
+	c->close_n -= n;
+	memmove(c->close_q, c->close_q + n, c->close_n * sizeof(c->close_q[0]));
+	c->close_first_ms = lode_now_ms(); /* the rest waits no longer than a full delay */
+	c->close_sending++;
+	pthread_mutex_unlock(&c->close_lock);
+	/* lazy: it makes nothing durable, and must not sync a lazy namespace's changes */
+	rc = lode_client_mds_call_as(c, LODE_OP_CLOSE_MANY, true, NULL, 0, &iov, 1, NULL, 0);
+	(void)rc; /* nobody to tell (close(2) has returned): those leases expire on their own */
+	pthread_mutex_lock(&c->close_lock);
+	c->close_sending--;
+	pthread_cond_broadcast(&c->close_cond);
+}
+
+static void *closer_main(void *arg)
+{
+	struct lode_client *c = arg;
+
+	pthread_mutex_lock(&c->close_lock);
+	for (;;) {
+		if (!c->close_n) {
+			if (c->closer_stop)
+				break;
+			pthread_cond_wait(&c->close_cond, &c->close_lock);
+			continue;
+		}
+		if (!c->closer_stop && c->close_n < LODE_CLOSE_MANY_MAX) {
+			uint64_t due = c->close_first_ms + CLOSE_DELAY_MS, now = lode_now_ms();
+
+			if (now < due) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				ts.tv_nsec += (long)(due - now) * 1000000L;
+				ts.tv_sec += ts.tv_nsec / 1000000000L;
+				ts.tv_nsec %= 1000000000L;
+				pthread_cond_timedwait(&c->close_cond, &c->close_lock, &ts);
+				continue;
+			}
+		}
+		send_batch_locked(c);
+	}
+	pthread_mutex_unlock(&c->close_lock);
+	return NULL;
+}
+
+void lode_client_closer_init(struct lode_client *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&c->close_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->close_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+bool lode_client_close_defer(struct lode_client *c, uint64_t ino, uint64_t handle)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&c->close_lock);
+	if (!c->closer_stop && c->close_n < CLOSE_QUEUE_MAX) {
+		if (!c->closer_started)
+			c->closer_started = !pthread_create(&c->closer, NULL, closer_main, c);
+		if (c->closer_started) {
+			if (!c->close_n)
+				c->close_first_ms = lode_now_ms();
+			c->close_q[c->close_n].ino = ino;
+			c->close_q[c->close_n].handle = handle;
+			c->close_n++;
+			if (c->close_n == 1 || c->close_n == LODE_CLOSE_MANY_MAX)
+				pthread_cond_broadcast(&c->close_cond);
+			queued = true;
+		}
+	}
+	pthread_mutex_unlock(&c->close_lock);
+	return queued;
+}
+
+void lode_client_closes_flush(struct lode_client *c)
+{
+	pthread_mutex_lock(&c->close_lock);
+	while (c->close_n)
+		send_batch_locked(c);
+	while (c->close_sending)
+		pthread_cond_wait(&c->close_cond, &c->close_lock);
+	pthread_mutex_unlock(&c->close_lock);
+}
+
+void lode_client_closer_stop(struct lode_client *c)
+{
+	pthread_mutex_lock(&c->close_lock);
+	c->closer_stop = true;
+	pthread_cond_broadcast(&c->close_cond);
+	pthread_mutex_unlock(&c->close_lock);
+	if (c->closer_started)
+		pthread_join(c->closer, NULL);
+	lode_client_closes_flush(c); /* what the thread left, if it never ran */
+	pthread_cond_destroy(&c->close_cond);
+	pthread_mutex_destroy(&c->close_lock);
+}
