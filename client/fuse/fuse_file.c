@@ -53,11 +53,13 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
 	free(h);
 }
 
-/* Sets the open's caching flags from the file's attributes as of this open. */
+/* Sets the open's caching flags from the file's attributes as of this open. fresh: the
+ * open made the file (inode numbers are never reused), so the kernel holds nothing of it
+ * to drop, and nothing need be said. */
 static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st,
-			     struct fuse_file_info *fi)
+			     bool fresh, struct fuse_file_info *fi)
 {
-	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size);
+	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
 
 	lf_metrics_open_cache(keep);
 	fi->keep_cache = keep;
@@ -188,7 +190,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, ino, &st, fi);
+	open_cache_flags(lf, ino, &st, false, fi);
 	reply_open(req, lf, h, fi, &st, false);
 }
 
@@ -213,7 +215,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct lode_fuse *lf = lf_req(req);
 	int flags = fi->flags & ~O_ACCMODE, acc = fi->flags & O_ACCMODE;
 	struct lode_file *f = NULL;
-	bool readable = true, shared = false;
+	bool readable = true, shared = false, fresh = false;
 	struct lode_stat st, pst;
 	struct lf_handle *h;
 	uint64_t gen;
@@ -234,8 +236,11 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (!(flags & O_EXCL))
 		rc = create_rw(lf, parent, name, (flags & ~O_TRUNC) | O_EXCL, acc, mode, &f,
 			       &readable);
-	if (rc == -EEXIST)
+	fresh = !rc;
+	if (rc == -EEXIST) {
 		rc = create_rw(lf, parent, name, flags, acc, mode, &f, &readable);
+		fresh = !rc && (flags & O_EXCL);
+	}
 	/* the parent's attributes after the create answer the kernel's next GETATTR of it */
 	lf_dirattr_end(lf, gen, &pst, !rc && !lode_file_parent_stat(f, &pst) && pst.ino == parent);
 	if (rc == -EBUSY && !(flags & O_EXCL)) {
@@ -273,7 +278,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, st.ino, &st, fi);
+	open_cache_flags(lf, st.ino, &st, fresh && !shared, fi);
 	reply_open(req, lf, h, fi, &st, true);
 }
 
