@@ -96,7 +96,8 @@ struct lode_client_opts {
  * -EACCES (the cluster refused the key, or needs one and none was given, or runs
  * --insecure and cannot prove the key given), -ENOENT / -EPERM (the key file is missing,
  * or group or others may read it), -EINVAL (not a Lode key file). Object servers are
- * connected on first use. */
+ * connected on first use. A client runs threads of its own (I/O, batched closes) and
+ * belongs to the process that connected it: a child made by fork() connects its own. */
 LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 			  struct lode_client **out);
 /* What lode_probe() finds at an address. */
@@ -111,8 +112,9 @@ LODE_API int lode_connect(const char *mds_addr, const struct lode_client_opts *o
  * protocol), -EACCES (the key), ... */
 LODE_API int lode_probe(const char *addr, const char *key_file, unsigned timeout_ms,
 			uint32_t *role);
-/* Closes every connection and frees c. Close every file of c first, and call it when no
- * other thread uses c any more. NULL is accepted. */
+/* Closes every connection and frees c, once the MDS has the write leases of closed files
+ * back (lode_close queues those with nothing to commit). Close every file of c first, and
+ * call it when no other thread uses c any more. NULL is accepted. */
 LODE_API void lode_disconnect(struct lode_client *c);
 
 /*
@@ -397,7 +399,9 @@ LODE_API int lode_fallocate(struct lode_file *f, int mode, uint64_t off, uint64_
 /* Commits size and mtime if written (visible at once, durable with the next lode_fsync or
  * lode_sync, or within a second), releases the lease and frees f. Returns the first
  * error of that commit; f is freed either way. NULL is accepted. Closing a read-only
- * handle sends nothing to the MDS (it holds nothing there) and returns 0. */
+ * handle sends nothing to the MDS (it holds nothing there) and returns 0; a write handle
+ * with nothing left to commit (after lode_flush or lode_fsync) gives its lease back with
+ * other closes of the client within 5 ms, and returns 0. */
 LODE_API int lode_close(struct lode_file *f);
 /* The file's attributes fresh from the MDS (one request), with the size and mtime this
  * handle has written and not yet committed. Returns 0 or -errno (-ENOENT or -ESTALE when
