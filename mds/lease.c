@@ -2,11 +2,17 @@
 /*
  * Write handles and leases: each handle sits on two hash chains, one by handle id (for
  * COMMIT/CLOSE) and one by inode (to find the other writers of a file at OPEN).
+ *
+ * A write handle's number is all that CAP_GET for writing, COMMIT and CLOSE ask of a
+ * writer (whoever names it holds the lease), so it is 63 random bits from the kernel's
+ * generator, never a count another client could guess from its own handles. Read handles
+ * hold nothing and stay a count.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "lease.h"
 
@@ -27,10 +33,14 @@ struct handle {
 #define DEAD_LEASES 10u
 #define SWEEP_EVERY 256u
 
+#define RANDOM_IDS 64u /* handle numbers drawn per getrandom() */
+
 struct lode_leases {
 	unsigned lease_ms;
 	unsigned count;
 	unsigned acquires;
+	unsigned nrandom; /* unused numbers left in random[] */
+	uint64_t random[RANDOM_IDS];
 	struct handle *by_id[NBUCKETS];
 	struct handle *by_ino[NBUCKETS];
 };
@@ -149,22 +159,48 @@ static void sweep(struct lode_leases *ls, uint64_t now_ms)
 	}
 }
 
+/* A number for a new write handle: random, not 0, no read bit, not in use. */
+static int new_id(struct lode_leases *ls, uint64_t *out)
+{
+	for (;;) {
+		uint64_t id;
+
+		if (!ls->nrandom) {
+			ssize_t n = getrandom(ls->random, sizeof(ls->random), 0);
+
+			if (n != (ssize_t)sizeof(ls->random))
+				return n < 0 ? -errno : -EIO;
+			ls->nrandom = RANDOM_IDS;
+		}
+		id = ls->random[--ls->nrandom] & ~LODE_LEASE_READ_BIT;
+		if (id && !find(ls, id)) {
+			*out = id;
+			return 0;
+		}
+	}
+}
+
 int lode_lease_acquire(struct lode_leases *ls, uint64_t ino, uint64_t now_ms, bool exclusive,
 		       uint64_t *handle)
 {
 	struct handle *h;
+	uint64_t id = 0;
 	unsigned b;
+	int rc;
 
 	/* sweep first: it may free handles conflicts() would look at */
 	if (++ls->acquires % SWEEP_EVERY == 0)
 		sweep(ls, now_ms);
 	if (conflicts(ls, ino, exclusive, now_ms, false))
 		return -EBUSY;
+	rc = new_id(ls, &id);
+	if (rc)
+		return rc;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	conflicts(ls, ino, exclusive, now_ms, true);
-	h->id = atomic_fetch_add(&next_handle, 1) & ~LODE_LEASE_READ_BIT;
+	h->id = id;
 	h->ino = ino;
 	h->expires_ms = now_ms + ls->lease_ms;
 	h->holds = 1;

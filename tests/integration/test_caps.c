@@ -443,6 +443,56 @@ static void test_open_replies_carry_the_handles_capability(void **state)
 	lode_disconnect(c);
 }
 
+/*
+ * A write handle is all that CAP_GET for writing (and COMMIT, and CLOSE) asks of a writer:
+ * whoever names it holds the file's write lease. So nobody but its holder may be able to
+ * name it. A client that opens a file for writing right after another client did, and
+ * tries the handles around its own, gets no write capability for the other's file
+ * (handles were numbered in sequence: the other's was the one below).
+ */
+static void test_another_writers_handle_cannot_be_guessed(void **state)
+{
+	struct lode_client *c = client_as(client_key, 0);
+	struct lode_wire_objid victim = target_file(c, "/victim");
+	struct lode_wire_objid own = target_file(c, "/own");
+	struct lode_wire_cap_req req = {.ino = victim.ino,
+					.rights = LODE_CAP_READ | LODE_CAP_WRITE};
+	struct lode_wire_open_rep v, o;
+	struct lode_wire_commit_req cl = {0};
+	struct lode_wire_cap_rep rep;
+	struct lode_wire_attr attr;
+	struct lode_rpc *mrpc;
+	struct lode_rpc_conn *mds;
+	unsigned granted = 0;
+
+	(void)state;
+	mds = raw_conn(&mrpc, tc.mds, LODE_AUTH_CLIENT);
+	assert_int_equal(raw_open(mds, victim.ino, LODE_OPEN_READ | LODE_OPEN_WRITE, &v), 0);
+	assert_int_equal(raw_open(mds, own.ino, LODE_OPEN_READ | LODE_OPEN_WRITE, &o), 0);
+	req.cred.uid = (uint32_t)getuid();
+	req.cred.gid = (uint32_t)getgid();
+	req.handle = v.handle; /* the holder's own handle works */
+	assert_int_equal(
+	    lode_rpc_simple(mds, LODE_OP_CAP_GET, &req, sizeof(req), &rep, sizeof(rep)), 0);
+	for (int d = -256; d <= 256; d++) {
+		req.handle = o.handle + (uint64_t)(int64_t)d;
+		if (d &&
+		    !lode_rpc_simple(mds, LODE_OP_CAP_GET, &req, sizeof(req), &rep, sizeof(rep)))
+			granted++;
+	}
+	assert_int_equal(granted, 0);
+	cl.ino = victim.ino;
+	cl.handle = v.handle;
+	assert_int_equal(lode_rpc_simple(mds, LODE_OP_CLOSE, &cl, sizeof(cl), &attr, sizeof(attr)),
+			 0);
+	cl.ino = own.ino;
+	cl.handle = o.handle;
+	assert_int_equal(lode_rpc_simple(mds, LODE_OP_CLOSE, &cl, sizeof(cl), &attr, sizeof(attr)),
+			 0);
+	lode_rpc_destroy(mrpc);
+	lode_disconnect(c);
+}
+
 static void test_a_chain_hop_the_mds_does_not_list_is_never_contacted(void **state)
 {
 	struct lode_client *c = client_as(client_key, 0);
@@ -563,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_a_raw_client_touches_no_object_without_a_capability),
 	    cmocka_unit_test(test_forged_foreign_read_only_and_expired_capabilities_are_refused),
 	    cmocka_unit_test(test_open_replies_carry_the_handles_capability),
+	    cmocka_unit_test(test_another_writers_handle_cannot_be_guessed),
 	    cmocka_unit_test(test_a_chain_hop_the_mds_does_not_list_is_never_contacted),
 	    cmocka_unit_test(test_reads_and_writes_span_several_capability_lifetimes),
 	};

@@ -1510,6 +1510,32 @@ static void test_an_exclusive_lease_admits_no_other_writer_until_it_expires(void
 	lode_leases_destroy(ls);
 }
 
+/* A write handle names the lease to CAP_GET and COMMIT: its number must not be one another
+ * client can work out from its own. 2,000 handles: all different, none with the read bit,
+ * and no two in a row one apart (a count's would all be). */
+static void test_write_handles_are_random_numbers_not_a_count(void **state)
+{
+	enum { N = 2000 };
+	static uint64_t h[N];
+	struct lode_leases *ls;
+	unsigned in_sequence = 0;
+
+	(void)state;
+	assert_int_equal(lode_leases_create(&ls, 1000), 0);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(lode_lease_acquire(ls, 100 + i, 0, false, &h[i]), 0);
+		assert_true(h[i] != 0);
+		assert_false(h[i] & LODE_LEASE_READ_BIT);
+		for (unsigned k = 0; k < i; k++)
+			assert_true(h[k] != h[i]);
+		in_sequence += i && h[i] - h[i - 1] < 1024;
+	}
+	assert_int_equal(in_sequence, 0);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(lode_lease_renew(ls, h[i], 100 + i, 10), 0);
+	lode_leases_destroy(ls);
+}
+
 static void test_leases_admit_many_writers_of_one_file_but_then_no_exclusive_one(void **state)
 {
 	struct lode_leases *ls;
@@ -1910,6 +1936,7 @@ int main(void)
 	    T(test_layout_xattr_changes_only_named_fields_and_refuses_unplaceable),
 	    T(test_placement_gives_a_reregistered_uuid_its_old_id),
 	    T(test_an_exclusive_lease_admits_no_other_writer_until_it_expires),
+	    T(test_write_handles_are_random_numbers_not_a_count),
 	    T(test_leases_admit_many_writers_of_one_file_but_then_no_exclusive_one),
 	    T(test_commits_of_many_writers_keep_the_largest_end_but_a_truncate_sets_it),
 	    T(test_lease_forgets_handles_of_clients_that_went_away),
