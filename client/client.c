@@ -135,7 +135,7 @@ static bool no_answer(int rc)
 static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *body,
 		    uint32_t body_len, const struct iovec *data, int data_iovcnt, void *reply,
 		    uint32_t reply_max, void *reply_data, uint64_t reply_data_max,
-		    uint64_t *reply_data_len)
+		    uint64_t *reply_data_len, const struct lode_wire_cap *cap)
 {
 	uint64_t deadline = lode_now_ms() + c->timeout_ms;
 	unsigned backoff = 20;
@@ -153,6 +153,7 @@ static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *bo
 		    .reply_data = reply_data,
 		    .reply_data_max = reply_data_max,
 		    .lazy = lazy,
+		    .cap = cap,
 		};
 		uint64_t now, gone, until;
 
@@ -199,7 +200,14 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len)
 {
 	return mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, data,
-			data_iovcnt, reply, reply_max, reply_data, reply_data_max, reply_data_len);
+			data_iovcnt, reply, reply_max, reply_data, reply_data_max, reply_data_len,
+			NULL);
+}
+
+int lode_client_mds_call_cap(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			     const struct lode_wire_cap *cap)
+{
+	return mds_call(c, op, false, body, body_len, NULL, 0, NULL, 0, NULL, 0, NULL, cap);
 }
 
 int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
@@ -207,7 +215,7 @@ int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const 
 			    void *reply, uint32_t reply_max)
 {
 	return mds_call(c, op, lazy && lode_op_may_be_lazy(op), body, body_len, data, data_iovcnt,
-			reply, reply_max, NULL, 0, NULL);
+			reply, reply_max, NULL, 0, NULL, NULL);
 }
 
 /* ---- targets ---- */

@@ -189,6 +189,9 @@ struct lode_wire_cred lode_client_cred(const struct lode_client *c);
 int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
 			 const struct iovec *data, int data_iovcnt, void *reply, uint32_t reply_max,
 			 void *reply_data, uint64_t reply_data_max, uint64_t *reply_data_len);
+/* A call with an empty reply that proves a capability for a file (REPORT_COPY). */
+int lode_client_mds_call_cap(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
+			     const struct lode_wire_cap *cap);
 /* The same without reply data, lazy or durable whatever the client's lazy_namespace. Lazy: the
  * MDS answers once the change is applied, before it is durable (LODE_WIRE_F_LAZY), for a
  * change no caller was promised durability of (a close's size, say); the next durable

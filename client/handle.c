@@ -183,6 +183,24 @@ static void report_done(struct lode_file *f, unsigned idx, uint32_t tid, bool de
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* REPORT_COPY with the handle's capability: the MDS takes reports only from those who may
+ * read the file. One that expired meanwhile is renewed and the report sent again. */
+static int report_send(struct lode_file *f, const struct lode_wire_report_req *req)
+{
+	struct lode_wire_cap cap;
+	int rc = lode_client_file_cap(f, false, &cap);
+
+	if (!rc)
+		rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req), &cap);
+	if (rc == -EKEYEXPIRED) {
+		rc = lode_client_file_cap(f, true, &cap);
+		if (!rc)
+			rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req),
+						      &cap);
+	}
+	return rc;
+}
+
 int lode_client_file_reports_flush(struct lode_file *f)
 {
 	unsigned order[64], n;
@@ -209,8 +227,7 @@ int lode_client_file_reports_flush(struct lode_file *f)
 		req.stripe = idx / f->layout.mirror_count;
 		req.target_id = tid[idx];
 		req.kind = (bad & (1ull << idx)) ? LODE_REPORT_BAD_DATA : LODE_REPORT_WRITE_FAILED;
-		r = lode_client_mds_call(f->c, LODE_OP_REPORT_COPY, &req, sizeof(req), NULL, 0,
-					 NULL, 0, NULL, 0, NULL);
+		r = report_send(f, &req);
 		if (r == -ENOENT || r == -ESTALE)
 			r = 0; /* the copy was replaced meanwhile: nothing left to mark */
 		if (r == -EBUSY) {

@@ -570,11 +570,30 @@ static int run_orphan_done(struct wreq *w, struct lode_txn *t)
 	return lode_ns_orphan_done(t, r->target_id, lode_req_data(w->req), w->msg.count);
 }
 
+/* A client's REPORT_COPY carries a capability for the file (read rights will do: readers
+ * report bad data, writers failed writes), so that only those who may read a file can
+ * strip its copies' redundancy; targets and admins report without one. */
+static int report_allowed(struct wreq *w, const struct lode_wire_report_req *r)
+{
+	const struct lode_wire_cap *c = lode_req_cap(w->req);
+	struct lode_wire_cap cap;
+
+	if (!w->m->cap_signed || lode_req_role(w->req) != LODE_ROLE_CLIENT)
+		return 0;
+	if (!c)
+		return -EACCES;
+	memcpy(&cap, c, sizeof(cap)); /* it ends a body: maybe not aligned */
+	return lode_cap_check(w->m->cap_key, &cap, r->ino, r->generation, LODE_CAP_READ,
+			      lode_cap_now_ms());
+}
+
 static int run_report(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_report_req *r = w->msg.fixed;
-	int rc;
+	int rc = report_allowed(w, r);
 
+	if (rc)
+		return rc;
 	if (r->kind == LODE_REPORT_WRITE_FAILED && lode_placement_known(w->m->pl, r->target_id)) {
 		/* unreachable or failing: placed on only when needed until the probe decides */
 		lode_placement_suspect(w->m->pl, r->target_id);

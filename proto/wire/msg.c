@@ -749,6 +749,7 @@ int lode_op_takes_cap(unsigned opcode)
 	case LODE_OP_OBJ_ALLOCATE:
 	case LODE_OP_OBJ_STAT:
 	case LODE_OP_OBJ_FSYNC:
+	case LODE_OP_REPORT_COPY: /* a client proves it may read the file it reports on */
 		return 1;
 	}
 	return 0;

@@ -493,6 +493,86 @@ static void test_another_writers_handle_cannot_be_guessed(void **state)
 	lode_disconnect(c);
 }
 
+/* REPORT_COPY of a copy of id on oss_id[0], with cap (NULL: none), as role. */
+static int report(unsigned role, const struct lode_wire_objid *id, const struct lode_wire_cap *cap)
+{
+	struct lode_wire_report_req req = {.ino = id->ino,
+					   .generation = id->generation,
+					   .stripe = 0,
+					   .target_id = oss_id[0],
+					   .kind = LODE_REPORT_BAD_DATA};
+	struct lode_call call = {
+	    .opcode = LODE_OP_REPORT_COPY, .body = &req, .body_len = sizeof(req), .cap = cap};
+	struct lode_rpc *rpc;
+	struct lode_rpc_conn *conn = raw_conn(&rpc, tc.mds, role);
+	int rc = lode_rpc_call(conn, &call);
+
+	lode_rpc_destroy(rpc);
+	return rc;
+}
+
+/*
+ * Marking a copy degraded strips a file of its redundancy until a repair: a client must
+ * prove with a capability for the file (read rights will do) that it may read it. Without
+ * one, with one for another file or a forged one, the copy stays good; with the file's
+ * own it is marked. An admin (fsck, repair) needs none.
+ */
+static void test_a_copy_is_reported_degraded_only_with_a_capability_for_its_file(void **state)
+{
+	struct lode_client *c = client_as(client_key, 0);
+	struct lode_wire_objid id = target_file(c, "/reported");
+	struct lode_wire_objid other = target_file(c, "/other");
+	struct lode_wire_cap mine, theirs, forged;
+	struct lode_layout l;
+	uint64_t degraded;
+
+	(void)state;
+	learn_targets();
+	assert_int_equal(cap_get(LODE_AUTH_CLIENT, id.ino, LODE_CAP_READ, 0, &mine), 0);
+	assert_int_equal(cap_get(LODE_AUTH_CLIENT, other.ino, LODE_CAP_READ, 0, &theirs), 0);
+	forged = mine;
+	forged.mac[0] ^= 1;
+	assert_int_equal(report(LODE_AUTH_CLIENT, &id, NULL), -EACCES);
+	assert_int_equal(report(LODE_AUTH_CLIENT, &id, &theirs), -EACCES);
+	assert_int_equal(report(LODE_AUTH_CLIENT, &id, &forged), -EACCES);
+	assert_int_equal(lode_layout_info(c, "/reported", &l, &degraded), 0);
+	assert_int_equal(degraded, 0);
+	assert_int_equal(report(LODE_AUTH_CLIENT, &id, &mine), 0);
+	assert_int_equal(lode_layout_info(c, "/reported", &l, &degraded), 0);
+	assert_int_not_equal(degraded, 0);
+	/* an admin needs none */
+	assert_int_equal(report(LODE_AUTH_ADMIN, &other, NULL), 0);
+	lode_disconnect(c);
+}
+
+/* A writer holding a client key (no admin rights) whose write to one copy fails reports
+ * that copy with its handle's capability: the MDS takes it, marks the copy degraded and
+ * the write is acknowledged on the other copy (without the report it could not be). */
+static void test_a_client_keys_writer_reports_a_failed_copy_with_its_capability(void **state)
+{
+	struct lode_layout l = {.stripe_size = (uint32_t)MiB, .stripe_count = 1, .mirror_count = 2};
+	static char buf[FILE_LEN];
+	struct lode_client *c;
+	struct lode_file *f;
+	uint64_t degraded;
+
+	(void)state;
+	learn_targets();
+	l.targets[0] = oss_id[0];
+	l.targets[1] = oss_id[1];
+	c = client_as(client_key, 0);
+	assert_int_equal(lode_create_with_layout(c, "/failing", 0644, &l, &f), 0);
+	assert_int_equal(cluster_kill(&tc, "oss1", 1), 0);
+	pattern_fill(buf, sizeof(buf), 9, 0);
+	assert_int_equal(lode_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(lode_fsync(f), 0);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_layout_info(c, "/failing", &l, &degraded), 0);
+	assert_int_equal(degraded, 2); /* the copy on the OSS that went down */
+	lode_disconnect(c);
+	assert_int_equal(cluster_restart(&tc), 0);
+}
+
 static void test_a_chain_hop_the_mds_does_not_list_is_never_contacted(void **state)
 {
 	struct lode_client *c = client_as(client_key, 0);
@@ -614,8 +694,10 @@ int main(void)
 	    cmocka_unit_test(test_forged_foreign_read_only_and_expired_capabilities_are_refused),
 	    cmocka_unit_test(test_open_replies_carry_the_handles_capability),
 	    cmocka_unit_test(test_another_writers_handle_cannot_be_guessed),
+	    cmocka_unit_test(test_a_copy_is_reported_degraded_only_with_a_capability_for_its_file),
 	    cmocka_unit_test(test_a_chain_hop_the_mds_does_not_list_is_never_contacted),
 	    cmocka_unit_test(test_reads_and_writes_span_several_capability_lifetimes),
+	    cmocka_unit_test(test_a_client_keys_writer_reports_a_failed_copy_with_its_capability),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -200,8 +200,9 @@ static void test_hdr_check_accepts_a_well_formed_request_and_reply(void **state)
 	assert_int_equal(lode_hdr_check(&h, 0), 0);
 }
 
-/* A capability rides at the end of an object data request's body (LODE_WIRE_F_CAP): the
- * flag is taken only on those opcodes, with room for it, and only on requests. */
+/* A capability rides at the end of an object data request's body (LODE_WIRE_F_CAP), and of
+ * a client's REPORT_COPY: the flag is taken only on those opcodes, with room for it, and
+ * only on requests. */
 static void test_hdr_check_takes_a_capability_only_on_object_data_requests(void **state)
 {
 	struct lode_wire_hdr h;
@@ -216,6 +217,10 @@ static void test_hdr_check_takes_a_capability_only_on_object_data_requests(void 
 	h.flags = LODE_WIRE_F_CAP;
 	h.body_len = 63; /* no room for one */
 	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+	lode_hdr_init(&h, LODE_OP_REPORT_COPY, 1, sizeof(struct lode_wire_report_req) + 64, 0);
+	h.flags = LODE_WIRE_F_CAP;
+	assert_int_equal(lode_hdr_check(&h, 0), 0);
+	assert_int_equal(lode_hdr_check_bounds(&h), 0);
 	lode_hdr_init(&h, LODE_OP_LOOKUP, 1, 200, 0);
 	h.flags = LODE_WIRE_F_CAP;
 	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
