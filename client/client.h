@@ -102,7 +102,8 @@ struct lode_file {
 	struct lode_client *c;
 	uint64_t ino;
 	uint64_t handle;
-	int flags; /* O_ACCMODE bits of the open */
+	int flags;	/* O_ACCMODE bits of the open */
+	bool exclusive; /* LODE_OPEN_EXCLUSIVE: its close is never queued (closer.c) */
 	/* Fixed for a write handle. A read-only handle's targets change only in
 	 * lode_client_layout_refresh, with rw held exclusively, read-ahead idle and lock held:
 	 * read pieces read them under rw or read-ahead, anything else under lock */

@@ -17,6 +17,7 @@
  * leaves their leases to expire, as it would leave its open handles'.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -38,7 +39,18 @@ static void send_batch_locked(struct lode_client *c)
 	pthread_mutex_unlock(&c->close_lock);
 	/* lazy: it makes nothing durable, and must not sync a lazy namespace's changes */
 	rc = lode_client_mds_call_as(c, LODE_OP_CLOSE_MANY, true, NULL, 0, &iov, 1, NULL, 0);
-	(void)rc; /* nobody to tell (close(2) has returned): those leases expire on their own */
+	if (rc) {
+		/* one by one then (an MDS that does not know CLOSE_MANY, say); nobody to tell
+		 * if those fail too (close(2) has returned): the leases expire on their own */
+		for (unsigned i = 0; i < n; i++) {
+			struct lode_wire_commit_req req = {.ino = ref[i].ino,
+							   .handle = ref[i].handle};
+			struct lode_wire_attr attr;
+
+			lode_client_mds_call_as(c, LODE_OP_CLOSE, true, &req, sizeof(req), NULL, 0,
+						&attr, sizeof(attr));
+		}
+	}
 	pthread_mutex_lock(&c->close_lock);
 	c->close_sending--;
 	pthread_cond_broadcast(&c->close_cond);
@@ -87,6 +99,20 @@ void lode_client_closer_init(struct lode_client *c)
 	pthread_condattr_destroy(&ca);
 }
 
+/* The thread takes no signal: a program's signals stay with the threads it expects them
+ * on (lodectl blocks them around lode_connect for the same reason). */
+static int start_closer(struct lode_client *c)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&c->closer, NULL, closer_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 bool lode_client_close_defer(struct lode_client *c, uint64_t ino, uint64_t handle)
 {
 	bool queued = false;
@@ -94,7 +120,7 @@ bool lode_client_close_defer(struct lode_client *c, uint64_t ino, uint64_t handl
 	pthread_mutex_lock(&c->close_lock);
 	if (!c->closer_stop && c->close_n < CLOSE_QUEUE_MAX) {
 		if (!c->closer_started)
-			c->closer_started = !pthread_create(&c->closer, NULL, closer_main, c);
+			c->closer_started = !start_closer(c);
 		if (c->closer_started) {
 			if (!c->close_n)
 				c->close_first_ms = lode_now_ms();

@@ -90,7 +90,10 @@ int lode_client_ll_open(struct lode_client *c, uint64_t ino, int flags, uint32_t
 	}
 	if (rc)
 		return rc;
-	return open_finish(c, &rep, sent_ms, flags, flags, out);
+	rc = open_finish(c, &rep, sent_ms, flags, flags, out);
+	if (!rc)
+		(*out)->exclusive = (wire_flags & LODE_OPEN_EXCLUSIVE) != 0;
+	return rc;
 }
 
 int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int flags,
@@ -383,11 +386,14 @@ int lode_close(struct lode_file *f)
 		return 0;
 	lode_client_readahead_free(f);
 	/* a read handle holds nothing at the MDS (no lease, nothing to commit: its CLOSE
-	 * would only answer the attributes), so its close costs no round trip; a write
-	 * handle with nothing to commit only gives its lease back, with others (closer.c) */
+	 * would only answer the attributes), so its close costs no round trip; a shared
+	 * write handle with nothing to commit only gives its lease back, with others
+	 * (closer.c). An exclusive one (repair, move) keeps every writer out until the MDS
+	 * has it back: its close goes at once. */
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
 		rc = 0;
-	else if (!close_needs_commit(f) && lode_client_close_defer(f->c, f->ino, f->handle))
+	else if (!f->exclusive && !close_needs_commit(f) &&
+		 lode_client_close_defer(f->c, f->ino, f->handle))
 		rc = 0;
 	else
 		rc = lode_client_file_commit(f, LODE_OP_CLOSE, false);

@@ -192,11 +192,12 @@ static int report_send(struct lode_file *f, const struct lode_wire_report_req *r
 
 	if (!rc)
 		rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req), &cap);
+	else
+		return -EIO; /* no capability (a lost lease's ESTALE, say): nothing reported */
 	if (rc == -EKEYEXPIRED) {
-		rc = lode_client_file_cap(f, true, &cap);
-		if (!rc)
-			rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req),
-						      &cap);
+		if (lode_client_file_cap(f, true, &cap))
+			return -EIO;
+		rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req), &cap);
 	}
 	return rc;
 }

@@ -205,8 +205,9 @@ int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
 		pthread_mutex_unlock(&lf->wlock);
 		return 0;
 	}
-	/* stays in the table, closing, until the MDS has the lease back: an open for
-	 * writing that came now would otherwise get EBUSY from our own lease */
+	/* stays in the table, closing, until its close is sent (or queued to give the
+	 * lease back within CLOSE_DELAY_MS, client/closer.c): an open for writing that
+	 * came now waits for that instead of sharing a writer being torn down */
 	w->closing = true;
 	pthread_mutex_unlock(&lf->wlock);
 	rc = lf_writer_sync_err(w, true);

@@ -434,7 +434,8 @@ static void test_reads_racing_another_clients_writes_keep_every_copy(void **stat
  * A close with nothing left to commit is queued and sent with others (client/closer.c):
  * the lease it gives back must be back whenever an exclusive open (a repair) comes, from
  * another client at once or from the closing client itself; a writer that still holds
- * its handle keeps the repair out.
+ * its handle keeps the repair out. The repair's own exclusive lease is given back before
+ * it returns (writers do not retry).
  */
 static void test_a_writers_lease_is_back_for_a_repair_right_after_its_close(void **state)
 {
@@ -454,6 +455,12 @@ static void test_a_writers_lease_is_back_for_a_repair_right_after_its_close(void
 		assert_int_equal(lode_close(f), 0);
 		assert_int_equal(lode_repair(clients[i % 4 < 2], path, &rr), 0);
 		assert_int_equal(rr.copies_repaired, 0);
+		/* and the repair's exclusive lease is back when it returns: writers of either
+		 * client open at once (they do not wait out an exclusive holder) */
+		for (unsigned k = 0; k < 2; k++) {
+			assert_int_equal(lode_open(clients[k], path, O_WRONLY, 0, &f), 0);
+			assert_int_equal(lode_close(f), 0);
+		}
 	}
 	assert_int_equal(lode_open(clients[0], "/leased0", O_WRONLY, 0, &f), 0);
 	assert_int_equal(lode_repair(clients[1], "/leased0", &rr), -EBUSY);
