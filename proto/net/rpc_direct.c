@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -56,10 +57,25 @@ static int wait_fd(int fd, short ev, uint64_t deadline_ms)
 	}
 }
 
-static int send_all(int fd, struct iovec *iov, int cnt, uint64_t deadline_ms)
+/* Moves past the n bytes of iov[0..*cnt) that a sendmsg or recvmsg took. */
+static struct iovec *iov_advance(struct iovec *iov, size_t *cnt, size_t n)
+{
+	while (*cnt && n >= iov->iov_len) {
+		n -= iov->iov_len;
+		iov++;
+		(*cnt)--;
+	}
+	if (*cnt) {
+		iov->iov_base = (char *)iov->iov_base + n;
+		iov->iov_len -= n;
+	}
+	return iov;
+}
+
+static int send_all(int fd, struct iovec *iov, size_t cnt, uint64_t deadline_ms)
 {
 	while (cnt) {
-		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = cnt};
 		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		int rc;
 
@@ -73,15 +89,7 @@ static int send_all(int fd, struct iovec *iov, int cnt, uint64_t deadline_ms)
 				return rc;
 			continue;
 		}
-		while (cnt && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt) {
-			iov->iov_base = (char *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
+		iov = iov_advance(iov, &cnt, (size_t)n);
 	}
 	return 0;
 }
@@ -111,6 +119,12 @@ static int recv_all(int fd, void *buf, uint64_t len, uint64_t deadline_ms)
 	return 0;
 }
 
+/* Whether h is a well-formed reply to request id (0: the handshake's) of opcode. */
+static bool hdr_answers(const struct lode_wire_hdr *h, uint8_t opcode, uint64_t id)
+{
+	return !lode_hdr_check(h, 1) && h->req_id == id && h->opcode == opcode;
+}
+
 /* Reads a reply's header, checked, for request id (0: the handshake's). */
 static int recv_hdr(int fd, struct lode_wire_hdr *h, uint8_t opcode, uint64_t id,
 		    uint64_t deadline_ms)
@@ -119,9 +133,7 @@ static int recv_hdr(int fd, struct lode_wire_hdr *h, uint8_t opcode, uint64_t id
 
 	if (rc)
 		return rc;
-	if (lode_hdr_check(h, 1) || h->req_id != id || h->opcode != opcode)
-		return -EPROTO;
-	return 0;
+	return hdr_answers(h, opcode, id) ? 0 : -EPROTO;
 }
 
 static int send_auth(int fd, const struct lode_wire_auth_req *req, uint64_t deadline_ms)
@@ -305,18 +317,10 @@ static int exchange_reply_small(struct dconn *d, struct lode_call *call, uint64_
 			return -errno;
 		}
 		got += (size_t)n;
-		while (msg.msg_iovlen && (size_t)n >= msg.msg_iov->iov_len) {
-			n -= (ssize_t)msg.msg_iov->iov_len;
-			msg.msg_iov++;
-			msg.msg_iovlen--;
-		}
-		if (msg.msg_iovlen) {
-			msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + n;
-			msg.msg_iov->iov_len -= (size_t)n;
-		}
+		msg.msg_iov = iov_advance(msg.msg_iov, &msg.msg_iovlen, (size_t)n);
 	}
-	if (lode_hdr_check(&h, 1) || h.req_id != id || h.opcode != call->opcode ||
-	    h.body_len > call->reply_body_max || h.data_len || got - sizeof(h) > h.body_len)
+	if (!hdr_answers(&h, call->opcode, id) || h.body_len > call->reply_body_max || h.data_len ||
+	    got - sizeof(h) > h.body_len)
 		return -EPROTO; /* the connection goes, with whatever else came */
 	rc = recv_all(d->fd, (char *)call->reply_body + (got - sizeof(h)),
 		      h.body_len - (got - sizeof(h)), deadline_ms);
@@ -345,7 +349,7 @@ static int exchange(struct dconn *d, struct lode_call *call, uint64_t dlen, uint
 	for (int i = 0; i < call->data_iovcnt; i++)
 		if (call->data[i].iov_len)
 			iov[n++] = call->data[i];
-	rc = send_all(d->fd, iov, n, deadline_ms);
+	rc = send_all(d->fd, iov, (size_t)n, deadline_ms);
 	if (!rc && !call->reply_data_max)
 		return exchange_reply_small(d, call, id, deadline_ms);
 	if (!rc)
