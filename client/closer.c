@@ -69,15 +69,13 @@ static void *closer_main(void *arg)
 			continue;
 		}
 		if (!c->closer_stop && c->close_n < LODE_CLOSE_MANY_MAX) {
-			uint64_t due = c->close_first_ms + CLOSE_DELAY_MS, now = lode_now_ms();
+			uint64_t due = c->close_first_ms + CLOSE_DELAY_MS;
 
-			if (now < due) {
-				struct timespec ts;
+			if (lode_now_ms() < due) {
+				/* close_cond waits on CLOCK_MONOTONIC, lode_now_ms's clock */
+				struct timespec ts = {.tv_sec = (time_t)(due / 1000),
+						      .tv_nsec = (long)(due % 1000) * 1000000};
 
-				clock_gettime(CLOCK_MONOTONIC, &ts);
-				ts.tv_nsec += (long)(due - now) * 1000000L;
-				ts.tv_sec += ts.tv_nsec / 1000000000L;
-				ts.tv_nsec %= 1000000000L;
 				pthread_cond_timedwait(&c->close_cond, &c->close_lock, &ts);
 				continue;
 			}

@@ -188,12 +188,12 @@ static void report_done(struct lode_file *f, unsigned idx, uint32_t tid, bool de
 static int report_send(struct lode_file *f, const struct lode_wire_report_req *req)
 {
 	struct lode_wire_cap cap;
-	int rc = lode_client_file_cap(f, false, &cap);
+	int rc;
 
-	if (!rc)
-		rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req), &cap);
-	else
-		return -EIO; /* no capability (a lost lease's ESTALE, say): nothing reported */
+	/* no capability (a lost lease's ESTALE, say) is EIO, never the report's own ESTALE */
+	if (lode_client_file_cap(f, false, &cap))
+		return -EIO;
+	rc = lode_client_mds_call_cap(f->c, LODE_OP_REPORT_COPY, req, sizeof(*req), &cap);
 	if (rc == -EKEYEXPIRED) {
 		if (lode_client_file_cap(f, true, &cap))
 			return -EIO;
