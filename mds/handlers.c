@@ -405,15 +405,15 @@ static int done_close(struct wreq *w, int status)
 }
 
 /* CLOSE_MANY: batched closes of write handles with nothing to commit; each gives its lease
- * back. Unknown handles (closed already, or from before a restart) are skipped. */
+ * back. Unknown handles (closed already, from before a restart, read handles) are skipped:
+ * lode_lease_release finds no such write handle. */
 static int run_close_many(struct wreq *w, struct lode_txn *t)
 {
 	const struct lode_wire_close_ref *ref = lode_req_data(w->req);
 
 	(void)t;
 	for (uint32_t i = 0; i < w->msg.count; i++)
-		if (!(ref[i].handle & LODE_LEASE_READ_BIT))
-			lode_lease_release(w->m->leases, ref[i].handle, ref[i].ino);
+		lode_lease_release(w->m->leases, ref[i].handle, ref[i].ino);
 	w->rep_len = 0;
 	return 0;
 }
