@@ -232,6 +232,8 @@ static void c_on_frame(struct lode_tconn *t, const struct lode_wire_hdr *hdr)
 	call->reply_body_len = conn->receiving_bad ? 0 : hdr->body_len;
 	call->reply_data_len = conn->receiving_bad ? 0 : hdr->data_len;
 	call->status = conn->receiving_bad ? -EPROTO : lode_status_to_errno(hdr->status);
+	call->reply_grant_flag = !conn->receiving_bad && (hdr->flags & LODE_WIRE_F_GRANT);
+	call->reply_grant = conn->receiving_bad ? 0 : hdr->grant;
 	call_set_flag(call, CALL_REPLIED);
 	call_maybe_done(conn, call);
 }
@@ -309,7 +311,9 @@ static void call_send(struct lode_rpc_conn *conn, struct lode_call *call)
 	pending_add(conn, call);
 	cs->call = call;
 	lode_hdr_init(&cs->send.hdr, call->opcode, call_id(call), 0, 0);
-	cs->send.hdr.flags = call->lazy ? LODE_WIRE_F_LAZY : 0;
+	cs->send.hdr.flags =
+	    (call->lazy ? LODE_WIRE_F_LAZY : 0) | (call->grant_flag ? LODE_WIRE_F_GRANT : 0);
+	cs->send.hdr.grant = call->grant_flag ? call->grant : 0;
 	cs->send.body = call->body;
 	cs->send.body_len = call->body_len;
 	if (call->cap) {
@@ -463,6 +467,8 @@ void lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 	call->status = 0;
 	call->reply_body_len = 0;
 	call->reply_data_len = 0;
+	call->reply_grant_flag = false;
+	call->reply_grant = 0;
 	call->req_id_ = 0;
 	call->next_ = NULL;
 	call->conn_ = conn;

@@ -40,6 +40,9 @@ struct lode_call {
 	const struct lode_wire_cap *cap;
 	/* MDS namespace changes: may be answered before they are durable (LODE_WIRE_F_LAZY) */
 	bool lazy;
+	/* MDS requests that add a name: sent LODE_WIRE_F_GRANT with this token (wire_spec.h) */
+	bool grant_flag;
+	uint64_t grant;
 	/* where the reply goes, set by the caller */
 	void *reply_body;
 	uint32_t reply_body_max; /* a longer reply body fails the call with -EPROTO */
@@ -53,6 +56,8 @@ struct lode_call {
 	int status; /* 0, or negative errno (from the server's status or the transport) */
 	uint32_t reply_body_len;
 	uint64_t reply_data_len;
+	bool reply_grant_flag; /* the reply carried LODE_WIRE_F_GRANT */
+	uint64_t reply_grant;  /* and this token (MKDIR) */
 	/* private */
 	uint64_t req_id_;
 	uint64_t deadline_ms_;

@@ -287,6 +287,16 @@ static void drop_idle(struct lode_direct_pool *p)
 	}
 }
 
+/* The results of a reply whose header h was checked and whose body and data were read. */
+static void reply_done(struct lode_call *call, const struct lode_wire_hdr *h)
+{
+	call->reply_body_len = h->body_len;
+	call->reply_data_len = h->data_len;
+	call->status = lode_status_to_errno(h->status);
+	call->reply_grant_flag = h->flags & LODE_WIRE_F_GRANT;
+	call->reply_grant = h->grant;
+}
+
 /*
  * The reply of a call that takes no reply data: header and body, nothing after them (the
  * connection carries one call at a time). It waits first (the reply cannot be there the
@@ -326,9 +336,7 @@ static int exchange_reply_small(struct dconn *d, struct lode_call *call, uint64_
 		      h.body_len - (got - sizeof(h)), deadline_ms);
 	if (rc)
 		return rc;
-	call->reply_body_len = h.body_len;
-	call->reply_data_len = 0;
-	call->status = lode_status_to_errno(h.status);
+	reply_done(call, &h);
 	return 0;
 }
 
@@ -342,7 +350,8 @@ static int exchange(struct dconn *d, struct lode_call *call, uint64_t dlen, uint
 	int n = 0, rc;
 
 	lode_hdr_init(&h, call->opcode, id, call->body_len, dlen);
-	h.flags = call->lazy ? LODE_WIRE_F_LAZY : 0;
+	h.flags = (call->lazy ? LODE_WIRE_F_LAZY : 0) | (call->grant_flag ? LODE_WIRE_F_GRANT : 0);
+	h.grant = call->grant_flag ? call->grant : 0;
 	iov[n++] = (struct iovec){&h, sizeof(h)};
 	if (call->body_len)
 		iov[n++] = (struct iovec){(void *)call->body, call->body_len};
@@ -364,9 +373,7 @@ static int exchange(struct dconn *d, struct lode_call *call, uint64_t dlen, uint
 		rc = recv_all(d->fd, call->reply_data, h.data_len, deadline_ms);
 	if (rc)
 		return rc;
-	call->reply_body_len = h.body_len;
-	call->reply_data_len = h.data_len;
-	call->status = lode_status_to_errno(h.status);
+	reply_done(call, &h);
 	return 0;
 }
 
@@ -381,6 +388,8 @@ int lode_direct_call(struct lode_direct_pool *p, struct lode_call *call)
 	call->status = 0;
 	call->reply_body_len = 0;
 	call->reply_data_len = 0;
+	call->reply_grant_flag = false;
+	call->reply_grant = 0;
 	for (int i = 0; i < call->data_iovcnt; i++)
 		dlen += call->data[i].iov_len;
 	if (!lode_op_known(call->opcode) || call->cap || call->body_len > LODE_BODY_MAX ||

@@ -163,6 +163,8 @@ struct lode_req {
 	char *body;
 	char *data;
 	const struct lode_wire_cap *cap; /* the capability the request carried, in body */
+	uint16_t rflags;		 /* LODE_WIRE_F_GRANT for the reply, or 0 */
+	uint64_t rgrant;		 /* the reply's grant token */
 };
 
 static size_t pad8(size_t n)
@@ -785,7 +787,8 @@ void lode_req_reply(struct lode_req *req, int status, const void *body, size_t b
 	req->rdata = data;
 	req->rdata_free = data_free;
 	lode_hdr_init(&req->send.hdr, req->hdr.opcode, req->hdr.req_id, 0, 0);
-	req->send.hdr.flags = LODE_WIRE_F_REPLY;
+	req->send.hdr.flags = LODE_WIRE_F_REPLY | req->rflags;
+	req->send.hdr.grant = req->rgrant;
 	req->send.hdr.status = lode_status_from_errno(status);
 	if (body_len && !here) {
 		req->rbody = malloc(body_len);
@@ -825,6 +828,14 @@ void lode_req_reply_file(struct lode_req *req, const void *body, size_t body_len
 	req->send.file_len = len;
 	req->send.done = reply_sent;
 	reply_on_worker(req);
+}
+
+void lode_req_reply_grant(struct lode_req *req, bool renewed, uint64_t grant)
+{
+	if (!lode_op_adds_name(req->hdr.opcode))
+		return;
+	req->rflags = renewed ? LODE_WIRE_F_GRANT : 0;
+	req->rgrant = req->hdr.opcode == LODE_OP_MKDIR ? grant : 0;
 }
 
 const struct lode_wire_hdr *lode_req_hdr(const struct lode_req *req)

@@ -153,6 +153,12 @@ void lode_req_reply(struct lode_req *req, int status, const void *body, size_t b
 void lode_req_reply_file(struct lode_req *req, const void *body, size_t body_len, int fd,
 			 uint64_t off, uint32_t len, void (*release)(void *arg), void *arg);
 
+/* What the reply to a request that adds a name says of directory grants (wire_spec.h,
+ * LODE_WIRE_F_GRANT): renewed, the grant whose token the request carried was renewed;
+ * grant, a MKDIR's new directory's token (0: none). Ignored for other opcodes. Call
+ * before lode_req_reply(). */
+void lode_req_reply_grant(struct lode_req *req, bool renewed, uint64_t grant);
+
 /* Shorthand for an error reply with no body and no data. */
 static inline void lode_req_reply_err(struct lode_req *req, int status)
 {

@@ -65,6 +65,9 @@ unsigned lode_op_roles(unsigned opcode);
 int lode_op_takes_cap(unsigned opcode);
 /* 1 when opcode's requests may be sent LODE_WIRE_F_LAZY: the MDS's namespace changes. */
 int lode_op_may_be_lazy(unsigned opcode);
+/* 1 when opcode's requests add a name to a directory (CREATE, MKDIR, MKNOD, SYMLINK, LINK,
+ * RENAME's new name): those that may carry LODE_WIRE_F_GRANT. */
+int lode_op_adds_name(unsigned opcode);
 
 /* A path component: 1..LODE_NAME_MAX bytes, no '/', no NUL, not "." or "..".
  * Returns 0, -EINVAL or -ENAMETOOLONG. */

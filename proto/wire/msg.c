@@ -838,6 +838,31 @@ int lode_op_may_be_lazy(unsigned opcode)
 	return 0;
 }
 
+int lode_op_adds_name(unsigned opcode)
+{
+	switch (opcode) {
+	case LODE_OP_CREATE:
+	case LODE_OP_MKDIR:
+	case LODE_OP_MKNOD:
+	case LODE_OP_SYMLINK:
+	case LODE_OP_LINK:
+	case LODE_OP_RENAME:
+		return 1;
+	}
+	return 0;
+}
+
+/* The grant flag and token (LODE_WIRE_F_GRANT): on requests and replies of the ops that add a
+ * name; a token in a reply only as a MKDIR's new grant. */
+static bool grant_ok(const struct lode_wire_hdr *hdr, int expect_reply)
+{
+	if ((hdr->flags & LODE_WIRE_F_GRANT) && !lode_op_adds_name(hdr->opcode))
+		return false;
+	if (expect_reply)
+		return hdr->grant == 0 || hdr->opcode == LODE_OP_MKDIR;
+	return hdr->grant == 0 || (hdr->flags & LODE_WIRE_F_GRANT);
+}
+
 int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 {
 	if (hdr->magic != LODE_WIRE_MAGIC || hdr->version != LODE_WIRE_VERSION)
@@ -845,14 +870,14 @@ int lode_hdr_check(const struct lode_wire_hdr *hdr, int expect_reply)
 	if (!lode_op_known(hdr->opcode))
 		return -EPROTO;
 	if (expect_reply
-		? hdr->flags != LODE_WIRE_F_REPLY
-		: (hdr->flags & ~(LODE_WIRE_F_CAP | LODE_WIRE_F_LAZY)) ||
+		? (hdr->flags & ~LODE_WIRE_F_GRANT) != LODE_WIRE_F_REPLY
+		: (hdr->flags & ~(LODE_WIRE_F_CAP | LODE_WIRE_F_LAZY | LODE_WIRE_F_GRANT)) ||
 		      ((hdr->flags & LODE_WIRE_F_CAP) &&
 		       (!lode_op_takes_cap(hdr->opcode) ||
 			hdr->body_len < sizeof(struct lode_wire_cap))) ||
 		      ((hdr->flags & LODE_WIRE_F_LAZY) && !lode_op_may_be_lazy(hdr->opcode)))
 		return -EPROTO;
-	if (hdr->reserved != 0)
+	if (!grant_ok(hdr, expect_reply))
 		return -EPROTO;
 	if (!expect_reply && hdr->status != 0)
 		return -EPROTO;

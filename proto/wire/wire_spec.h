@@ -53,6 +53,20 @@
  * namespace, docs/fuse.md): it is made durable by the next request without this flag, a
  * SYNC, or the MDS within a second. MDS namespace changes only (lode_op_may_be_lazy). */
 #define LODE_WIRE_F_LAZY 0x0004u
+/*
+ * Directory grants (docs/design.md, "Directory grants"): while a client holds one for a
+ * directory it made, no other client adds a name to it, so the client answers lookups of
+ * names it knows are missing there itself. Requests that add a name (lode_op_adds_name) may
+ * carry the flag: hdr.grant is then the token of the client's grant for the directory the
+ * name goes in (0: it holds none), and a MKDIR with it asks for a grant of the new
+ * directory. Their replies carry it when the token's grant was renewed for another
+ * LODE_GRANT_MS from the request; a MKDIR reply's hdr.grant is the new directory's token
+ * (0: none given). Any other frame has hdr.grant 0.
+ */
+#define LODE_WIRE_F_GRANT 0x0008u
+/* How long a grant lasts past the request that made or renewed it. Another client's name
+ * in the directory waits at the MDS until the grant has lapsed (mds/grant.h). */
+#define LODE_GRANT_MS 100u
 
 enum lode_opcode {
 	/* any server */
@@ -126,7 +140,7 @@ struct lode_wire_hdr {
 	int32_t status;	   /* replies: 0 or a positive LODE_S_* code; requests: 0 */
 	uint32_t body_len; /* <= LODE_BODY_MAX */
 	uint64_t data_len; /* <= LODE_DATA_MAX */
-	uint64_t reserved;
+	uint64_t grant;	   /* a directory grant's token (LODE_WIRE_F_GRANT), else 0 */
 };
 _Static_assert(sizeof(struct lode_wire_hdr) == 40, "wire header");
 

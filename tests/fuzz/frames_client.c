@@ -118,6 +118,8 @@ static size_t build(const uint8_t *data, size_t size, uint64_t base, uint8_t **o
 		lode_hdr_init(&h, op, base + *n, (uint32_t)blen, dlen);
 		if ((raw & 0x80) && lode_op_may_be_lazy(op))
 			h.flags = LODE_WIRE_F_LAZY; /* a lazy client's namespace change */
+		if ((raw & 0x80) && lode_op_adds_name(op))
+			h.flags |= LODE_WIRE_F_GRANT; /* holding no grant; a MKDIR asks for one */
 		memcpy(s + len, &h, sizeof(h));
 		len += sizeof(h);
 		memcpy(s + len, body, blen);

@@ -8,9 +8,10 @@
  *
  * Input: frames [opcode u8][body_len u16 LE][data_len u16 LE][body][data]... (lengths cut
  * to what the input holds). The opcode's top bit sends the frame LODE_WIRE_F_LAZY where the
- * opcode may be lazy. An opcode the wire does not know is mapped onto one it does,
- * so that inputs are not wasted on frames every server closes at once; headers are always
- * well formed (the header's own checks have harnesses of their own).
+ * opcode may be lazy, and LODE_WIRE_F_GRANT (no token) where it adds a name. An opcode the wire
+ * does not know is mapped onto one it does, so that inputs are not wasted on frames every server
+ * closes at once; headers are always well formed (the header's own checks have harnesses of their
+ * own).
  *
  * Checked: every reply is a well-formed reply frame for a request sent on this connection,
  * each request is answered at most once, and all are answered unless the server closed the

@@ -259,6 +259,44 @@ static void test_hdr_check_takes_lazy_only_on_namespace_changes(void **state)
 	assert_int_equal(lode_hdr_check(&h, 1), -EPROTO);
 }
 
+/* LODE_WIRE_F_GRANT and a grant's token: on requests that add a name and their replies; a
+ * token in a reply only as a MKDIR's new grant. */
+static void test_hdr_check_takes_grants_only_where_a_name_is_added(void **state)
+{
+	static const uint8_t adds[] = {LODE_OP_CREATE,	LODE_OP_MKDIR, LODE_OP_MKNOD,
+				       LODE_OP_SYMLINK, LODE_OP_LINK,  LODE_OP_RENAME};
+	static const uint8_t never[] = {LODE_OP_LOOKUP,	   LODE_OP_UNLINK, LODE_OP_RMDIR,
+					LODE_OP_SETATTR,   LODE_OP_OPEN,   LODE_OP_CLOSE_MANY,
+					LODE_OP_OBJ_WRITE, LODE_OP_PING};
+	struct lode_wire_hdr h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(adds); i++) {
+		assert_true(lode_op_adds_name(adds[i]));
+		lode_hdr_init(&h, adds[i], 1, 200, 0);
+		h.flags = LODE_WIRE_F_GRANT | LODE_WIRE_F_LAZY;
+		h.grant = 0x1234567890abcdefull;
+		assert_int_equal(lode_hdr_check(&h, 0), 0);
+		h.grant = 0; /* holds none (a MKDIR asking for one) */
+		assert_int_equal(lode_hdr_check(&h, 0), 0);
+		h.flags = LODE_WIRE_F_REPLY | LODE_WIRE_F_GRANT; /* renewed */
+		assert_int_equal(lode_hdr_check(&h, 1), 0);
+		h.grant = 77; /* a new grant: MKDIR's reply only */
+		assert_int_equal(lode_hdr_check(&h, 1), adds[i] == LODE_OP_MKDIR ? 0 : -EPROTO);
+	}
+	for (size_t i = 0; i < sizeof(never); i++) {
+		assert_false(lode_op_adds_name(never[i]));
+		lode_hdr_init(&h, never[i], 1, 200, 0);
+		h.flags = LODE_WIRE_F_GRANT;
+		assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+		h.flags = LODE_WIRE_F_REPLY | LODE_WIRE_F_GRANT;
+		assert_int_equal(lode_hdr_check(&h, 1), -EPROTO);
+	}
+	lode_hdr_init(&h, LODE_OP_CREATE, 1, 200, 0);
+	h.grant = 5; /* a token, no flag */
+	assert_int_equal(lode_hdr_check(&h, 0), -EPROTO);
+}
+
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
 	static const unsigned bad[] = {0, 4, 9, 60, 63, 64, 200, 255};
@@ -295,9 +333,11 @@ static void test_hdr_check_rejects_each_malformed_field(void **state)
 	    {0, AT(struct lode_wire_hdr, body_len), UINT32_MAX},
 	    {0, AT(struct lode_wire_hdr, data_len), LODE_DATA_MAX + 1ull},
 	    {0, AT(struct lode_wire_hdr, data_len), UINT64_MAX},
-	    {0, AT(struct lode_wire_hdr, reserved), 1},
-	    {0, AT(struct lode_wire_hdr, reserved), 1ull << 63},
-	    {1, AT(struct lode_wire_hdr, reserved), 0x100},
+	    {0, AT(struct lode_wire_hdr, grant), 1}, /* a token without LODE_WIRE_F_GRANT */
+	    {0, AT(struct lode_wire_hdr, grant), 1ull << 63},
+	    {1, AT(struct lode_wire_hdr, grant), 0x100},
+	    {0, AT(struct lode_wire_hdr, flags), LODE_WIRE_F_GRANT}, /* LOOKUP adds no name */
+	    {1, AT(struct lode_wire_hdr, flags), LODE_WIRE_F_REPLY | LODE_WIRE_F_GRANT},
 	    {0, AT(struct lode_wire_hdr, status), EIO}, /* only replies carry one */
 	};
 
@@ -2484,6 +2524,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_a_cred_refuses_too_many_groups_or_stray_ones),
 	    cmocka_unit_test(test_hdr_check_takes_a_capability_only_on_object_data_requests),
 	    cmocka_unit_test(test_hdr_check_takes_lazy_only_on_namespace_changes),
+	    cmocka_unit_test(test_hdr_check_takes_grants_only_where_a_name_is_added),
 	    cmocka_unit_test(test_every_path_component_in_a_request_obeys_the_name_rules),
 	    cmocka_unit_test(test_symlink_targets_addresses_and_xattr_names_follow_their_own_rules),
 	    cmocka_unit_test(test_auth_accepts_the_steps_roles_and_flags_it_knows),

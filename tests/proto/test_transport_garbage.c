@@ -210,7 +210,7 @@ static void test_other_bad_headers_make_the_server_close_the_connection(void **s
 	h.flags = LODE_WIRE_F_REPLY; /* a reply sent to a server */
 	expect_header_refused(f, &h);
 	h = ping_hdr(1, 0, 0);
-	h.reserved = 1;
+	h.grant = 1;
 	expect_header_refused(f, &h);
 	h = ping_hdr(1, 0, 0);
 	h.status = EIO;
