@@ -24,6 +24,7 @@
 #include "identity.h"
 
 #include "cap.h"
+#include "grant.h"
 #include "lease.h"
 #include "liveness.h"
 #include "log.h"
@@ -74,6 +75,9 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	rc = lode_leases_create(&m->leases, opts->lease_ms);
 	if (rc)
 		goto destroy_pl;
+	rc = lode_grants_create(&m->grants, LODE_GRANT_MS, lode_now_ms());
+	if (rc)
+		goto destroy_leases;
 	m->write_cap_lifetime_ms = lode_leases_ms(m->leases) / 4 * 3;
 	if (m->write_cap_lifetime_ms > m->cap_lifetime_ms)
 		m->write_cap_lifetime_ms = m->cap_lifetime_ms;
@@ -99,6 +103,7 @@ destroy_backup:
 stop_writer:
 	lode_writer_stop(m->writer);
 destroy_leases:
+	lode_grants_destroy(m->grants);
 	lode_leases_destroy(m->leases);
 destroy_pl:
 	lode_placement_destroy(m->pl);
@@ -113,6 +118,7 @@ void lode_mds_fini(struct lode_mds *m)
 	lode_liveness_stop(m->live); /* answers held creates, which never reach the writer */
 	lode_writer_stop(m->writer);
 	lode_mds_backup_destroy(m->backup); /* waits for a copy being made */
+	lode_grants_destroy(m->grants);
 	lode_leases_destroy(m->leases);
 	lode_placement_destroy(m->pl);
 	lode_store_close(m->st);
@@ -157,6 +163,8 @@ struct wreq {
 	uint64_t handle;	  /* a write handle this op took (released again if the op fails) */
 	uint64_t wait_until_ms;	  /* CREATE held for placement: answered EIO after this */
 	int place_err;		  /* CREATE: what placement answered, if it failed */
+	unsigned grant_wait_ms;	  /* a name to add: held this long for another's grant */
+	bool grant_renewed;	  /* the token the request carried renewed its grant */
 	uint32_t target_id;
 	union {
 		struct lode_wire_attr attr;
@@ -730,21 +738,77 @@ static int done_target_state(struct wreq *w, int status)
 	return 0;
 }
 
+/* The directory a request that adds a name adds it in (lode_op_adds_name). */
+static uint64_t name_dir(const struct wreq *w, unsigned opcode)
+{
+	switch (opcode) {
+	case LODE_OP_CREATE:
+		return ((const struct lode_wire_create_req *)w->msg.fixed)->parent;
+	case LODE_OP_MKDIR:
+		return ((const struct lode_wire_mkdir_req *)w->msg.fixed)->parent;
+	case LODE_OP_MKNOD:
+		return ((const struct lode_wire_mknod_req *)w->msg.fixed)->parent;
+	case LODE_OP_SYMLINK:
+		return ((const struct lode_wire_symlink_req *)w->msg.fixed)->parent;
+	case LODE_OP_LINK:
+		return ((const struct lode_wire_link_req *)w->msg.fixed)->new_parent;
+	case LODE_OP_RENAME:
+		return ((const struct lode_wire_rename_req *)w->msg.fixed)->new_parent;
+	}
+	return 0;
+}
+
 static int wreq_run(struct lode_wop *op, struct lode_txn *t)
 {
 	struct wreq *w = lode_container_of(op, struct wreq, op);
+	const struct lode_wire_hdr *hdr = lode_req_hdr(w->req);
 
+	/* a name added where another client holds a grant waits until it lapses (grant.h) */
+	if (lode_op_adds_name(hdr->opcode)) {
+		w->grant_wait_ms =
+		    lode_grants_enter(w->m->grants, name_dir(w, hdr->opcode),
+				      hdr->flags & LODE_WIRE_F_GRANT ? hdr->grant : 0,
+				      lode_now_ms(), &w->grant_renewed);
+		if (w->grant_wait_ms)
+			return -EAGAIN;
+	}
 	return w->row->run(w, t);
+}
+
+/* What the reply says of grants: renewed, and the grant of a directory just made. */
+static void reply_grants(struct wreq *w, int status)
+{
+	const struct lode_wire_hdr *hdr = lode_req_hdr(w->req);
+	uint64_t token = 0;
+
+	if (!(hdr->flags & LODE_WIRE_F_GRANT))
+		return;
+	if (hdr->opcode == LODE_OP_MKDIR && !status) {
+		token = lode_grants_give(w->m->grants, w->rep.attr.ino, lode_now_ms());
+		if (token)
+			__atomic_add_fetch(&w->m->grants_given, 1, __ATOMIC_RELAXED);
+	}
+	lode_req_reply_grant(w->req, w->grant_renewed, token);
 }
 
 static void wreq_done(struct lode_wop *op, int status)
 {
 	struct wreq *w = lode_container_of(op, struct wreq, op);
 
-	if (w->row->done)
+	if (w->grant_wait_ms) {
+		unsigned ms = w->grant_wait_ms;
+
+		w->grant_wait_ms = 0;
+		__atomic_add_fetch(&w->m->grant_waits, 1, __ATOMIC_RELAXED);
+		if (!lode_liveness_hold_ms(w->m->live, &w->op, ms))
+			return;
+		status = -EIO; /* the MDS is stopping */
+	} else if (w->row->done) {
 		status = w->row->done(w, status);
+	}
 	if (status == HELD)
 		return;
+	reply_grants(w, status);
 	if (!status) {
 		/* committed: what metrics count of copies (cheap, no scan of the inodes) */
 		unsigned opcode = lode_req_hdr(w->req)->opcode;

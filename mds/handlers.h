@@ -47,6 +47,7 @@ struct lode_mds {
 	struct lode_store *st;
 	struct lode_placement *pl;
 	struct lode_leases *leases; /* in the writer's run()/done() only */
+	struct lode_grants *grants; /* directory grants (grant.h): run()/done() only */
 	struct lode_writer *writer;
 	struct lode_liveness *live;
 	struct lode_mds_backup *backup; /* lodectl mds backup (backup.c) */
@@ -63,6 +64,8 @@ struct lode_mds {
 	 */
 	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
 	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */
+	uint64_t grants_given; /* directory grants given (MKDIR) */
+	uint64_t grant_waits;  /* names held until another client's grant lapsed */
 };
 
 /* Opens the store, loads the targets, starts the writer. Returns 0 or -errno with a

@@ -51,26 +51,35 @@ static void deadline_in(struct timespec *ts, unsigned ms)
 
 /* ---- the wait list ---- */
 
-int lode_liveness_hold(struct lode_liveness *lv, struct lode_wop *op)
+int lode_liveness_hold_ms(struct lode_liveness *lv, struct lode_wop *op, unsigned ms)
 {
-	struct held *h = malloc(sizeof(*h));
+	struct held *h = malloc(sizeof(*h)), **at;
 
 	if (!h)
 		return -ENOMEM;
 	h->op = op;
-	h->due_ms = lode_now_ms() + LODE_LIVENESS_RETRY_MS;
-	h->next = NULL;
+	h->due_ms = lode_now_ms() + ms;
 	pthread_mutex_lock(&lv->lock);
 	if (lv->stop) {
 		pthread_mutex_unlock(&lv->lock);
 		free(h);
 		return -ESHUTDOWN;
 	}
-	*lv->tail = h;
-	lv->tail = &h->next;
+	/* in due order; the list is short (ops held at this moment) */
+	for (at = &lv->held; *at && (*at)->due_ms <= h->due_ms; at = &(*at)->next)
+		;
+	h->next = *at;
+	*at = h;
+	if (!h->next)
+		lv->tail = &h->next;
 	pthread_cond_broadcast(&lv->cond);
 	pthread_mutex_unlock(&lv->lock);
 	return 0;
+}
+
+int lode_liveness_hold(struct lode_liveness *lv, struct lode_wop *op)
+{
+	return lode_liveness_hold_ms(lv, op, LODE_LIVENESS_RETRY_MS);
 }
 
 static void *waiter_main(void *arg)

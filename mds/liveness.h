@@ -41,6 +41,8 @@ void lode_liveness_stop(struct lode_liveness *lv);
  * thread (the writer's done() included). Returns 0, or -ESHUTDOWN once stopping (op is not
  * taken: the caller answers it). */
 int lode_liveness_hold(struct lode_liveness *lv, struct lode_wop *op);
+/* The same after ms (ops held are handed back in due order). */
+int lode_liveness_hold_ms(struct lode_liveness *lv, struct lode_wop *op, unsigned ms);
 
 /* Wakes the prober now (a client reported a failed write to a target). Any thread. */
 void lode_liveness_kick(struct lode_liveness *lv);

@@ -200,6 +200,14 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	    "Copies rebuilt on another target and switched in the layout (repair).");
 	lode_metrics_sample_u64(b, "lode_mds_copies_repaired_total", NULL,
 				__atomic_load_n(&m->copies_moved, __ATOMIC_RELAXED));
+	lode_metrics_family(b, "lode_mds_dir_grants_total", "counter",
+			    "Directory grants given to the clients that made the directories.");
+	lode_metrics_sample_u64(b, "lode_mds_dir_grants_total", NULL,
+				__atomic_load_n(&m->grants_given, __ATOMIC_RELAXED));
+	lode_metrics_family(b, "lode_mds_dir_grant_waits_total", "counter",
+			    "Names held until another client's directory grant had lapsed.");
+	lode_metrics_sample_u64(b, "lode_mds_dir_grant_waits_total", NULL,
+				__atomic_load_n(&m->grant_waits, __ATOMIC_RELAXED));
 
 	struct degraded_count d;
 
