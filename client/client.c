@@ -132,10 +132,17 @@ static bool no_answer(int rc)
  */
 #define MDS_RESTART_GRACE_MS 3000
 
+/* A call's directory grant (grant.c): the token sent (LODE_WIRE_F_GRANT), what came back */
+struct grant_io {
+	uint64_t token;
+	bool renewed;
+	uint64_t new_grant;
+};
+
 static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *body,
 		    uint32_t body_len, const struct iovec *data, int data_iovcnt, void *reply,
 		    uint32_t reply_max, void *reply_data, uint64_t reply_data_max,
-		    uint64_t *reply_data_len, const struct lode_wire_cap *cap)
+		    uint64_t *reply_data_len, const struct lode_wire_cap *cap, struct grant_io *g)
 {
 	uint64_t deadline = lode_now_ms() + c->timeout_ms;
 	unsigned backoff = 20;
@@ -154,6 +161,8 @@ static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *bo
 		    .reply_data_max = reply_data_max,
 		    .lazy = lazy,
 		    .cap = cap,
+		    .grant_flag = g != NULL,
+		    .grant = g ? g->token : 0,
 		};
 		uint64_t now, gone, until;
 
@@ -187,6 +196,10 @@ static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *bo
 		if (!no_answer(rc) &&
 		    atomic_load_explicit(&c->mds_gone_since_ms, memory_order_relaxed))
 			atomic_store(&c->mds_gone_since_ms, 0); /* the MDS answered */
+		if (g) {
+			g->renewed = call.reply_grant_flag;
+			g->new_grant = call.reply_grant;
+		}
 		if (!rc && reply_data_len)
 			*reply_data_len = call.reply_data_len;
 		if (!rc && reply && call.reply_body_len != reply_max)
@@ -201,13 +214,13 @@ int lode_client_mds_call(struct lode_client *c, uint8_t op, const void *body, ui
 {
 	return mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, data,
 			data_iovcnt, reply, reply_max, reply_data, reply_data_max, reply_data_len,
-			NULL);
+			NULL, NULL);
 }
 
 int lode_client_mds_call_cap(struct lode_client *c, uint8_t op, const void *body, uint32_t body_len,
 			     const struct lode_wire_cap *cap)
 {
-	return mds_call(c, op, false, body, body_len, NULL, 0, NULL, 0, NULL, 0, NULL, cap);
+	return mds_call(c, op, false, body, body_len, NULL, 0, NULL, 0, NULL, 0, NULL, cap, NULL);
 }
 
 int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
@@ -215,7 +228,25 @@ int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const 
 			    void *reply, uint32_t reply_max)
 {
 	return mds_call(c, op, lazy && lode_op_may_be_lazy(op), body, body_len, data, data_iovcnt,
-			reply, reply_max, NULL, 0, NULL, NULL);
+			reply, reply_max, NULL, 0, NULL, NULL, NULL);
+}
+
+int lode_client_mds_call_name(struct lode_client *c, uint8_t op, uint64_t dir, const char *name,
+			      size_t len, const void *body, uint32_t body_len, void *reply,
+			      uint32_t reply_max, uint64_t *new_grant, uint64_t *sent_ms)
+{
+	struct grant_io g = {.token = lode_client_grant_adding(c, dir, name, len)};
+	uint64_t sent = lode_now_ms();
+	int rc;
+
+	rc = mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, NULL, 0, reply,
+		      reply_max, NULL, 0, NULL, NULL, &g);
+	lode_client_grant_added(c, dir, g.token, sent, g.renewed);
+	if (new_grant)
+		*new_grant = rc ? 0 : g.new_grant;
+	if (sent_ms)
+		*sent_ms = sent;
+	return rc;
 }
 
 /* ---- targets ---- */
@@ -511,6 +542,7 @@ int lode_connect(const char *mds_addr, const struct lode_client_opts *opts,
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->grant_lock, NULL);
 	lode_client_closer_init(c);
 	c->timeout_ms = o.timeout_ms ? o.timeout_ms : 30000;
 	c->max_inflight = o.max_inflight ? o.max_inflight : 64;
@@ -559,6 +591,7 @@ err_rpc:
 	sodium_memzero(&keys, sizeof(keys));
 	lode_client_closer_stop(c);
 	rpcs_destroy(c);
+	pthread_mutex_destroy(&c->grant_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return rc;
@@ -570,6 +603,8 @@ void lode_disconnect(struct lode_client *c)
 		return;
 	lode_client_closer_stop(c);
 	rpcs_destroy(c);
+	lode_client_grants_fini(c);
+	pthread_mutex_destroy(&c->grant_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

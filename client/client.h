@@ -92,6 +92,13 @@ struct lode_client {
 	bool closer_started, closer_stop;
 	pthread_t closer;
 
+	/* Directory grants this client holds (grant.c), protected by grant_lock */
+	pthread_mutex_t grant_lock;
+	struct lode_grant *grants[64];
+	unsigned ngrants;
+	uint64_t grants_swept_ms;	/* lapsed grants were last dropped then */
+	_Atomic uint64_t grant_answers; /* lookups answered ENOENT from a grant */
+
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
 	unsigned ntargets;			      /* protected by lock */
@@ -201,6 +208,35 @@ int lode_client_mds_call_cap(struct lode_client *c, uint8_t op, const void *body
 int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const void *body,
 			    uint32_t body_len, const struct iovec *data, int data_iovcnt,
 			    void *reply, uint32_t reply_max);
+
+/* A call that adds the name (len bytes) in directory dir (lode_op_adds_name): it carries
+ * the client's grant of dir, if any (grant.c), which its reply renews or ends. MKDIR:
+ * *new_grant is the new directory's grant, if the MDS gave one (0 otherwise), and
+ * *sent_ms when the call was sent. */
+int lode_client_mds_call_name(struct lode_client *c, uint8_t op, uint64_t dir, const char *name,
+			      size_t len, const void *body, uint32_t body_len, void *reply,
+			      uint32_t reply_max, uint64_t *new_grant, uint64_t *sent_ms);
+
+/* ---- grant.c ---- */
+
+struct lode_grant;
+void lode_client_grants_fini(struct lode_client *c);
+/* A MKDIR's reply gave token for the directory dir (its attributes) to a call sent at
+ * sent_ms with credentials cred: held, if those are its owner's with search permission. */
+void lode_client_grant_new(struct lode_client *c, const struct lode_wire_attr *dir, uint64_t token,
+			   uint64_t sent_ms, const struct lode_wire_cred *cred);
+/* Before a call that adds name in dir: the name is noted as there, and the token to send
+ * returned (0: no grant of dir held). */
+uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const char *name,
+				  size_t len);
+/* After it: the grant of token is renewed from sent_ms, or dropped. */
+void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
+			     bool renewed);
+/* The grant of dir, if held, is dropped (a change of the directory's permissions). */
+void lode_client_grant_drop(struct lode_client *c, uint64_t dir);
+/* True when a valid grant of dir says name is not there, for credentials cred. */
+bool lode_client_grant_says_missing(struct lode_client *c, uint64_t dir, const char *name,
+				    size_t len, const struct lode_wire_cred *cred);
 
 /* The connection to a target; refreshes the target list from the MDS if unknown. */
 int lode_client_target_conn(struct lode_client *c, uint32_t id, struct lode_rpc_conn **out);

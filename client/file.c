@@ -129,9 +129,9 @@ int lode_ll_create(struct lode_client *c, uint64_t parent, const char *name, int
 	}
 	memcpy(body, &req, sizeof(req));
 	memcpy(body + sizeof(req), name, nlen);
-	sent_ms = lode_now_ms();
-	rc = lode_client_mds_call(c, LODE_OP_CREATE, body, (uint32_t)(sizeof(req) + nlen), NULL, 0,
-				  &rep, sizeof(rep), NULL, 0, NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_CREATE, parent, name, nlen, body,
+				       (uint32_t)(sizeof(req) + nlen), &rep, sizeof(rep), NULL,
+				       &sent_ms);
 	if (rc)
 		return rc;
 	/* the handle is a write handle (CREATE always opens for writing, so that O_TRUNC of

@@ -27,6 +27,9 @@ int lode_ll_lookup(struct lode_client *c, uint64_t parent, const char *name, str
 	rc = lode_name_check(name, len);
 	if (rc)
 		return rc;
+	/* a name missing from a directory this client holds a grant of (grant.c) */
+	if (lode_client_grant_says_missing(c, parent, name, len, &req.cred))
+		return -ENOENT;
 	req.name_len = (uint16_t)len;
 	memcpy(body, &req, sizeof(req));
 	memcpy(body + sizeof(req), name, len);
@@ -260,6 +263,7 @@ int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint
 	char body[sizeof(req) + LODE_NAME_MAX];
 	struct lode_wire_attr attr;
 	size_t nlen = strlen(name);
+	uint64_t token, sent_ms;
 	uint32_t len;
 	int rc;
 
@@ -269,8 +273,10 @@ int lode_ll_mkdir(struct lode_client *c, uint64_t parent, const char *name, uint
 	req.mode = mode & 07777;
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
-	rc = lode_client_mds_call(c, LODE_OP_MKDIR, body, len, NULL, 0, &attr, sizeof(attr), NULL,
-				  0, NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_MKDIR, parent, name, nlen, body, len, &attr,
+				       sizeof(attr), &token, &sent_ms);
+	if (!rc)
+		lode_client_grant_new(c, &attr, token, sent_ms, &req.cred);
 	return attr_reply(rc, &attr, st);
 }
 
@@ -291,8 +297,8 @@ int lode_ll_mknod(struct lode_client *c, uint64_t parent, const char *name, uint
 	req.rdev = rdev;
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), name, nlen, NULL, 0);
-	rc = lode_client_mds_call(c, LODE_OP_MKNOD, body, len, NULL, 0, &attr, sizeof(attr), NULL,
-				  0, NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_MKNOD, parent, name, nlen, body, len, &attr,
+				       sizeof(attr), NULL, NULL);
 	return attr_reply(rc, &attr, st);
 }
 
@@ -374,8 +380,8 @@ int lode_ll_rename_dirs(struct lode_client *c, uint64_t parent, const char *name
 	req.flags = (flags & LODE_RENAME_NOREPLACE_FLAG ? LODE_RENAME_NOREPLACE : 0) |
 		    (flags & LODE_RENAME_EXCHANGE_FLAG ? LODE_RENAME_EXCHANGE : 0);
 	len = body2(body, &req, sizeof(req), name, alen, new_name, blen);
-	rc = lode_client_mds_call(c, LODE_OP_RENAME, body, len, NULL, 0, &rep, sizeof(rep), NULL, 0,
-				  NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_RENAME, new_parent, new_name, blen, body, len,
+				       &rep, sizeof(rep), NULL, NULL);
 	if (!rc && after)
 		dirs_out(&rep, after, 2);
 	return rc;
@@ -397,8 +403,8 @@ int lode_ll_link(struct lode_client *c, uint64_t ino, uint64_t new_parent, const
 	req.cred = lode_client_cred(c);
 	req.name_len = (uint16_t)nlen;
 	len = body2(body, &req, sizeof(req), new_name, nlen, NULL, 0);
-	rc = lode_client_mds_call(c, LODE_OP_LINK, body, len, NULL, 0, &attr, sizeof(attr), NULL, 0,
-				  NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_LINK, new_parent, new_name, nlen, body, len,
+				       &attr, sizeof(attr), NULL, NULL);
 	return attr_reply(rc, &attr, st);
 }
 
@@ -426,8 +432,8 @@ int lode_ll_symlink(struct lode_client *c, const char *target, uint64_t parent, 
 	req.name_len = (uint16_t)nlen;
 	req.target_len = (uint16_t)tlen;
 	len = body2(body, &req, sizeof(req), name, nlen, target, tlen);
-	rc = lode_client_mds_call(c, LODE_OP_SYMLINK, body, len, NULL, 0, &attr, sizeof(attr), NULL,
-				  0, NULL);
+	rc = lode_client_mds_call_name(c, LODE_OP_SYMLINK, parent, name, nlen, body, len, &attr,
+				       sizeof(attr), NULL, NULL);
 	free(body);
 	return attr_reply(rc, &attr, st);
 }
@@ -456,6 +462,8 @@ int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setat
 	req.atime_ns = sa->atime_ns;
 	req.mtime_ns = sa->mtime_ns;
 	req.ctime_ns = sa->ctime_ns;
+	if (sa->valid & (LODE_SETATTR_MODE | LODE_SETATTR_UID | LODE_SETATTR_GID))
+		lode_client_grant_drop(c, ino); /* who may look names up there changes */
 	rc = lode_client_mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr,
 				  sizeof(attr), NULL, 0, NULL);
 	return attr_reply(rc, &attr, st);

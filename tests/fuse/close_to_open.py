@@ -145,6 +145,28 @@ def main():
         fail("c2o.bin unlinked on mount 1 still opens on mount 2")
     except FileNotFoundError:
         pass
+    # A directory mount 2 made is granted to it: its lookups of names missing there are
+    # answered by lode-fuse itself (docs/design.md, "Directory grants"). A name mount 1
+    # makes there, while mount 2 keeps looking (each its own new name, so the kernel holds
+    # no entry), must open on mount 2 once mount 1 closed it.
+    for j in range(6):
+        d = [os.path.join(x, f"granted-{j}") for x in m]
+        os.mkdir(d[1])
+        for k in range(3):
+            try:
+                os.stat(os.path.join(d[1], f"probe-{k}"))
+                fail(f"granted-{j}/probe-{k} exists before anyone made it")
+            except FileNotFoundError:
+                pass
+        a = rnd.randbytes(1000 + j)
+        name = f"f-{j}"
+        if j % 2:
+            put(os.path.join(d[0], name), a, "trunc")
+        else:  # the atomic save again, into mount 2's directory
+            put(os.path.join(m[0], f"tmp-{j}"), a, "trunc")
+            os.rename(os.path.join(m[0], f"tmp-{j}"), os.path.join(d[0], name))
+        expect(os.path.join(d[1], name), a, f"granted-{j}/{name} made on mount 1 in a "
+                                            "directory mount 2 made, opened on mount 2")
     print(f"close-to-open: {checks} checks, all byte-exact")
 
 
