@@ -8,7 +8,8 @@ N processes, spread round-robin over the given directories (one per mount), each
 shard files of BYTES into the same checkpoint directory, as ranks of a training job do at
 a checkpoint: create NAME.tmp, write it (1 MiB writes), fsync, close, rename it to NAME.
 With --rank-dirs each rank writes in a directory of its own inside the checkpoint's
-(rank-NNNNN, made before the storm starts), as Megatron lays out its checkpoints; without
+(rank-NNNNN, made before the storm starts through the rank's own mount), as Megatron lays
+out its checkpoints; without
 it every rank writes in the one directory, as PyTorch's distributed checkpoints do. With
 --setup-only it makes those directories and exits (storm.sh counts the MDS's work of the
 storm alone).
@@ -79,12 +80,16 @@ def main():
         ap.error("--procs and --files must be at least 1, --size at least 0")
     # the checkpoint directory exists on every mount before the storm (it is one directory)
     os.makedirs(os.path.join(args.dir[0], args.tag), exist_ok=True)
+    # each rank's directory is made through the mount the rank writes through, as each of
+    # Megatron's ranks makes its own (os.makedirs) before it saves
     if args.rank_dirs:
         for i in range(args.procs):
-            os.makedirs(os.path.join(args.dir[0], args.tag, "rank-%05d" % i), exist_ok=True)
-    last = os.path.join(args.tag, "rank-%05d" % (args.procs - 1)) if args.rank_dirs else args.tag
-    for d in args.dir[1:]:
-        p = os.path.join(d, last)
+            os.makedirs(os.path.join(args.dir[i % len(args.dir)], args.tag, "rank-%05d" % i),
+                        exist_ok=True)
+    for d in args.dir:
+        p = os.path.join(d, args.tag)
+        if args.rank_dirs:
+            p = os.path.join(p, "rank-%05d" % (args.procs - 1))
         for _ in range(100):  # another mount sees the new directory within its timeouts
             if os.path.isdir(p):
                 break
