@@ -53,7 +53,8 @@ static uint64_t name_hash(const char *name, size_t len)
 
 static struct lode_grant **grant_find(struct lode_client *c, uint64_t dir)
 {
-	struct lode_grant **at = &c->grants[(dir * 0x9e3779b97f4a7c15ull >> 40) & (GRANT_BUCKETS - 1)];
+	struct lode_grant **at =
+	    &c->grants[(dir * 0x9e3779b97f4a7c15ull >> 40) & (GRANT_BUCKETS - 1)];
 
 	while (*at && (*at)->dir != dir)
 		at = &(*at)->next;
@@ -139,8 +140,8 @@ static void grants_sweep(struct lode_client *c, uint64_t before)
 	}
 }
 
-void lode_client_grant_new(struct lode_client *c, const struct lode_wire_attr *dir,
-			   uint64_t token, uint64_t sent_ms, const struct lode_wire_cred *cred)
+void lode_client_grant_new(struct lode_client *c, const struct lode_wire_attr *dir, uint64_t token,
+			   uint64_t sent_ms, const struct lode_wire_cred *cred)
 {
 	struct lode_grant *g, **at;
 
@@ -167,8 +168,7 @@ void lode_client_grant_new(struct lode_client *c, const struct lode_wire_attr *d
 	pthread_mutex_unlock(&c->grant_lock);
 }
 
-uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const char *name,
-				  size_t len)
+uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const char *name, size_t len)
 {
 	struct lode_grant **at;
 	uint64_t token = 0;
@@ -185,8 +185,8 @@ uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const cha
 	return token;
 }
 
-void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token,
-			     uint64_t sent_ms, bool renewed)
+void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
+			     bool renewed)
 {
 	struct lode_grant **at;
 
@@ -196,7 +196,8 @@ void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token
 	at = grant_find(c, dir);
 	if (*at && (*at)->token == token) {
 		if (!renewed)
-			grant_free(c, at); /* another client's name ended it, or a new MDS knows none */
+			grant_free(
+			    c, at); /* another client's name ended it, or a new MDS knows none */
 		else if ((*at)->until_ms < sent_ms + LODE_GRANT_MS)
 			(*at)->until_ms = sent_ms + LODE_GRANT_MS;
 	}

@@ -90,31 +90,58 @@ static uint64_t ms_now(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/*
+ * A grant lasts LODE_GRANT_MS from the send of the call that made or renewed it, so whether
+ * a lookup soon after is answered from it depends on how busy the machine is. The test
+ * notes when the holder's last such call left (renewed_at); a missing name looked up well
+ * within a grant's life must be answered by the holder itself. Past that, either answer is
+ * right, and the test asserts only ENOENT.
+ */
+static uint64_t renewed_at;
+
+static int mkdir_held(struct lode_client *c, const char *path, uint32_t mode)
+{
+	renewed_at = ms_now();
+	return lode_mkdir(c, path, mode);
+}
+
+static void expect_missing_here(struct lode_client *c, const char *path)
+{
+	uint64_t before = atomic_load(&c->grant_answers);
+
+	assert_int_equal(lode_stat(c, path, &(struct lode_stat){0}), -ENOENT);
+	if (ms_now() - renewed_at < LODE_GRANT_MS / 2)
+		assert_int_equal(atomic_load(&c->grant_answers), before + 1);
+}
+
 static void test_the_maker_of_a_directory_answers_missing_names_itself(void **state)
 {
 	struct lode_client *a = client();
+	uint64_t answers;
 	int sent;
 
 	(void)state;
-	assert_int_equal(lode_mkdir(a, "/mine", 0755), 0);
+	assert_int_equal(mkdir_held(a, "/mine", 0755), 0);
 	/* the walk looks up "mine" at the MDS; "nope" is answered here */
-	assert_int_equal(stat_sent(a, "/mine/nope", &sent), -ENOENT);
-	assert_int_equal(sent, 1);
-	assert_int_equal(atomic_load(&a->grant_answers), 1);
+	expect_missing_here(a, "/mine/nope");
 	/* a name this client added is asked for at the MDS, and found */
+	renewed_at = ms_now();
 	create(a, "/mine/f");
+	answers = atomic_load(&a->grant_answers);
 	assert_int_equal(stat_sent(a, "/mine/f", &sent), 0);
-	assert_int_equal(atomic_load(&a->grant_answers), 1);
+	assert_int_equal(sent, 1);
+	renewed_at = ms_now();
 	assert_int_equal(lode_mkdir(a, "/mine/sub", 0755), 0);
 	assert_int_equal(lode_symlink(a, "f", "/mine/ln"), 0);
 	assert_int_equal(lode_rename(a, "/mine/f", "/mine/g", 0), 0);
 	for (const char *const *p = (const char *const[]){"/mine/sub", "/mine/ln", "/mine/g", NULL};
 	     *p; p++)
 		assert_int_equal(lode_lstat(a, *p, &(struct lode_stat){0}), 0);
-	assert_int_equal(atomic_load(&a->grant_answers), 1);
+	assert_int_equal(atomic_load(&a->grant_answers), answers);
 	/* the rename renewed the grant: still answered here */
-	assert_int_equal(lode_stat(a, "/mine/other", &(struct lode_stat){0}), -ENOENT);
-	assert_int_equal(atomic_load(&a->grant_answers), 2);
+	renewed_at = ms_now();
+	assert_int_equal(lode_rename(a, "/mine/g", "/mine/h", 0), 0);
+	expect_missing_here(a, "/mine/other");
 	lode_disconnect(a);
 }
 
@@ -136,10 +163,9 @@ static void test_another_clients_name_is_seen_by_the_holder_as_soon_as_it_is_mad
 
 		snprintf(dir, sizeof(dir), "/held-%s", ops[i]);
 		snprintf(name, sizeof(name), "%s/x", dir);
-		assert_int_equal(lode_mkdir(a, dir, 0755), 0);
+		assert_int_equal(mkdir_held(a, dir, 0755), 0);
+		expect_missing_here(a, name);
 		answers = atomic_load(&a->grant_answers);
-		assert_int_equal(stat_sent(a, name, &sent), -ENOENT);
-		assert_int_equal(atomic_load(&a->grant_answers), answers + 1);
 		t0 = ms_now();
 		if (!strcmp(ops[i], "create"))
 			create(b, name);
@@ -162,7 +188,7 @@ static void test_another_clients_name_is_seen_by_the_holder_as_soon_as_it_is_mad
 		snprintf(name, sizeof(name), "%s/y", dir);
 		assert_int_equal(stat_sent(a, name, &sent), -ENOENT);
 		assert_int_equal(sent, 1);
-		assert_int_equal(atomic_load(&a->grant_answers), answers + 1);
+		assert_int_equal(atomic_load(&a->grant_answers), answers);
 		/* and its own names there are taken, with no grant renewed */
 		snprintf(name, sizeof(name), "%s/z", dir);
 		create(a, name);
@@ -205,7 +231,7 @@ static void test_names_raced_in_by_two_clients_are_all_found_by_both(void **stat
 	void *ea, *eb;
 
 	(void)state;
-	assert_int_equal(lode_mkdir(a, "/raced", 0755), 0);
+	assert_int_equal(mkdir_held(a, "/raced", 0755), 0);
 	assert_int_equal(pthread_create(&ta, NULL, race, &ra), 0);
 	assert_int_equal(pthread_create(&tb, NULL, race, &rb), 0);
 	pthread_join(ta, &ea);
@@ -228,21 +254,22 @@ static void test_names_raced_in_by_two_clients_are_all_found_by_both(void **stat
 static void test_other_credentials_ask_the_mds(void **state)
 {
 	struct lode_client *a = client();
+	uint64_t answers;
 	int sent;
 
 	(void)state;
-	assert_int_equal(lode_mkdir(a, "/private", 0700), 0);
+	assert_int_equal(mkdir_held(a, "/private", 0700), 0);
 	lode_thread_creds_set(1000, 1000);
 	assert_int_equal(stat_sent(a, "/private/x", &sent), -EACCES);
 	assert_int_equal(sent, 1);
 	lode_thread_creds_clear();
-	assert_int_equal(stat_sent(a, "/private/x", &sent), -ENOENT);
-	assert_int_equal(atomic_load(&a->grant_answers), 1);
+	expect_missing_here(a, "/private/x");
 	/* a change of its permissions ends what the holder answers itself */
 	assert_int_equal(lode_chmod(a, "/private", 0755), 0);
+	answers = atomic_load(&a->grant_answers);
 	assert_int_equal(stat_sent(a, "/private/x", &sent), -ENOENT);
 	assert_int_equal(sent, 1);
-	assert_int_equal(atomic_load(&a->grant_answers), 1);
+	assert_int_equal(atomic_load(&a->grant_answers), answers);
 	lode_disconnect(a);
 }
 

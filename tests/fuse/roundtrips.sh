@@ -184,7 +184,9 @@ echo "== missing names: cached with negative_timeout, never by default"
 counted sh -c 'for i in 1 2 3 4 5; do ! stat "$1" 2>/dev/null || exit 1; done' sh "$A/d/absent" ||
 	fail "stat found $A/d/absent, which nobody created"
 echo "   5 stats of a missing name: $DELTA"
-[ "$(n lookup)" -eq 1 ] || fail "5 stats of a missing name cost $(n lookup) LOOKUPs with negative_timeout=60: $DELTA"
+# (one LOOKUP, or none: while this mount's grant of d it made is valid, lode-fuse answers
+# the missing name itself; docs/design.md, "Directory grants")
+[ "$(n lookup)" -le 1 ] || fail "5 stats of a missing name cost $(n lookup) LOOKUPs with negative_timeout=60: $DELTA"
 counted sh -c ": >'$A/d/absent'"
 echo "   a create of that name: $DELTA"
 [ "$(n lookup)" -eq 0 ] && [ "$(n create)" -eq 1 ] || fail "a create of a name known missing cost $DELTA (CREATE, no LOOKUP expected)"
