@@ -33,8 +33,7 @@ struct lode_liveness {
 	pthread_cond_t cond;  /* signalled on stop, on a new held op, on a kick */
 	bool stop;	      /* protected by lock */
 	bool kicked;	      /* protected by lock: probe now */
-	struct held *held;    /* protected by lock: oldest first (all wait the same time) */
-	struct held **tail;   /* protected by lock */
+	struct held *held;    /* protected by lock: soonest due first */
 	struct lode_rpc *rpc; /* prober only */
 };
 
@@ -70,8 +69,6 @@ int lode_liveness_hold_ms(struct lode_liveness *lv, struct lode_wop *op, unsigne
 		;
 	h->next = *at;
 	*at = h;
-	if (!h->next)
-		lv->tail = &h->next;
 	pthread_cond_broadcast(&lv->cond);
 	pthread_mutex_unlock(&lv->lock);
 	return 0;
@@ -102,8 +99,6 @@ static void *waiter_main(void *arg)
 			continue;
 		}
 		lv->held = h->next;
-		if (!lv->held)
-			lv->tail = &lv->held;
 		pthread_mutex_unlock(&lv->lock);
 		lode_writer_submit(lv->writer, h->op);
 		free(h);
@@ -199,7 +194,6 @@ int lode_liveness_start(struct lode_liveness **out, struct lode_placement *pl,
 		return -ENOMEM;
 	lv->pl = pl;
 	lv->writer = writer;
-	lv->tail = &lv->held;
 	pthread_mutex_init(&lv->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

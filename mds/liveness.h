@@ -10,7 +10,8 @@
  * - The wait thread holds mutations that could not be placed yet (-EAGAIN from placement:
  *   no target heard from yet after a start, or fewer UP than copies asked) and gives them
  *   back to the writer after a short pause, so a create rides over a target restart or the
- *   MDS's own start instead of failing.
+ *   MDS's own start instead of failing; and names waiting for another client's directory
+ *   grant to lapse (grant.h), each until then.
  *
  * Neither thread takes part in answering requests: heartbeats are answered on the server's
  * worker threads from memory (never behind the writer), and probing runs beside them.
