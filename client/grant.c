@@ -195,9 +195,9 @@ void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token
 	pthread_mutex_lock(&c->grant_lock);
 	at = grant_find(c, dir);
 	if (*at && (*at)->token == token) {
+		/* not renewed: another client's name ended it, or a new MDS knows none */
 		if (!renewed)
-			grant_free(
-			    c, at); /* another client's name ended it, or a new MDS knows none */
+			grant_free(c, at);
 		else if ((*at)->until_ms < sent_ms + LODE_GRANT_MS)
 			(*at)->until_ms = sent_ms + LODE_GRANT_MS;
 	}
