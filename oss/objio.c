@@ -232,7 +232,7 @@ static void op_finish(struct obj_op *op, int err)
 		op->res.data_len = 0;
 		op->res.nchunks = 0;
 	}
-	if (op->read_mode == READ_FD && !op->res.direct && !err && op->fds && op->res.data_len) {
+	if (op->read_mode == READ_FD && !op->res.data && !err && op->fds && op->res.data_len) {
 		/* the caller sends the bytes straight from the file and then lets go of it */
 		op->res.fd = op->fds->dfd;
 		op->res.fd_ref = op->fds;
@@ -658,11 +658,15 @@ static void read_start(struct lode_objstore_io *io, const struct lode_wire_objid
 		avail = len;
 	switch (mode) {
 	case READ_FD:
-		if (objstore_read_direct(io->st, op->fds, off, avail))
+		if (objstore_read_direct(io->st, op->fds, off, avail)) {
 			read_direct(op, avail);
-		else
+			return;
+		}
+		if (!avail || avail > LODE_OBJ_READ_COPY_MAX) {
 			read_zero_copy(op, avail);
-		return;
+			return;
+		}
+		break; /* small: copied (objstore.h says why) */
 	case READ_DISK:
 		if (avail && objstore_direct_open(io->st, op->fds, avail)) {
 			read_direct(op, avail);

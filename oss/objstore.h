@@ -156,7 +156,12 @@ void lode_objstore_read_disk(struct lode_objstore_io *io, const struct lode_wire
  * checksums describe the file as it was when they were read: a write racing the send can
  * make them disagree with the bytes, which the reader detects. A large range nobody has
  * cached is read from the disk past the page cache instead (res->direct, the bytes in
- * res->data and no fd_ref; objdirect.c says when). */
+ * res->data and no fd_ref; objdirect.c says when), and a range of at most
+ * LODE_OBJ_READ_COPY_MAX bytes is copied into res->data as lode_objstore_read does: io_uring
+ * runs a splice on a worker thread, and a reply's two splices (file to pipe, pipe to
+ * socket) cost two of its wakeups, most of a small read's time at the OSS, where copying
+ * 64 KiB takes a few microseconds; for larger reads the copy's CPU is what counts. */
+#define LODE_OBJ_READ_COPY_MAX (128u * 1024)
 void lode_objstore_read_fd(struct lode_objstore_io *io, const struct lode_wire_objid *id,
 			   uint64_t off, size_t len, lode_obj_done_fn done, void *arg);
 /* Lets go of the descriptor a zero-copy read handed out. NULL is accepted. */

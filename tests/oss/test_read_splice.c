@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The OSS's zero-copy read path, end to end in this process: OBJ_READ replies carry the
- * object's bytes by splice (file -> the connection's pipe -> socket, as io_uring SQEs) and
- * never through a buffer. An object written with known bytes and checksums is read back over
- * a real loopback TCP connection by the rpc client, and every byte and checksum received is
- * compared with what was written: a read of LODE_DATA_MAX, a multi-chunk read at a non-zero
- * offset, and a read that ends at the object's end with a short last chunk.
+ * The OSS's zero-copy read path, end to end in this process: OBJ_READ replies of more than
+ * LODE_OBJ_READ_COPY_MAX bytes carry the object's bytes by splice (file -> the connection's
+ * pipe -> socket, as io_uring SQEs) and never through a buffer; smaller ones by a copy. An
+ * object written with known bytes and checksums is read back over a real loopback TCP
+ * connection by the rpc client, and every byte and checksum received is compared with what
+ * was written: a read of LODE_DATA_MAX, a multi-chunk read at a non-zero offset, a read that
+ * ends at the object's end with a short last chunk, and small reads.
  *
- * That the splice path is the one taken is observed at link time (-Wl,--wrap): the handler
- * answers with lode_req_reply_file (the file's descriptor, offset and length are recorded
- * here), never with bytes in lode_req_reply; the transport makes one pipe per connection
- * (pipe2) on its first file reply; and every descriptor handed out for a send is released.
+ * Which path is taken is observed at link time (-Wl,--wrap): a spliced read is answered with
+ * lode_req_reply_file (the file's descriptor, offset and length are recorded here), never
+ * with bytes in lode_req_reply, and a copied one the other way round; the transport makes one
+ * pipe per connection (pipe2) on its first file reply; and every descriptor handed out for a
+ * send is released.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,14 +134,16 @@ static void expect_all_fds_released(void)
  * Reads len bytes at off over conn and checks the reply against the pattern written: want
  * bytes (fewer at the object's end), exactly those, and the checksums of the chunks they
  * cover as the writer computed them (a short last chunk summed over its bytes). Checks too
- * that the reply was one file reply of that offset and length, and no bytes by copy.
+ * that the reply was one file reply of that offset and length and no bytes by copy, or for
+ * at most LODE_OBJ_READ_COPY_MAX bytes, one reply with the bytes copied and no file.
  */
 static void read_and_check(struct lode_rpc_conn *conn, uint64_t off, uint32_t len, size_t want)
 {
 	char *back = malloc(len);
 	char *expect = fixture_pattern(off + want, SEED);
 	uint64_t *sums = calloc(LODE_DATA_MAX / CHUNK, 8);
-	unsigned files = atomic_load(&file_replies);
+	unsigned files = atomic_load(&file_replies), copies = atomic_load(&data_replies);
+	bool spliced = want > LODE_OBJ_READ_COPY_MAX;
 	struct oss_fixture_read_rep rep;
 	int64_t bad;
 
@@ -160,10 +165,15 @@ static void read_and_check(struct lode_rpc_conn *conn, uint64_t off, uint32_t le
 			fail_msg("read at %llu: checksum of chunk %u differs",
 				 (unsigned long long)off, i);
 
-	assert_int_equal(atomic_load(&file_replies), files + 1);
-	assert_int_equal(atomic_load(&last_off), off);
-	assert_int_equal(atomic_load(&last_len), want);
-	assert_int_equal(atomic_load(&data_replies), 0);
+	if (spliced) {
+		assert_int_equal(atomic_load(&file_replies), files + 1);
+		assert_int_equal(atomic_load(&last_off), off);
+		assert_int_equal(atomic_load(&last_len), want);
+		assert_int_equal(atomic_load(&data_replies), copies);
+	} else {
+		assert_int_equal(atomic_load(&file_replies), files);
+		assert_int_equal(atomic_load(&data_replies), copies + 1);
+	}
 	expect_all_fds_released();
 	free(sums);
 	free(expect);
@@ -195,14 +205,32 @@ static void test_a_read_that_ends_at_the_objects_end_has_a_short_last_chunk(void
 
 	/* asks for a whole LODE_DATA_MAX, gets the 2 chunks and 1234 bytes that exist */
 	read_and_check(f->conn, LODE_DATA_MAX, LODE_DATA_MAX, OBJ_SIZE - LODE_DATA_MAX);
-	/* the short chunk alone */
+	/* the short chunk alone: small, so copied */
 	read_and_check(f->conn, LODE_DATA_MAX + 2 * CHUNK, CHUNK, 1234);
+}
+
+static void test_a_read_of_at_most_the_copy_limit_is_copied_byte_exact(void **state)
+{
+	struct oss_fixture *f = *state;
+	struct lode_rpc_conn *other;
+	unsigned pipes;
+
+	_Static_assert(LODE_OBJ_READ_COPY_MAX == 2 * LODE_CHUNK_SIZE, "the sizes below");
+	read_and_check(f->conn, 0, CHUNK, CHUNK);
+	read_and_check(f->conn, 5 * CHUNK, 2 * CHUNK, 2 * CHUNK); /* the largest copied */
+	read_and_check(f->conn, 5 * CHUNK, 3 * CHUNK, 3 * CHUNK); /* one chunk more: spliced */
+	/* a small read on a second connection: no pipe is made for a copy */
+	pipes = atomic_load(&pipes_made);
+	assert_int_equal(lode_rpc_conn_open(f->rpc, lode_server_address(f->srv, 0), &other), 0);
+	read_and_check(other, 7 * CHUNK, 2 * CHUNK, 2 * CHUNK);
+	assert_int_equal(atomic_load(&pipes_made), pipes);
+	lode_rpc_conn_close(other);
 }
 
 static void test_a_read_past_the_end_sends_no_file_and_no_bytes(void **state)
 {
 	struct oss_fixture *f = *state;
-	unsigned files = atomic_load(&file_replies);
+	unsigned files = atomic_load(&file_replies), copies = atomic_load(&data_replies);
 	struct oss_fixture_read_rep rep;
 	char back[16];
 
@@ -212,7 +240,7 @@ static void test_a_read_past_the_end_sends_no_file_and_no_bytes(void **state)
 	assert_int_equal(rep.data_len, 0);
 	assert_int_equal(rep.nchunks, 0);
 	assert_int_equal(atomic_load(&file_replies), files);
-	assert_int_equal(atomic_load(&data_replies), 0);
+	assert_int_equal(atomic_load(&data_replies), copies);
 }
 
 static void test_each_connection_splices_through_a_pipe_of_its_own(void **state)
@@ -222,14 +250,14 @@ static void test_each_connection_splices_through_a_pipe_of_its_own(void **state)
 	struct lode_rpc_conn *other;
 
 	/* the first file reply on a connection makes its pipe; later ones reuse it */
-	read_and_check(f->conn, 0, 2 * CHUNK, 2 * CHUNK);
+	read_and_check(f->conn, 0, 3 * CHUNK, 3 * CHUNK);
 	assert_int_equal(atomic_load(&pipes_made), pipes + 1);
-	read_and_check(f->conn, 2 * CHUNK, 2 * CHUNK, 2 * CHUNK);
+	read_and_check(f->conn, 3 * CHUNK, 3 * CHUNK, 3 * CHUNK);
 	assert_int_equal(atomic_load(&pipes_made), pipes + 1);
 
 	/* a second connection to the same OSS gets a pipe of its own */
 	assert_int_equal(lode_rpc_conn_open(f->rpc, lode_server_address(f->srv, 0), &other), 0);
-	read_and_check(other, 4 * CHUNK, 3 * CHUNK, 3 * CHUNK);
+	read_and_check(other, 6 * CHUNK, 3 * CHUNK, 3 * CHUNK);
 	assert_int_equal(atomic_load(&pipes_made), pipes + 2);
 	lode_rpc_conn_close(other);
 }
@@ -241,6 +269,7 @@ int main(void)
 	    T(test_a_read_of_lode_data_max_bytes_is_spliced_byte_exact),
 	    T(test_a_multi_chunk_read_at_an_offset_is_spliced_byte_exact),
 	    T(test_a_read_that_ends_at_the_objects_end_has_a_short_last_chunk),
+	    T(test_a_read_of_at_most_the_copy_limit_is_copied_byte_exact),
 	    T(test_a_read_past_the_end_sends_no_file_and_no_bytes),
 	    T(test_each_connection_splices_through_a_pipe_of_its_own),
 #undef T
