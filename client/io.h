@@ -71,6 +71,11 @@ struct window {
 	 * (lode_client_layout_refresh). A stream changes it between pieces, as its layout ages,
 	 * while pieces already started complete on other threads */
 	atomic_bool recheck;
+	/* Set by a caller that waits for one piece alone: its calls are made on the caller's
+	 * thread (lode_rpc_call_direct), where the reply completes it, instead of through an
+	 * I/O thread, whose wakeups for the request and for the reply were most of a small
+	 * read's time */
+	bool direct;
 };
 
 void lode_client_window_init(struct window *w);

@@ -282,6 +282,11 @@ static void read_piece_submit(struct read_piece *p)
 	p->call.reply_body_max = sizeof(p->rbody);
 	p->call.reply_data = p->bounce ? p->bounce : p->dst;
 	p->call.reply_data_max = p->req.length;
+	if (p->w->direct) {
+		lode_rpc_call_direct(conn, &p->call);
+		read_piece_done(&p->call); /* may try the next copy, again on this thread */
+		return;
+	}
 	p->call.done = read_piece_done;
 	lode_rpc_submit(conn, &p->call);
 }
@@ -373,8 +378,12 @@ static int objects_read_once(struct lode_file *f, char *buf, uint64_t len, uint6
 	struct window w;
 	int rc, rc2;
 
+	unsigned stripe;
+	uint64_t obj_off;
+
 	lode_client_window_init(&w);
 	w.recheck = recheck;
+	w.direct = lode_client_stripe_piece(&f->layout, off, 0, len, &stripe, &obj_off) == len;
 	rc = lode_client_objects_read_start(f, &w, buf, len, off);
 	rc2 = lode_client_window_drain(&w);
 	lode_client_window_destroy(&w);

@@ -730,7 +730,7 @@ int lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call)
 	struct lode_direct_pool *p = __atomic_load_n(&conn->direct, __ATOMIC_ACQUIRE), *none = NULL;
 	struct lode_rpc *rpc = conn->rpc;
 
-	if (call->cap || call->data_iovcnt > LODE_DIRECT_IOV_MAX)
+	if (call->data_iovcnt > LODE_DIRECT_IOV_MAX)
 		return lode_rpc_call(conn, call);
 	if (!p && conn->addr.scheme == LODE_SCHEME_TCP) {
 		struct lode_direct_auth a = {.role = rpc->role, .has_key = rpc->has_key};

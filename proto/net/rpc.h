@@ -100,9 +100,9 @@ void lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 /* Submits and waits. Returns call->status. done/arg are overwritten. */
 int lode_rpc_call(struct lode_rpc_conn *conn, struct lode_call *call);
 /* As lode_rpc_call, but made on the caller's thread over a blocking connection of its own
- * to conn's address, for calls without a capability whose latency is mostly thread
- * wakeups (rpc_direct.h); a transport other than TCP, a capability or more data iovecs
- * than LODE_DIRECT_IOV_MAX make it through the I/O thread. The calls of one thread are in
+ * to conn's address, for calls whose latency is mostly thread wakeups (rpc_direct.h): an
+ * MDS call, a small read the caller waits for; a transport other than TCP or more data
+ * iovecs than LODE_DIRECT_IOV_MAX make it through the I/O thread. The calls of one thread are in
  * order; calls of different threads may take different connections, so they have no
  * order between them, as with lode_rpc_submit. */
 int lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call);

@@ -21,7 +21,7 @@
 #include "rpc_direct.h"
 
 #define IDLE_MAX 16 /* idle connections kept; more are closed when given back */
-#define IOV_MAX_ (LODE_DIRECT_IOV_MAX + 2) /* of one request: header, body, data */
+#define IOV_MAX_ (LODE_DIRECT_IOV_MAX + 3) /* of one request: header, body, capability, data */
 
 struct dconn {
 	int fd;
@@ -349,12 +349,16 @@ static int exchange(struct dconn *d, struct lode_call *call, uint64_t dlen, uint
 	uint64_t id = d->next_id++;
 	int n = 0, rc;
 
-	lode_hdr_init(&h, call->opcode, id, call->body_len, dlen);
-	h.flags = (call->lazy ? LODE_WIRE_F_LAZY : 0) | (call->grant_flag ? LODE_WIRE_F_GRANT : 0);
+	lode_hdr_init(&h, call->opcode, id,
+		      call->body_len + (call->cap ? (uint32_t)sizeof(*call->cap) : 0), dlen);
+	h.flags = (call->lazy ? LODE_WIRE_F_LAZY : 0) | (call->grant_flag ? LODE_WIRE_F_GRANT : 0) |
+		  (call->cap ? LODE_WIRE_F_CAP : 0);
 	h.grant = call->grant_flag ? call->grant : 0;
 	iov[n++] = (struct iovec){&h, sizeof(h)};
 	if (call->body_len)
 		iov[n++] = (struct iovec){(void *)call->body, call->body_len};
+	if (call->cap) /* the capability ends the body (LODE_WIRE_F_CAP) */
+		iov[n++] = (struct iovec){(void *)call->cap, sizeof(*call->cap)};
 	for (int i = 0; i < call->data_iovcnt; i++)
 		if (call->data[i].iov_len)
 			iov[n++] = call->data[i];
@@ -392,9 +396,10 @@ int lode_direct_call(struct lode_direct_pool *p, struct lode_call *call)
 	call->reply_grant = 0;
 	for (int i = 0; i < call->data_iovcnt; i++)
 		dlen += call->data[i].iov_len;
-	if (!lode_op_known(call->opcode) || call->cap || call->body_len > LODE_BODY_MAX ||
-	    dlen > LODE_DATA_MAX || call->data_iovcnt < 0 ||
-	    call->data_iovcnt > LODE_DIRECT_IOV_MAX)
+	if (!lode_op_known(call->opcode) ||
+	    call->body_len + (call->cap ? sizeof(*call->cap) : 0) > LODE_BODY_MAX ||
+	    (call->cap && !lode_op_takes_cap(call->opcode)) || dlen > LODE_DATA_MAX ||
+	    call->data_iovcnt < 0 || call->data_iovcnt > LODE_DIRECT_IOV_MAX)
 		return call->status = -EMSGSIZE;
 	d = take_idle(p);
 	if (!d) {

@@ -51,8 +51,8 @@ int lode_direct_pool_create(const struct lode_addr *addr, const struct lode_dire
 void lode_direct_pool_destroy(struct lode_direct_pool *p);
 
 /*
- * Makes call (opcode, body, data in at most LODE_DIRECT_IOV_MAX iovecs, lazy, reply
- * buffers, timeout_ms; not cap, done or arg) on the calling thread. Returns call->status:
+ * Makes call (opcode, body, cap, data in at most LODE_DIRECT_IOV_MAX iovecs, lazy, grant,
+ * reply buffers, timeout_ms; not done or arg) on the calling thread. Returns call->status:
  * 0, the server's error, or the transport's (-ECONNREFUSED, -ECONNRESET, -ETIMEDOUT,
  * -EACCES for a failed handshake, -EPROTO for a reply that does not fit, -EMSGSIZE for a
  * request over the wire's limits).
