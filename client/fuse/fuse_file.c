@@ -191,6 +191,9 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->write_through = write_through(fi->flags);
 	open_cache_flags(lf, ino, &st, false, fi);
+	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
+	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
+	fi->noflush = acc == O_RDONLY;
 	reply_open(req, lf, h, fi, &st, false);
 }
 
