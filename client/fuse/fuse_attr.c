@@ -45,10 +45,12 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	rc = lf_getattr(lf, ino, &st);
-	if (!rc)
+	if (!rc) {
 		lf_odir_note(lf, &st);
-	else if (rc == -ENOENT && lf_odir_removed_attr(lf, ino, &st))
+		lf_kattr_note(lf, &st);
+	} else if (rc == -ENOENT && lf_odir_removed_attr(lf, ino, &st)) {
 		rc = 0; /* a removed directory that a process still has open */
+	}
 	if (rc)
 		lf_reply_err(req, rc);
 	else
@@ -120,6 +122,7 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 
 	if (lf_refuse_ro(req, lf))
 		return;
+	lf_kattr_forget(lf, ino);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = do_truncate(lf, ino, (uint64_t)attr->st_size, fi);
 		if (!rc && !(to_set & FUSE_SET_ATTR_MODE)) {

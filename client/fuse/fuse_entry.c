@@ -38,6 +38,7 @@ void lf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	lf_fix_size(lf, &st);
+	lf_kattr_note(lf, &st);
 	lf_reply_entry(req, lf, &st);
 }
 

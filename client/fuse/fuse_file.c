@@ -57,13 +57,13 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
  * open made the file (inode numbers are never reused), so the kernel holds nothing of it
  * to drop, and nothing need be said. */
 static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st,
-			     bool fresh, struct fuse_file_info *fi)
+			     bool fresh, bool attrs_current, struct fuse_file_info *fi)
 {
 	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
 
 	lf_metrics_open_cache(keep);
 	fi->keep_cache = keep;
-	if (!keep) {
+	if (!keep && !attrs_current) {
 		/* the kernel drops the pages itself (keep_cache 0); its attributes must go
 		 * too, or a read or stat right after this open would use the old size */
 		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
@@ -136,6 +136,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
 	int acc = fi->flags & O_ACCMODE;
+	bool reader = false, attrs_current;
 	struct lode_stat st;
 	struct lf_handle *h;
 	int rc;
@@ -174,6 +175,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				rc = lf_getattr(lf, ino, &st);
 			} else {
 				lode_file_stat_cached(h->rf, &st);
+				reader = !(fi->flags & O_TRUNC);
 			}
 		}
 	}
@@ -190,7 +192,10 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, ino, &st, false, fi);
+	/* a read-only open with no writer of the file on this mount: its kernel's attributes
+	 * are the open's if the last ones it was given are (lf_kattr_same) */
+	attrs_current = reader && lf_kattr_same(lf, &st);
+	open_cache_flags(lf, ino, &st, false, attrs_current, fi);
 	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
 	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
 	fi->noflush = acc == O_RDONLY;
@@ -281,7 +286,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, st.ino, &st, fresh && !shared, fi);
+	open_cache_flags(lf, st.ino, &st, fresh && !shared, false, fi);
 	reply_open(req, lf, h, fi, &st, true);
 }
 

@@ -325,6 +325,54 @@ bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_
 	return keep;
 }
 
+/*
+ * What the kernel was last told of a file's attributes. An open that must drop the
+ * kernel's pages (keep_cache off) also dropped its attributes, lest a read or stat after
+ * it use an older size; but then the first read asked for them again (auto_inval_data):
+ * a GETATTR round trip in every cold read of a small file, though the kernel's LOOKUP of
+ * the name, in the same open(2), had just brought them. They are dropped now only when
+ * they differ from the open's. The kernel applies attribute replies in the order their
+ * requests were sent (attr_version), so it holds the last noted ones or newer; this mount's
+ * own changes (writes, truncates, chmod: the kernel updates i_size itself) forget them.
+ */
+void lf_kattr_note(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_cver *v = &lf->cver[st->ino % LF_CVER_SLOTS];
+
+	pthread_mutex_lock(&lf->clock);
+	v->kino = st->ino;
+	v->ksize = st->size;
+	v->kmtime_ns = st->mtime_ns;
+	v->kctime_ns = st->ctime_ns;
+	v->kmode = st->mode;
+	v->kuid = st->uid;
+	v->kgid = st->gid;
+	pthread_mutex_unlock(&lf->clock);
+}
+
+void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_cver *v = &lf->cver[ino % LF_CVER_SLOTS];
+
+	pthread_mutex_lock(&lf->clock);
+	if (v->kino == ino)
+		v->kino = 0;
+	pthread_mutex_unlock(&lf->clock);
+}
+
+bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_cver *v = &lf->cver[st->ino % LF_CVER_SLOTS];
+	bool same;
+
+	pthread_mutex_lock(&lf->clock);
+	same = st->ino && v->kino == st->ino && v->ksize == st->size &&
+	       v->kmtime_ns == st->mtime_ns && v->kctime_ns == st->ctime_ns &&
+	       v->kmode == st->mode && v->kuid == st->uid && v->kgid == st->gid;
+	pthread_mutex_unlock(&lf->clock);
+	return same;
+}
+
 void lf_cache_forget(struct lode_fuse *lf, uint64_t ino)
 {
 	struct lf_cver *v = &lf->cver[ino % LF_CVER_SLOTS];

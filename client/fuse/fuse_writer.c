@@ -221,6 +221,7 @@ int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
 	pthread_mutex_lock(&lf->wlock);
 	unlink_writer(lf, w);
 	pthread_mutex_unlock(&lf->wlock);
+	lf_kattr_forget(lf, w->ino); /* the kernel sized the file as it wrote */
 	writer_free(w);
 	return rc;
 }

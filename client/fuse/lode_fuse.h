@@ -114,6 +114,11 @@ struct lf_cver {
 	uint64_t ino;
 	int64_t mtime_ns;
 	uint64_t size;
+	/* the attributes last given to the kernel for kino, by LOOKUP or GETATTR (kino 0:
+	 * none, or this mount changed the file since) */
+	uint64_t kino, ksize;
+	int64_t kmtime_ns, kctime_ns;
+	uint32_t kmode, kuid, kgid;
 };
 
 /* A process's supplementary groups as /proc gave them, for LF_GROUPS_TTL_MS. */
@@ -229,6 +234,14 @@ void lf_fill_entry(struct lode_fuse *lf, const struct lode_stat *st, struct fuse
  * them as what the cache holds from here on. */
 bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_t size);
 void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
+/* The attributes of st were given to the kernel (a LOOKUP's or GETATTR's reply). */
+void lf_kattr_note(struct lode_fuse *lf, const struct lode_stat *st);
+/* This mount changed ino or is about to (a writer gone, a setattr): what the kernel holds of
+ * its attributes may differ from what it was given. */
+void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino);
+/* Whether the attributes last given to the kernel for st->ino are st's (size, times,
+ * mode, owner): an open that finds them so need not drop the kernel's. */
+bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st);
 
 /* fuse_writer.c: the shared write handles and their write-behind */
 

@@ -12,7 +12,10 @@
 #   - touch/chmod of an existing file: one SETATTR, no GETATTR after it; the new mtime
 #     and mode show on this mount and (after open) on the other
 #   - a read-only open and close: one OPEN, no CLOSE; the size and bytes the writer's
-#     close published, on a mount that had the file's old attributes cached
+#     close published, on a mount that had the file's old attributes cached, read once
+#     from the OSS
+#   - a small file read cold on a mount that never had it, right after the kernel looked
+#     its name up: LOOKUP and OPEN, no GETATTR (the lookup's attributes are the open's)
 #   - reading and writing data fetch no capability (CAP_GET): OPEN's and CREATE's replies
 #     carry it
 #   - ls -l of a directory: READDIRPLUS pages, no LOOKUP or GETATTR per file; the sizes and
@@ -27,7 +30,14 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_prog curl
-own_cluster "-o attr_timeout=60,entry_timeout=60,negative_timeout=60" ""
+own_cluster "-o attr_timeout=60,entry_timeout=60,negative_timeout=60 --metrics 127.0.0.1:0 --metrics-port-file $WORK/fuse-a.metrics" ""
+wait_file "$WORK/fuse-a.metrics"
+FUSE_URL="http://$(cat "$WORK/fuse-a.metrics")/metrics"
+obj_reads() { # OBJ_READs both OSS answered so far
+	for u in "${OSS_URL[@]}"; do curl -sf "$u"; done |
+		sed -n 's/^lode_requests_total{op="obj_read"} \([0-9]*\)$/\1/p' | awk '{ t += $1 } END { print t + 0 }'
+}
+fuse_reads() { curl -sf "$FUSE_URL" | sed -n 's/^lode_fuse_reads_total \([0-9]*\)$/\1/p'; }
 
 # The client requests the MDS answered so far, "op count" per line (servers' own traffic,
 # target_* and orphan_*, left out).
@@ -140,9 +150,11 @@ cp "$WORK/src" "$B/d/f64"
 stat "$A/d/f64" >/dev/null # the counting mount caches the attributes for 60 s
 head -c 100000 /dev/urandom >"$WORK/src2"
 cp "$WORK/src2" "$B/d/f64" # rewritten and closed on the other mount
+r0=$(obj_reads) f0=$(fuse_reads)
 counted cmp -s "$WORK/src2" "$A/d/f64" ||
 	fail "an open on mount A after mount B's close does not read what B wrote"
-echo "   cat of a file: $DELTA"
+echo "   cat of a file: $DELTA; OBJ_READs $(($(obj_reads) - r0))"
+[ $(($(obj_reads) - r0)) -eq 1 ] || fail "reading a 100000-byte file took $(($(obj_reads) - r0)) OBJ_READs (1 expected)"
 [ "$(n open)" -eq 1 ] || fail "a read-only open sent $(n open) OPENs: $DELTA"
 [ "$(n close)" -eq 0 ] || fail "a read-only close went to the MDS: $DELTA"
 [ "$(n cap_get)" -eq 0 ] || fail "reading asked for a capability besides OPEN's: $DELTA"
@@ -150,6 +162,17 @@ echo "   cat of a file: $DELTA"
 	fail "after the open, mount A shows size $(stat -c %s "$A/d/f64"), not 100000"
 counted cat "$A/d/f64" >/dev/null
 [ "$(n close)" -eq 0 ] && [ "$TOTAL" -le 2 ] || fail "a second cat cost $DELTA"
+
+echo "== a small file read cold after its lookup: no GETATTR"
+head -c 70000 /dev/urandom >"$WORK/src3"
+cp "$WORK/src3" "$B/d/cold" # written through the other mount: new to this one
+r0=$(obj_reads) f0=$(fuse_reads)
+counted cmp -s "$WORK/src3" "$A/d/cold" || fail "mount A does not read what mount B wrote"
+echo "   cat of a file this mount never had: $DELTA; OBJ_READs $(($(obj_reads) - r0)), READs through lode-fuse $(($(fuse_reads) - f0))"
+[ "$(n lookup)" -eq 1 ] && [ "$(n open)" -eq 1 ] || fail "a cold read cost $DELTA (one LOOKUP, one OPEN expected)"
+[ "$(n getattr)" -eq 0 ] || fail "a cold read right after its lookup asked for the attributes again: $DELTA"
+[ $(($(obj_reads) - r0)) -eq 1 ] || fail "reading a 70000-byte file took $(($(obj_reads) - r0)) OBJ_READs (1 expected)"
+[ "$(stat -c %s "$A/d/cold")" = 70000 ] || fail "mount A shows size $(stat -c %s "$A/d/cold") of a 70000-byte file"
 
 echo "== a write of a new file: the CREATE reply's capability writes"
 counted cp "$WORK/src" "$A/d/w64"
