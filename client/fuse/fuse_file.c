@@ -75,6 +75,37 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 	fi->direct_io = (fi->flags & O_DIRECT) && lf_dio_mmap();
 }
 
+/*
+ * A small file opened for reading whose pages the kernel does not hold: read it whole now
+ * and hand the kernel its pages with the open's reply (FUSE_NOTIFY_STORE), so that the
+ * reads that follow are served from the page cache, with no READ through lode-fuse. A small
+ * file opened for reading is read whole, at once: the read costs the same here as in a READ
+ * (one call to the OSS of one copy, on this thread, checked as any read), and the READ's
+ * own round trip through the kernel and a lode-fuse thread goes. Only where the kernel's
+ * attributes are the open's (lf_kattr_same): older ones would be refreshed at the first
+ * read, and the changed mtime would drop the pages stored (auto_inval_data). The pages
+ * replace those of [0, size); the kernel holds none past its size, which is st's. Returns
+ * whether the kernel now holds the file's pages (the open then keeps them).
+ */
+static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
+			const struct lode_stat *st)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(st->size);
+	ssize_t n;
+	char *buf;
+
+	buf = malloc(st->size);
+	if (!buf)
+		return false;
+	n = lode_pread(h->rf, buf, st->size, 0);
+	if (n == (ssize_t)st->size) {
+		bv.buf[0].mem = buf;
+		n = fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0) ? -1 : n;
+	}
+	free(buf);
+	return n == (ssize_t)st->size;
+}
+
 static bool write_through(int flags)
 {
 	return (flags & (O_DIRECT | O_SYNC | O_DSYNC)) != 0;
@@ -196,6 +227,9 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * are the open's if the last ones it was given are (lf_kattr_same) */
 	attrs_current = reader && lf_kattr_same(lf, &st);
 	open_cache_flags(lf, ino, &st, false, attrs_current, fi);
+	if (attrs_current && !fi->keep_cache && !fi->direct_io && st.size &&
+	    st.size <= LF_STORE_MAX)
+		fi->keep_cache = store_small(lf, h, ino, &st);
 	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
 	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
 	fi->noflush = acc == O_RDONLY;

@@ -29,8 +29,10 @@
 
 #include "lode/lode.h"
 
-#define LF_IO_MAX (1u << 20)  /* max_write and the largest read the kernel sends */
-#define LF_WB_MAX (16u << 20) /* write-behind: contiguous writes gathered per liblode call */
+#define LF_IO_MAX (1u << 20) /* max_write and the largest read the kernel sends */
+/* a file this small opened for reading, its pages not cached, is read at open (lf_open) */
+#define LF_STORE_MAX (128u * 1024)
+#define LF_WB_MAX    (16u << 20) /* write-behind: contiguous writes gathered per liblode call */
 /* A write at least this large that does not follow the buffered one goes to liblode at once,
  * beside other such writes, instead of ending the buffer: the N-to-1 pattern (many threads
  * of one mount writing interleaved records of one file) would otherwise write one record at

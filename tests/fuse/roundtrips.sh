@@ -15,7 +15,8 @@
 #     close published, on a mount that had the file's old attributes cached, read once
 #     from the OSS
 #   - a small file read cold on a mount that never had it, right after the kernel looked
-#     its name up: LOOKUP and OPEN, no GETATTR (the lookup's attributes are the open's)
+#     its name up: LOOKUP and OPEN, no GETATTR (the lookup's attributes are the open's),
+#     and its bytes come with the open (one OBJ_READ, no READ through lode-fuse)
 #   - reading and writing data fetch no capability (CAP_GET): OPEN's and CREATE's replies
 #     carry it
 #   - ls -l of a directory: READDIRPLUS pages, no LOOKUP or GETATTR per file; the sizes and
@@ -172,6 +173,7 @@ echo "   cat of a file this mount never had: $DELTA; OBJ_READs $(($(obj_reads) -
 [ "$(n lookup)" -eq 1 ] && [ "$(n open)" -eq 1 ] || fail "a cold read cost $DELTA (one LOOKUP, one OPEN expected)"
 [ "$(n getattr)" -eq 0 ] || fail "a cold read right after its lookup asked for the attributes again: $DELTA"
 [ $(($(obj_reads) - r0)) -eq 1 ] || fail "reading a 70000-byte file took $(($(obj_reads) - r0)) OBJ_READs (1 expected)"
+[ $(($(fuse_reads) - f0)) -eq 0 ] || fail "the open of a 70000-byte file did not hand its pages to the kernel: $(($(fuse_reads) - f0)) READs reached lode-fuse"
 [ "$(stat -c %s "$A/d/cold")" = 70000 ] || fail "mount A shows size $(stat -c %s "$A/d/cold") of a 70000-byte file"
 
 echo "== a write of a new file: the CREATE reply's capability writes"
