@@ -18,9 +18,11 @@
  *       tensor in file order, by pread() into one (pre-faulted) buffer, or with --mmap by
  *       touching every page of each tensor in a read-only mapping.
  *   fs_io meta --count N DIR          create, stat, readdir, unlink of N files in DIR
- *   fs_io small --count N --size B DIR
+ *   fs_io small --count N --size B [--read-via DIR2] DIR
  *       N files of SIZE bytes: create+write+close each, then (after --drop of each)
- *       open+read+close each.
+ *       open+read+close each; with --read-via, then open+read+close each through DIR2,
+ *       the same directory seen by another mount, which never had the files (a dataset
+ *       written by one node and read by another): "read_via_files=N".
  *
  * Data results are "bytes=N seconds=S"; the others name their own keys.
  */
@@ -46,6 +48,7 @@
 static struct {
 	int direct, fsync, drop, mmap;
 	uint64_t bs, size, threads, count, len;
+	const char *read_via;
 } opt = {.bs = 1u << 20};
 
 struct job {
@@ -467,10 +470,25 @@ static int meta(const char *dir)
 	return 0;
 }
 
+/* open+read+close of each of small()'s files in dir */
+static void read_each(const char *dir, char *buf)
+{
+	char p[4096];
+
+	for (uint64_t i = 0; i < opt.count; i++) {
+		int fd = open(name_of(dir, i, p, sizeof(p)), O_RDONLY);
+
+		if (fd < 0)
+			bench_die("fs_io: open %s: %s", p, strerror(errno));
+		pread_all(fd, buf, opt.size, 0, p);
+		close(fd);
+	}
+}
+
 static int small(const char *dir)
 {
 	char p[4096], *buf = bench_alloc(opt.size);
-	double t0, t1, t2, t3;
+	double t0, t1, t2, t3, t4;
 
 	bench_fill(buf, opt.size, 5);
 	t0 = bench_now();
@@ -487,20 +505,19 @@ static int small(const char *dir)
 	for (uint64_t i = 0; i < opt.count; i++)
 		drop_file(name_of(dir, i, p, sizeof(p)));
 	t2 = bench_now();
-	for (uint64_t i = 0; i < opt.count; i++) {
-		int fd = open(name_of(dir, i, p, sizeof(p)), O_RDONLY);
-
-		if (fd < 0)
-			bench_die("fs_io: open %s: %s", p, strerror(errno));
-		pread_all(fd, buf, opt.size, 0, p);
-		close(fd);
-	}
+	read_each(dir, buf);
 	t3 = bench_now();
+	if (opt.read_via)
+		read_each(opt.read_via, buf);
+	t4 = bench_now();
 	for (uint64_t i = 0; i < opt.count; i++)
 		unlink(name_of(dir, i, p, sizeof(p)));
 	free(buf);
-	printf("write_files=%.1f read_files=%.1f\n", (double)opt.count / (t1 - t0),
+	printf("write_files=%.1f read_files=%.1f", (double)opt.count / (t1 - t0),
 	       (double)opt.count / (t3 - t2));
+	if (opt.read_via)
+		printf(" read_via_files=%.1f", (double)opt.count / (t4 - t3));
+	printf("\n");
 	return 0;
 }
 
@@ -510,7 +527,7 @@ static void usage(void)
 		"usage: fs_io write [--direct] [--fsync] [--bs B] --size B PATH...\n"
 		"       fs_io read [--direct] [--drop] [--threads N] [--bs B] [--len B] PATH...\n"
 		"       fs_io mkmodel --size B PATH | model [--mmap] [--drop] PATH\n"
-		"       fs_io meta --count N DIR | small --count N --size B DIR\n"
+		"       fs_io meta --count N DIR | small --count N --size B [--read-via DIR2] DIR\n"
 		"       (any command: --timeout S, default 900)\n");
 	exit(2);
 }
@@ -546,6 +563,8 @@ int main(int argc, char **argv)
 			rc = bench_parse_size(o, v, 1, MAX_THREADS, &opt.threads);
 		else if (!strcmp(o, "--count") && ++i)
 			rc = bench_parse_size(o, v, 1, 10000000, &opt.count);
+		else if (!strcmp(o, "--read-via") && ++i)
+			opt.read_via = v;
 		else if (!strcmp(o, "--timeout") && ++i)
 			rc = bench_parse_size(o, v, 1, 86400, &timeout);
 		else

@@ -25,7 +25,7 @@
 # MooseFS's contract; docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000) and fs_io small (64 KiB files written, then read back with the client cache
-# dropped) on one mount of each.
+# dropped, then read through the other mount, which never had them) on one mount of each.
 #
 # Copies: by default Lode keeps its two copies of every file and MooseFS one (goal 1), the
 # comparison issue 15 states; --copies N gives both N (Lode: mirror_count=N as the default
@@ -223,22 +223,23 @@ for size in $sizes; do
 done
 
 emit ""
-emit "# single-threaded, one mount: fs_io meta --count $single; fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped)"
-single_fig() { # DIR: "create stat unlink write64k read64k"
+emit "# single-threaded, one mount: fs_io meta --count $single; fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped, then through the other mount, which never had them)"
+single_fig() { # DIR OTHER: "create stat unlink write64k read64k readvia64k"
 	local d=$1/single m s
 	mkdir -p "$d"
 	m=$("$build/tools/bench/fs_io" meta --count "$single" "$d")
-	s=$("$build/tools/bench/fs_io" small --count $((single / 4)) --size 64K "$d")
+	s=$("$build/tools/bench/fs_io" small --count $((single / 4)) --size 64K --read-via "$2/single" "$d")
 	rm -rf "$d"
 	printf '%s %s\n' "$m" "$s" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END {
-		printf "%s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"] }'
+		printf "%s %s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"], v["read_via_files"] }'
 }
-read -r lc ls lu lw lr < <(single_fig "${lode_mnt[0]}")
-read -r zc zs zu zw zr < <(if ((lazy)); then single_fig "${lazy_mnt[0]}"; else echo "- - - - -"; fi)
-read -r mc ms mu mw mr < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}"; else echo "- - - - -"; fi)
+read -r lc ls lu lw lr lv < <(single_fig "${lode_mnt[0]}" "${lode_mnt[1]}")
+read -r zc zs zu zw zr zv < <(if ((lazy)); then single_fig "${lazy_mnt[0]}" "${lazy_mnt[1]}"; else echo "- - - - - -"; fi)
+read -r mc ms mu mw mr mv < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}" "${mfs_mnt[1]}"; else echo "- - - - - -"; fi)
 emit "$(printf '%-26s %12s %12s %8s %12s %8s' figure Lode MooseFS ratio 'Lode lazy' ratio)"
 for row in "creates/s $lc $mc $zc" "stats/s $ls $ms $zs" "unlinks/s $lu $mu $zu" \
-	"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr"; do
+	"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr" \
+	"64 KiB read, other mount/s $lv $mv $zv"; do
 	set -- $row
 	while (($# > 4)); do set -- "$1 $2" "${@:3}"; done
 	emit "$(awk -v n="$1" -v a="$2" -v b="$3" -v z="$4" 'function r(x, y) { return (x == "-" || y == "-" || y == 0) ? "-" : sprintf("%.2f", x / y) }
