@@ -6,7 +6,11 @@
  * security.capability is not stored: the kernel asks for it before every write (to drop
  * file capabilities), and a round trip to the MDS per 1 MiB write halved throughput. File
  * capabilities have no use on a checkpoint store, so it is answered here: never set,
- * always absent.
+ * always absent. Nor is security.selinux: `ls -l` asks for it of every file it lists (for
+ * the '.' after the mode), one MDS round trip each, and it means nothing here. Where SELinux
+ * runs, the kernel answers it from the label the policy gives the mount (genfscon) and
+ * refuses to set it on a FUSE mount without asking us; where it does not, it is a label
+ * no one reads.
  *
  * system.* (POSIX ACLs, the only such names Linux sends here) is not a namespace the MDS
  * keeps: it refuses every such name with EOPNOTSUPP, for any inode. That answer is given
@@ -20,7 +24,11 @@
 
 #include "lode_fuse.h"
 
-#define CAPABILITY_XATTR "security.capability"
+/* A name never stored (see above): absent, and cannot be set. */
+static bool never_stored(const char *name)
+{
+	return !strcmp(name, "security.capability") || !strcmp(name, "security.selinux");
+}
 
 /* A name in a namespace the MDS does not keep (see above). */
 static bool unkept(const char *name)
@@ -38,7 +46,7 @@ void lf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 
 	if (lf_refuse_ro(req, lf))
 		return;
-	if (!strcmp(name, CAPABILITY_XATTR) || unkept(name)) {
+	if (never_stored(name) || unkept(name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -73,7 +81,7 @@ void lf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	char *buf = NULL;
 	ssize_t n;
 
-	if (!strcmp(name, CAPABILITY_XATTR)) {
+	if (never_stored(name)) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}

@@ -19,8 +19,8 @@
 #     and its bytes come with the open (one OBJ_READ, no READ through lode-fuse)
 #   - reading and writing data fetch no capability (CAP_GET): OPEN's and CREATE's replies
 #     carry it
-#   - ls -l of a directory: READDIRPLUS pages, no LOOKUP or GETATTR per file; the sizes and
-#     modes are the ones written on the other mount
+#   - ls -l of a directory: READDIRPLUS pages, no LOOKUP, GETATTR or GETXATTR per file; the
+#     sizes and modes are the ones written on the other mount
 #   - system.* extended attributes are refused without the MDS; user.* still work
 #   - with negative_timeout, a missing name costs one LOOKUP however often it is asked
 #     for, and a create of it none; this mount's own create shows at once. Without it (the
@@ -200,6 +200,7 @@ counted ls -l "$A/many" >"$WORK/ls.txt"
 echo "   ls -l of 50 files: $DELTA"
 [ "$(n readdir)" -ge 1 ] || fail "ls -l sent no READDIR: $DELTA"
 [ $(($(n lookup) + $(n getattr))) -le 4 ] || fail "ls -l of 50 files cost $DELTA (a LOOKUP or GETATTR per file?)"
+[ "$(n getxattr)" -eq 0 ] || fail "ls -l of 50 files sent $(n getxattr) GETXATTRs (security.selinux is answered by lode-fuse)"
 [ "$(grep -c ' f[0-9]*$' "$WORK/ls.txt")" -eq 50 ] || fail "ls -l listed $(grep -c ' f[0-9]*$' "$WORK/ls.txt") of 50 files"
 awk '$NF ~ /^f[0-9]+$/ { if ($5 != substr($NF, 2)) { print "size of " $NF ": " $5; bad = 1 } } END { exit bad }' \
 	"$WORK/ls.txt" || fail "ls -l shows wrong sizes (above)"
