@@ -18,6 +18,7 @@ void lode_client_window_init(struct window *w)
 	w->done = NULL;
 	w->done_tail = &w->done;
 	w->recheck = false;
+	w->direct = false;
 }
 
 void lode_client_window_destroy(struct window *w)
