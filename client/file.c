@@ -158,6 +158,15 @@ int lode_open(struct lode_client *c, const char *path, int flags, uint32_t mode,
 		rc = lode_client_resolve_parent(c, path, &parent, name);
 		if (rc)
 			return rc == -EINVAL ? -EISDIR : rc;
+		/* O_CREAT|O_TRUNC is nearly always of a new name: asked exclusively first, a
+		 * new file needs no truncate (an OBJ_TRUNCATE per object and a COMMIT); a name
+		 * that exists by now gets the caller's own flags (lode-fuse's create does so) */
+		if ((flags & O_TRUNC) && !(flags & O_EXCL)) {
+			rc = lode_ll_create(c, parent, name, (flags & ~O_TRUNC) | O_EXCL, mode,
+					    NULL, out);
+			if (rc != -EEXIST)
+				return rc;
+		}
 		return lode_ll_create(c, parent, name, flags, mode, NULL, out);
 	}
 	/* the name may be deleted or renamed over between the lookup and the open (-ESTALE):

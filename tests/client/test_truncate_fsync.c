@@ -15,7 +15,8 @@
  * file measures the file before it sends the size), so a flush is caught between its
  * snapshot of the size and its COMMIT while another thread truncates the file; the MDS must
  * end with the truncate's size. The same hold catches a truncate at its first OBJ_TRUNCATE
- * while a hole is punched: the punch must not grow the file back.
+ * while a hole is punched: the punch must not grow the file back. And lode_open with
+ * O_CREAT|O_TRUNC sends no OBJ_TRUNCATE for a name it creates.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -319,6 +320,36 @@ static void test_only_a_handle_that_did_not_create_its_file_measures_it(void **s
 	free(buf);
 }
 
+/* open(O_CREAT|O_TRUNC) of a new name truncates nothing (nothing is there to truncate);
+ * of an existing file it empties every object, as POSIX says. */
+static void test_o_trunc_truncates_only_a_file_that_existed(void **state)
+{
+	struct lode_client_opts o = {.size = sizeof(o), .timeout_ms = 10000};
+	char buf[4096] = {1};
+	struct lode_client *c;
+	struct lode_file *f;
+	struct lode_stat st;
+
+	(void)state;
+	assert_int_equal(lode_connect(tc.mds, &o, &c), 0);
+	log_clear();
+	assert_int_equal(lode_open(c, "/otrunc", O_CREAT | O_TRUNC | O_WRONLY, 0644, &f), 0);
+	assert_int_equal(count(LODE_OP_OBJ_TRUNCATE, 0), 0);
+	assert_int_equal(lode_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/otrunc", &st), 0);
+	assert_int_equal(st.size, sizeof(buf));
+	log_clear();
+	assert_int_equal(lode_open(c, "/otrunc", O_CREAT | O_TRUNC | O_WRONLY, 0644, &f), 0);
+	assert_true(count(LODE_OP_OBJ_TRUNCATE, 0) >= 1);
+	assert_int_equal(lode_close(f), 0);
+	assert_int_equal(lode_stat(c, "/otrunc", &st), 0);
+	assert_int_equal(st.size, 0);
+	/* and O_EXCL still refuses the existing name */
+	assert_int_equal(lode_open(c, "/otrunc", O_CREAT | O_EXCL | O_WRONLY, 0644, &f), -EEXIST);
+	lode_disconnect(c);
+}
+
 static void *punch_thread(void *arg)
 {
 	return (void *)(intptr_t)lode_fallocate(arg, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
@@ -388,6 +419,7 @@ int main(void)
 	    cmocka_unit_test(test_a_commit_taken_before_a_truncate_never_lands_after_it),
 	    cmocka_unit_test(test_only_a_handle_that_did_not_create_its_file_measures_it),
 	    cmocka_unit_test(test_a_hole_punched_during_a_truncate_never_grows_the_file_back),
+	    cmocka_unit_test(test_o_trunc_truncates_only_a_file_that_existed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
