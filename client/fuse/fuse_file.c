@@ -106,6 +106,24 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 	return n == (ssize_t)st->size;
 }
 
+/*
+ * Whether this mount changed the file since lf_open found no writer of it and the kernel's
+ * attributes as the open's: a writer that opened since (still in the table), or one gone
+ * or a setattr (either forgets lf_kattr's note). Its bytes may have reached the kernel's
+ * pages before the older ones store_small put there: those pages go again.
+ */
+static bool changed_here(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
+{
+	struct lf_writer *w = lf_writer_find(lf, ino);
+
+	if (!w && lf_kattr_same(lf, st))
+		return false;
+	if (w)
+		lf_writer_put(lf, w);
+	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
+	return true;
+}
+
 static bool write_through(int flags)
 {
 	return (flags & (O_DIRECT | O_SYNC | O_DSYNC)) != 0;
@@ -228,8 +246,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	attrs_current = reader && lf_kattr_same(lf, &st);
 	open_cache_flags(lf, ino, &st, false, attrs_current, fi);
 	if (attrs_current && !fi->keep_cache && !fi->direct_io && st.size &&
-	    st.size <= LF_STORE_MAX)
-		fi->keep_cache = store_small(lf, h, ino, &st);
+	    st.size <= LF_STORE_MAX && store_small(lf, h, ino, &st))
+		fi->keep_cache = !changed_here(lf, ino, &st);
 	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
 	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
 	fi->noflush = acc == O_RDONLY;
