@@ -129,7 +129,7 @@ static void check_read(const struct op *o)
 		return;
 	FUZZ_ASSERT(o->res.data_len <= o->len);
 	FUZZ_ASSERT(o->res.nchunks == (o->res.data_len + CHUNK - 1) / CHUNK);
-	if (o->kind == 0)
+	if (o->kind == 0 || o->res.data)
 		fuzz_touch(o->res.data, o->res.data_len);
 	fuzz_touch(o->res.sums, (size_t)o->res.nchunks * 8);
 }
@@ -172,8 +172,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.kind = 1;
 	run(&o);
 	check_read(&o);
-	if (!o.status)
+	/* the descriptor, or the bytes (a small read, or one past the page cache) */
+	if (!o.status && o.res.fd_ref)
 		lode_objstore_fd_release(o.res.fd_ref);
+	lode_obj_result_free_data(&o.res);
 	free(o.res.sums);
 
 	if (opsel & 1) {
