@@ -376,13 +376,13 @@ static int objects_read_once(struct lode_file *f, char *buf, uint64_t len, uint6
 			     bool recheck)
 {
 	struct window w;
-	int rc, rc2;
-
-	unsigned stripe;
 	uint64_t obj_off;
+	unsigned stripe;
+	int rc, rc2;
 
 	lode_client_window_init(&w);
 	w.recheck = recheck;
+	/* one piece (struct window's direct says why) */
 	w.direct = lode_client_stripe_piece(&f->layout, off, 0, len, &stripe, &obj_off) == len;
 	rc = lode_client_objects_read_start(f, &w, buf, len, off);
 	rc2 = lode_client_window_drain(&w);
