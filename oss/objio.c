@@ -27,6 +27,17 @@
  */
 #define LAZY_UNKICKED_MAX (256u * 1024)
 
+/*
+ * A write of at most WRITE_INLINE_MAX bytes on a loop with no other operation in flight is
+ * a plain pwrite on the loop's thread. ext4 never completes a buffered write without
+ * blocking, so io_uring hands every one to a worker thread and wakes the loop when it is
+ * done: two context switches, more than a small write's copy costs, on the path of a
+ * client that waits for each file. With other operations in flight a worker's overlap
+ * pays, and a write the kernel throttles (too many dirty pages) holds a worker, not the
+ * requests behind it.
+ */
+#define WRITE_INLINE_MAX (128u * 1024)
+
 enum op_kind { OP_WRITE, OP_READ, OP_TRUNCATE, OP_FSYNC };
 
 enum op_stage {
@@ -242,6 +253,7 @@ static void op_finish(struct obj_op *op, int err)
 	free(op->chunk);
 	free(op->merged);
 	free(op->msums);
+	op->w->ops--;
 	op->done(op->arg, err, &op->res);
 	free(op);
 }
@@ -398,6 +410,7 @@ static struct obj_op *op_new(struct lode_objstore_io *io, enum op_kind kind, lod
 
 	if (!op)
 		return NULL;
+	io->ops++;
 	op->io.cb = op_cb;
 	op->w = io;
 	op->kind = kind;
@@ -553,6 +566,11 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 		/* A short last chunk must end the object: bytes after it in the same chunk
 		 * would not be covered by its checksum. */
 		op_finish(op, -EINVAL);
+		return;
+	}
+	if (op->len <= WRITE_INLINE_MAX && io->ops == 1) {
+		op->stage = ST_WRITE_DATA;
+		op_advance(op, lode_pwrite_all(op->fds->dfd, op->wdata, op->len, (off_t)op->off));
 		return;
 	}
 	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)op->wdata, op->len, op->off, true);

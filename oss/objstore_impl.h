@@ -95,6 +95,7 @@ struct lode_objstore_io {
 	unsigned max_fds;
 	unsigned nfds;
 	struct obj_fds *head, *tail;
+	unsigned ops; /* objio.c's operations in flight on this loop */
 };
 
 /* objname.c: an object's file names and where they live */

@@ -100,6 +100,9 @@ struct job {
 	const uint64_t *sums;
 	unsigned flags;
 	struct done d;
+	/* start_write_noting: whether it was answered before lode_objstore_write returned */
+	int answered_at_once;
+	struct job *then; /* start_two_writes: the second */
 };
 
 static void on_done(void *arg, int status, struct lode_obj_result *res)
@@ -137,6 +140,23 @@ static void run_job(struct fixture *f, struct job *j, struct done *out)
 static void start_write(struct job *j)
 {
 	lode_objstore_write(j->io, &j->id, j->off, j->data, j->len, j->sums, j->flags, on_done, j);
+}
+
+static void start_write_noting(struct job *j)
+{
+	start_write(j);
+	pthread_mutex_lock(&j->f->lock);
+	j->answered_at_once = j->d.called;
+	pthread_mutex_unlock(&j->f->lock);
+}
+
+/* j's write, then j->then's, from one turn of the loop: the second starts beside the first */
+static void start_two_writes(struct job *j)
+{
+	j->then->f = j->f;
+	j->then->io = j->io;
+	start_write(j);
+	start_write_noting(j->then);
 }
 
 static void start_read(struct job *j)
@@ -370,6 +390,84 @@ static void test_a_checksum_write_that_fails_fails_the_write(void **state)
 	assert_int_equal(write_ok(f, &id, 0, data, CHUNK), -ESPIPE); /* and again, cached */
 	assert_int_equal(unlink(sum_path), 0);
 	free(data);
+}
+
+/*
+ * A write of at most 128 KiB on a loop with nothing else in flight is made on the loop's
+ * thread (objio.c, WRITE_INLINE_MAX), and a small lazy one is then answered before
+ * lode_objstore_write returns; a larger one, or one beside another operation, goes through
+ * io_uring. Every way stores the
+ * same bytes and checksums, and a data write that fails fails the write.
+ */
+static void test_a_small_write_on_an_idle_loop_is_made_at_once(void **state)
+{
+	struct fixture *f = *state;
+	/* lazy, and inside the first 256 KiB: no writeback kick after them either */
+	size_t small = 128 * 1024, big = 192 * 1024;
+	unsigned lazy = LODE_OBJ_F_LAZY;
+	char *a = fixture_pattern(small, 21), *b = fixture_pattern(big, 22);
+	uint64_t *sa = sums_of(a, small), *sb = sums_of(b, big);
+	struct job j1 = {.start = start_write_noting,
+			 .id = fixture_oid(21, 1, 0),
+			 .data = a,
+			 .len = small,
+			 .sums = sa,
+			 .flags = lazy};
+	struct job j2 = {.start = start_write_noting,
+			 .id = fixture_oid(22, 1, 0),
+			 .data = b,
+			 .len = big,
+			 .sums = sb,
+			 .flags = lazy};
+	struct job j4 = {
+	    .id = fixture_oid(24, 1, 0), .data = a, .len = small, .sums = sa, .flags = lazy};
+	struct job j3 = {.start = start_two_writes,
+			 .id = fixture_oid(23, 1, 0),
+			 .data = b,
+			 .len = big,
+			 .sums = sb,
+			 .flags = lazy,
+			 .then = &j4};
+	struct lode_wire_objid fifo_id = fixture_oid(25, 1, 0);
+	char path[256];
+	struct done d;
+
+	run_job(f, &j1, &d);
+	assert_int_equal(d.status, 0);
+	assert_true(j1.answered_at_once);
+	run_job(f, &j2, &d);
+	assert_int_equal(d.status, 0);
+	assert_false(j2.answered_at_once);
+	run_job(f, &j3, &d);
+	assert_int_equal(d.status, 0);
+	pthread_mutex_lock(&f->lock);
+	while (!j4.d.called)
+		pthread_cond_wait(&f->cond, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+	assert_int_equal(j4.d.status, 0);
+	assert_false(j4.answered_at_once);
+
+	for (uint64_t ino = 21; ino <= 24; ino++) {
+		struct lode_wire_objid id = fixture_oid(ino, 1, 0);
+		size_t len = ino == 21 || ino == 24 ? small : big;
+
+		do_read(f, f->io, &id, 0, len, &d);
+		assert_int_equal(d.status, 0);
+		assert_int_equal(d.res.data_len, len);
+		assert_memory_equal(d.res.data, len == small ? a : b, len);
+		assert_sums_match(&d);
+		done_free(&d);
+	}
+
+	/* a data file that takes no write at an offset */
+	obj_path(f, &fifo_id, path, sizeof(path));
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(write_ok(f, &fifo_id, 0, a, CHUNK), -ESPIPE);
+	assert_int_equal(unlink(path), 0);
+	free(sa);
+	free(sb);
+	free(a);
+	free(b);
 }
 
 static long dirty_pages(const char *path, uint64_t off, uint64_t len)
@@ -1270,6 +1368,7 @@ int main(void)
 	    T(test_write_then_read_returns_data_and_sums_with_a_partial_last_chunk),
 	    T(test_write_with_a_bad_checksum_is_rejected_and_stores_nothing),
 	    T(test_a_checksum_write_that_fails_fails_the_write),
+	    T(test_a_small_write_on_an_idle_loop_is_made_at_once),
 	    T(test_only_small_lazy_writes_are_left_dirty),
 	    T(test_large_uncached_reads_go_past_the_page_cache),
 	    T(test_disk_reads_go_past_the_page_cache_whatever_is_cached),
