@@ -74,7 +74,7 @@ struct window {
 	/* Set by a caller that waits for one piece alone: its calls are made on the caller's
 	 * thread (lode_rpc_call_direct), where the reply completes it, instead of through an
 	 * I/O thread, whose wakeups for the request and for the reply were most of a small
-	 * read's time */
+	 * read's time (and of a small write's, to one copy or down a chain) */
 	bool direct;
 };
 
@@ -172,6 +172,8 @@ struct chain {
 	 * overlapping write that the head ordered after it: the round ends with -ERESTART,
 	 * and the writer sends the whole write through the head again */
 	bool head_orders;
+	/* each round is made on the caller's thread (struct window's direct), finish too */
+	bool direct;
 	void (*finish)(struct chain *ch);
 	void *arg;
 };

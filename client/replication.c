@@ -150,6 +150,11 @@ void lode_client_chain_submit(struct chain *ch)
 	ch->call.reply_body = &ch->rep;
 	ch->call.reply_body_max = sizeof(ch->rep);
 	ch->call.done = chain_done;
+	if (ch->direct) {
+		lode_rpc_call_direct(ch->conn[0], &ch->call);
+		chain_done(&ch->call); /* may send the next round, again on this thread */
+		return;
+	}
 	lode_rpc_submit(ch->conn[0], &ch->call);
 }
 

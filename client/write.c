@@ -109,6 +109,7 @@ static int write_piece_chain(struct write_piece *p, uint64_t nchunks)
 	ch->finish = write_chain_finish;
 	ch->arg = p;
 	ch->head_orders = p->head_orders;
+	ch->direct = p->w->direct;
 	for (unsigned m = 0; m < p->ncalls; m++) {
 		if (lode_client_chain_add(ch, p->idx[m]))
 			lode_client_file_report(f, p->idx[m], LODE_REPORT_WRITE_FAILED);
@@ -236,6 +237,12 @@ static int write_piece(struct lode_file *f, struct window *w, unsigned stripe, u
 		call->reply_body_max = sizeof(p->reps[m]);
 		call->done = write_call_done;
 		call->arg = p;
+		if (w->direct && ncalls == 1) {
+			/* one copy: no other call to overlap with */
+			lode_rpc_call_direct(conn, call);
+			write_call_done(call);
+			continue;
+		}
 		lode_rpc_submit(conn, call);
 	}
 	return 0;
@@ -287,6 +294,7 @@ static ssize_t pwrite_once(struct lode_file *f, const void *buf, size_t len, uin
 		unsigned stripe;
 
 		n = lode_client_stripe_piece(l, off, pos, len, &stripe, &obj_off);
+		w.direct = !pos && n == len; /* one piece (struct window's direct says why) */
 		rc = write_piece(f, &w, stripe, obj_off, (const char *)buf + pos, n, head_orders);
 		if (rc)
 			break;

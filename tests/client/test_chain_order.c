@@ -5,15 +5,16 @@
  * broke) is sent again through the head, never to the next copy alone: sent alone, it can
  * land after another writer's overlapping write that the head ordered after it, and the
  * copies differ with neither marked degraded. liblode is linked from its sources with
- * lode_rpc_submit wrapped (-Wl,--wrap): the wrapper answers the first chained OBJ_WRITE
- * itself, as such a head would (once, or every time), and logs every OBJ_WRITE the client
- * sends after it.
+ * lode_rpc_submit and lode_rpc_call_direct wrapped (-Wl,--wrap): the wrappers answer the
+ * first chained OBJ_WRITE themselves, as such a head would (once, or every time), and log
+ * every OBJ_WRITE the client sends after it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,8 @@ static char head[128];		      /* protected by log_lock: where the cancel came fr
 
 void __real_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
 void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call);
+int __real_lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call);
+int __wrap_lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call);
 
 /* The hops after the receiver in an OBJ_WRITE's body, or -1 without a chain. */
 static int write_hops(const struct lode_call *call)
@@ -59,15 +62,16 @@ static int write_hops(const struct lode_call *call)
 	return ch->count;
 }
 
-void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
+/* Logs an OBJ_WRITE about to be sent, or answers it as a head that could not forward it
+ * (call's status and reply set): true when answered. */
+static bool answered_as_head(struct lode_rpc_conn *conn, struct lode_call *call)
 {
+	struct lode_wire_obj_chain_rep *rep = call->reply_body;
 	bool cancel = false;
 	int hops;
 
-	if (call->opcode != LODE_OP_OBJ_WRITE) {
-		__real_lode_rpc_submit(conn, call);
-		return;
-	}
+	if (call->opcode != LODE_OP_OBJ_WRITE)
+		return false;
 	hops = write_hops(call);
 	pthread_mutex_lock(&log_lock);
 	if (cancels_left && hops > 0) {
@@ -81,24 +85,35 @@ void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
 		sent_log[nsent++].hops = hops;
 	}
 	pthread_mutex_unlock(&log_lock);
-	if (!cancel) {
-		__real_lode_rpc_submit(conn, call);
-		return;
-	}
+	if (!cancel)
+		return false;
 	/* the head's answer: its own copy stored, the next one never reached */
-	{
-		struct lode_wire_obj_chain_rep *rep = call->reply_body;
+	assert_true(call->reply_body_max >= sizeof(*rep));
+	memset(rep, 0, sizeof(*rep));
+	rep->count = (uint16_t)(hops + 1);
+	for (int k = 1; k <= hops; k++)
+		rep->status[k] = ECANCELED;
+	call->status = 0;
+	call->reply_body_len = sizeof(*rep);
+	call->reply_data_len = 0;
+	return true;
+}
 
-		assert_true(call->reply_body_max >= sizeof(*rep));
-		memset(rep, 0, sizeof(*rep));
-		rep->count = (uint16_t)(hops + 1);
-		for (int k = 1; k <= hops; k++)
-			rep->status[k] = ECANCELED;
-		call->status = 0;
-		call->reply_body_len = sizeof(*rep);
-		call->reply_data_len = 0;
+/* a write of several pieces, through an I/O thread */
+void __wrap_lode_rpc_submit(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	if (answered_as_head(conn, call))
 		call->done(call);
-	}
+	else
+		__real_lode_rpc_submit(conn, call);
+}
+
+/* a write of one piece, on the writer's thread (client/write.c) */
+int __wrap_lode_rpc_call_direct(struct lode_rpc_conn *conn, struct lode_call *call)
+{
+	if (answered_as_head(conn, call))
+		return call->status;
+	return __real_lode_rpc_call_direct(conn, call);
 }
 
 static struct test_cluster tc;
