@@ -156,7 +156,7 @@ static void obj_done(void *arg, int status, struct lode_obj_result *res)
 }
 
 /* Counts a stored OBJ_WRITE's bytes for the metrics. */
-static void count_written(const struct lode_req *req)
+static void count_written(const struct lode_req *req, const struct lode_obj_result *res)
 {
 	const struct lode_wire_obj_write_req *wr = lode_req_body(req);
 	uint64_t n = lode_req_hdr(req)->data_len;
@@ -166,12 +166,16 @@ static void count_written(const struct lode_req *req)
 	stat_add(&worker_stats->written_bytes, n);
 	if (wr->flags & LODE_OBJ_F_LAZY)
 		stat_add(&worker_stats->lazy_bytes, n);
+	if (res->inline_ns) {
+		stat_add(&worker_stats->inline_bytes, n);
+		stat_add(&worker_stats->inline_ns, res->inline_ns);
+	}
 }
 
 static void write_done(void *arg, int status, struct lode_obj_result *res)
 {
 	if (!status)
-		count_written(arg);
+		count_written(arg, res);
 	reply_obj(arg, status, res);
 }
 
@@ -495,7 +499,7 @@ static void chain_local_done(void *arg, int status, struct lode_obj_result *res)
 	if (!status)
 		op->res = *res;
 	if (!status)
-		count_written(op->req);
+		count_written(op->req, res);
 	chain_part_done(op);
 }
 
@@ -928,13 +932,15 @@ const struct lode_server_ops lode_oss_server_ops = {
 void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	struct lode_oss *oss = arg;
-	uint64_t rd = 0, direct = 0, wr = 0, lazy = 0;
+	uint64_t rd = 0, direct = 0, wr = 0, lazy = 0, inl = 0, inl_ns = 0;
 
 	for (unsigned i = 0; i < LODE_OSS_WORKERS_MAX; i++) {
 		rd += __atomic_load_n(&oss->stats[i].read_bytes, __ATOMIC_RELAXED);
 		direct += __atomic_load_n(&oss->stats[i].direct_bytes, __ATOMIC_RELAXED);
 		wr += __atomic_load_n(&oss->stats[i].written_bytes, __ATOMIC_RELAXED);
 		lazy += __atomic_load_n(&oss->stats[i].lazy_bytes, __ATOMIC_RELAXED);
+		inl += __atomic_load_n(&oss->stats[i].inline_bytes, __ATOMIC_RELAXED);
+		inl_ns += __atomic_load_n(&oss->stats[i].inline_ns, __ATOMIC_RELAXED);
 	}
 	lode_metrics_family(b, "lode_oss_read_bytes_total", "counter",
 			    "Object data read and answered (OBJ_READ), in bytes.");
@@ -951,6 +957,14 @@ void lode_oss_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "Of the object data stored, what data=lazy clients wrote, whose "
 			    "writeback is left to the kernel, in bytes.");
 	lode_metrics_sample_u64(b, "lode_oss_lazy_written_bytes_total", NULL, lazy);
+	lode_metrics_family(b, "lode_oss_inline_written_bytes_total", "counter",
+			    "Of the object data stored, what a worker wrote on its own thread (a "
+			    "small write that found its loop idle), in bytes.");
+	lode_metrics_sample_u64(b, "lode_oss_inline_written_bytes_total", NULL, inl);
+	lode_metrics_family(b, "lode_oss_inline_write_seconds_total", "counter",
+			    "The time those writes held their worker's thread: the kernel "
+			    "throttling dirty pages shows here.");
+	lode_metrics_sample(b, "lode_oss_inline_write_seconds_total", NULL, (double)inl_ns / 1e9);
 	lode_metrics_family(b, "lode_oss_chain_hops_refused_total", "counter",
 			    "Chained requests not passed on: their next hop was not in the MDS's "
 			    "target table as this OSS last fetched it.");

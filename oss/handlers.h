@@ -27,6 +27,8 @@ struct lode_oss_worker_stats {
 	uint64_t direct_bytes;	/* of which read past the page cache (objdirect.c) */
 	uint64_t written_bytes; /* OBJ_WRITE data stored (this target's copy) */
 	uint64_t lazy_bytes;	/* of which flagged LODE_OBJ_F_LAZY */
+	uint64_t inline_bytes;	/* of which written on the worker's thread (objio.c) */
+	uint64_t inline_ns;	/* the time those writes held the worker's thread */
 } __attribute__((aligned(64)));
 
 struct lode_oss {

@@ -569,8 +569,12 @@ void lode_objstore_write(struct lode_objstore_io *io, const struct lode_wire_obj
 		return;
 	}
 	if (op->len <= WRITE_INLINE_MAX && io->ops == 1) {
+		uint64_t t0 = lode_now_ns();
+
+		err = lode_pwrite_all(op->fds->dfd, op->wdata, op->len, (off_t)op->off);
+		op->res.inline_ns = lode_now_ns() - t0 + 1;
 		op->stage = ST_WRITE_DATA;
-		op_advance(op, lode_pwrite_all(op->fds->dfd, op->wdata, op->len, (off_t)op->off));
+		op_advance(op, err);
 		return;
 	}
 	xfer_start(op, ST_WRITE_DATA, op->fds->dfd, (void *)op->wdata, op->len, op->off, true);

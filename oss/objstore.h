@@ -113,6 +113,9 @@ struct lode_obj_result {
 	/* lode_objstore_read_fd only: the bytes were read past the page cache into data
 	 * (objdirect.c), not left for a zero-copy send */
 	bool direct;
+	/* writes only: nanoseconds the data's write held the loop's thread (objio.c's
+	 * WRITE_INLINE_MAX; at least 1), or 0 when it went through io_uring */
+	uint64_t inline_ns;
 };
 
 /* Frees res->data (if any) with res->data_free, from any thread, and clears it. */

@@ -199,6 +199,11 @@ fi
 for i in $(seq 20); do
 	"$lodectl" mkdir "/m/d$i"
 done
+# small files, one at a time: each copy's write finds its OSS loop idle and is made there
+head -c 65536 /dev/urandom >"$dir/tiny"
+for i in 1 2 3 4; do
+	"$lodectl" put "$dir/tiny" "/m/tiny$i"
+done
 "$lodectl" stat /m/nothing-here >/dev/null 2>&1 && fail "stat of a missing file succeeded"
 if [ -n "$mnt" ]; then
 	head -c $((8 << 20)) /dev/urandom >"$dir/small"
@@ -218,6 +223,8 @@ wait_true 'sum(lode_request_errors_total{job="lode-mds",op="lookup"}) > 0' \
 	"the failed lookup was not counted as an error"
 wait_true "sum(lode_oss_written_bytes_total) >= $((24 << 20))" "OSS written bytes"
 wait_true "sum(lode_oss_read_bytes_total) >= $((24 << 20))" "OSS read bytes"
+wait_true "sum(lode_oss_inline_written_bytes_total) >= 65536" "no small write made on a worker's thread"
+wait_true 'sum(lode_oss_inline_write_seconds_total) > 0' "inline writes' time"
 if ((direct)); then
 	wait_true "sum(lode_oss_read_direct_bytes_total) >= $((16 << 20))" "OSS direct read bytes"
 fi
