@@ -25,7 +25,9 @@
 # MooseFS's contract; docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000) and fs_io small (64 KiB files written, then read back with the client cache
-# dropped, then read through the other mount, which never had them) on one mount of each.
+# dropped, then read through the other mount, which never had them) on one mount of each,
+# each once the machine is quiet (below 15% busy for a second, 60 s at most): both
+# systems go on deleting the storm's files in the background after a point ends.
 #
 # Copies: by default Lode keeps its two copies of every file and MooseFS one (goal 1), the
 # comparison issue 15 states; --copies N gives both N (Lode: mirror_count=N as the default
@@ -141,6 +143,24 @@ cpu_ticks() {
 	done
 	echo "$s $(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)"
 }
+# settle: waits (60 s at most) until the machine's CPUs were busy less than 15% over a
+# second. Each system goes on deleting what a storm point removed after the point ends
+# (MooseFS's chunkservers, Lode's orphan cleanup a minute later): a single-threaded figure
+# taken meanwhile measured that background work more than the file system it ran on.
+settle() {
+	local a b t
+	for t in $(seq 60); do
+		a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+		sleep 1
+		b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+		if awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y)
+			busy = y[1] - x[1]; all = busy + y[2] - x[2]
+			exit !(all > 0 && busy / all < 0.15) }'; then
+			return 0
+		fi
+	done
+	log "the machine stayed busy for 60 s; measuring anyway"
+}
 # cpu_fig D0 M0 D1 M1 FILES: "servers and clients / machine" CPU ms per file
 cpu_fig() {
 	awk -v d=$(($3 - $1)) -v m=$(($4 - $2)) -v f="$5" -v hz="$(getconf CLK_TCK)" \
@@ -227,6 +247,7 @@ emit "# single-threaded, one mount: fs_io meta --count $single; fs_io small --co
 single_fig() { # DIR OTHER: "create stat unlink write64k read64k readvia64k"
 	local d=$1/single m s
 	mkdir -p "$d"
+	settle
 	m=$("$build/tools/bench/fs_io" meta --count "$single" "$d")
 	s=$("$build/tools/bench/fs_io" small --count $((single / 4)) --size 64K --read-via "$2/single" "$d")
 	rm -rf "$d"
