@@ -125,22 +125,30 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Reads [off, off + len) of /f through c and checks every byte. */
-static void read_and_check(struct lode_client *c, uint64_t off, size_t len)
+/* Reads [off, off + len) of path through c and checks every byte against the pattern of
+ * seed. */
+static void check_bytes(struct lode_client *c, const char *path, uint64_t seed, uint64_t off,
+			size_t len)
 {
 	char *buf = malloc(len);
 	struct lode_file *f;
 	int64_t bad;
 
 	assert_non_null(buf);
-	assert_int_equal(lode_open(c, "/f", O_RDONLY, 0, &f), 0);
+	assert_int_equal(lode_open(c, path, O_RDONLY, 0, &f), 0);
 	assert_int_equal(lode_pread(f, buf, len, off), (ssize_t)len);
-	bad = pattern_check(buf, len, SEED, off);
+	bad = pattern_check(buf, len, seed, off);
 	if (bad >= 0)
-		fail_msg("read of %zu bytes at %llu: byte %lld differs", len,
+		fail_msg("%s: read of %zu bytes at %llu: byte %lld differs", path, len,
 			 (unsigned long long)off, (long long)bad);
 	assert_int_equal(lode_close(f), 0);
 	free(buf);
+}
+
+/* The same, of /f as setup wrote it. */
+static void read_and_check(struct lode_client *c, uint64_t off, size_t len)
+{
+	check_bytes(c, "/f", SEED, off, len);
 }
 
 static void test_a_read_inside_one_stripe_unit_is_made_on_the_callers_thread(void **state)
@@ -212,7 +220,6 @@ static void write_and_check(struct lode_client *c, const char *path, const struc
 	char *buf = malloc(len);
 	struct lode_client *r;
 	struct lode_file *f;
-	int64_t bad;
 	int rc;
 
 	assert_non_null(buf);
@@ -223,17 +230,10 @@ static void write_and_check(struct lode_client *c, const char *path, const struc
 	assert_int_equal(rc, 0);
 	assert_int_equal(lode_pwrite(f, buf, len, off), (ssize_t)len);
 	assert_int_equal(lode_close(f), 0);
-	memset(buf, 0, len);
-	r = client();
-	assert_int_equal(lode_open(r, path, O_RDONLY, 0, &f), 0);
-	assert_int_equal(lode_pread(f, buf, len, off), (ssize_t)len);
-	bad = pattern_check(buf, len, SEED + 1, off);
-	if (bad >= 0)
-		fail_msg("%s: write of %zu bytes at %llu: byte %lld reads back different", path,
-			 len, (unsigned long long)off, (long long)bad);
-	assert_int_equal(lode_close(f), 0);
-	lode_disconnect(r);
 	free(buf);
+	r = client();
+	check_bytes(r, path, SEED + 1, off, len);
+	lode_disconnect(r);
 }
 
 static const struct lode_layout two_copies = {
