@@ -132,16 +132,20 @@ mds_counts() {
 		/^lode_mds_checkpoints_total / { k += 2 * $2 }
 		END { printf "%d %d %d\n", c, s, haslog ? k : old }'
 }
+# machine_ticks: the whole machine's CPU time in clock ticks, every CPU: busy (idle and
+# iowait excluded), then idle and iowait
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 # cpu_ticks NAME...: CPU time (user and system, in clock ticks) of every process named so,
 # then of the whole machine (every CPU, idle excluded)
 cpu_ticks() {
-	local n p s=0
+	local n p s=0 busy
 	for n in "$@"; do
 		for p in $(pgrep -x "$n"); do
 			s=$((s + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
 		done
 	done
-	echo "$s $(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)"
+	read -r busy _ < <(machine_ticks)
+	echo "$s $busy"
 }
 # settle: waits (60 s at most) until the machine's CPUs were busy less than 15% over a
 # second. Each system goes on deleting what a storm point removed after the point ends
@@ -150,9 +154,9 @@ cpu_ticks() {
 settle() {
 	local a b t
 	for t in $(seq 60); do
-		a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+		a=$(machine_ticks)
 		sleep 1
-		b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
+		b=$(machine_ticks)
 		if awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y)
 			busy = y[1] - x[1]; all = busy + y[2] - x[2]
 			exit !(all > 0 && busy / all < 0.15) }'; then
