@@ -29,6 +29,19 @@ static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_s
 	reply_attr_for(req, lf, st, lf->o.attr_timeout);
 }
 
+/* A file this mount is writing: its size and mtime are the writer's (lf_getattr). */
+static bool writing(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_writer *w;
+
+	if (!S_ISREG(st->mode))
+		return false;
+	w = lf_writer_find(lf, st->ino);
+	if (w)
+		lf_writer_put(lf, w);
+	return w != NULL;
+}
+
 void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -37,9 +50,10 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	(void)fi;
-	if (lf_dirattr_get(lf, ino, &st, &ttl)) {
-		/* a directory a create, unlink or rename of ours just changed: its reply said
-		 * how it is now, for the rest of attr_timeout */
+	if (lf_dirattr_get(lf, ino, &st, &ttl) && !writing(lf, &st)) {
+		/* a directory a create, unlink or rename of ours just changed, or a file a
+		 * read-only open just found: its reply said how it is now, for the rest of
+		 * attr_timeout */
 		lf_odir_note(lf, &st);
 		reply_attr_for(req, lf, &st, ttl);
 		return;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lode-fuse: a directory's attributes as the last create, unlink or rename in it left them.
+ * lode-fuse: a directory's attributes as the last create, unlink or rename in it left them,
+ * and a file's as a read-only open found them.
  *
  * After every create the kernel drops what it knows of the parent directory's attributes
  * (its mtime moved) and asks for them again before the next path walk through it:
@@ -21,6 +22,14 @@
  * later change makes it stale, and a change keeps what its reply said only if no other
  * change began, ended or ran beside it (its reply might then be older than the other's
  * effect at the MDS). Concurrent changes thus cost the GETATTR they always did.
+ *
+ * A read-only open that drops the kernel's pages drops its attributes too, and the first
+ * read asks for them again: the open's own attributes answer that GETATTR
+ * (lf_dirattr_offer), by the same rule: kept only if no change of this mount began or ran
+ * while the open asked the MDS, good until the next one begins. Changes to a file alone
+ * (a writer's last close, a truncating open) count for these (ogen) but leave the
+ * directories' entries be: each forgets the file's entry once made (lf_dirattr_forget), and
+ * a file that is being written is never answered from here (lf_getattr_op).
  */
 #include <string.h>
 #include <time.h>
@@ -41,6 +50,7 @@ uint64_t lf_dirattr_begin(struct lode_fuse *lf)
 
 	pthread_mutex_lock(&lf->alock);
 	lf->ainflight++;
+	lf->ogen++;
 	g = ++lf->agen; /* every entry learned before is of an older generation now */
 	pthread_mutex_unlock(&lf->alock);
 	return g;
@@ -54,6 +64,7 @@ void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *
 	bool alone = lf->ainflight == 1 && lf->agen == gen;
 
 	lf->agen++;
+	lf->ogen++;
 	for (unsigned i = 0; alone && i < n; i++) {
 		struct lf_dirattr *e = &lf->attrs[st[i].ino % LF_DIRATTR_SLOTS];
 
@@ -64,6 +75,40 @@ void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *
 		e->learned_s = now_s();
 	}
 	lf->ainflight--;
+	pthread_mutex_unlock(&lf->alock);
+}
+
+uint64_t lf_dirattr_peek(struct lode_fuse *lf)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&lf->alock);
+	g = lf->ainflight ? 0 : lf->ogen;
+	pthread_mutex_unlock(&lf->alock);
+	return g;
+}
+
+void lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st)
+{
+	struct lf_dirattr *e = &lf->attrs[st->ino % LF_DIRATTR_SLOTS];
+
+	pthread_mutex_lock(&lf->alock);
+	if (gen && st->ino && lf->ogen == gen && !lf->ainflight) {
+		e->st = *st;
+		e->gen = lf->agen;
+		e->learned_s = now_s();
+	}
+	pthread_mutex_unlock(&lf->alock);
+}
+
+void lf_dirattr_forget(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_dirattr *e = &lf->attrs[ino % LF_DIRATTR_SLOTS];
+
+	pthread_mutex_lock(&lf->alock);
+	lf->ogen++; /* an open's attributes fetched before now are older than the change */
+	if (e->st.ino == ino)
+		memset(e, 0, sizeof(*e));
 	pthread_mutex_unlock(&lf->alock);
 }
 

@@ -57,15 +57,21 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
  * open made the file (inode numbers are never reused), so the kernel holds nothing of it
  * to drop, and nothing need be said. */
 static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st,
-			     bool fresh, bool attrs_current, struct fuse_file_info *fi)
+			     bool fresh, uint64_t offer_gen, struct fuse_file_info *fi)
 {
 	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
 
 	lf_metrics_open_cache(keep);
 	fi->keep_cache = keep;
-	if (!keep && !attrs_current) {
+	if (!keep) {
 		/* the kernel drops the pages itself (keep_cache 0); its attributes must go
-		 * too, or a read or stat right after this open would use the old size */
+		 * too, or a read or stat right after this open would use the old size. The
+		 * kernel then refuses any attribute reply to a request sent before this, and
+		 * every later one is at least as new as st: an offer of st for the first
+		 * read's GETATTR (fuse_dirattr.c) is made before, so that none finds an older
+		 * open's there. */
+		if (offer_gen)
+			lf_dirattr_offer(lf, offer_gen, st);
 		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 	}
 	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
@@ -81,11 +87,12 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
  * reads that follow are served from the page cache, with no READ through lode-fuse. A small
  * file opened for reading is read whole, at once: the read costs the same here as in a READ
  * (one call to the OSS of one copy, on this thread, checked as any read), and the READ's
- * own round trip through the kernel and a lode-fuse thread goes. Only where the kernel's
- * attributes are the open's (lf_kattr_same): older ones would be refreshed at the first
- * read, and the changed mtime would drop the pages stored (auto_inval_data). The pages
- * replace those of [0, size); the kernel holds none past its size, which is st's. Returns
- * whether the kernel now holds the file's pages (the open then keeps them).
+ * own round trip through the kernel and a lode-fuse thread goes. Only where the kernel
+ * likely held the open's attributes (lf_kattr_same): the first read refreshes them (the
+ * open dropped them), and a size or mtime that differs from what the kernel held drops
+ * the pages stored (auto_inval_data), which are then read again: a wasted read, never a
+ * stale one. The pages replace those of [0, size). Returns whether the kernel now holds
+ * the file's pages (the open then keeps them).
  */
 static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 			const struct lode_stat *st)
@@ -107,10 +114,10 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 }
 
 /*
- * Whether this mount changed the file since lf_open found no writer of it and the kernel's
- * attributes as the open's: a writer that opened since (still in the table), or one gone
- * or a setattr (either forgets lf_kattr's note). Its bytes may have reached the kernel's
- * pages before the older ones store_small put there: those pages go again.
+ * Whether this mount changed the file since lf_open found no writer of it and the note of
+ * the kernel's attributes as the open's: a writer that opened since (still in the table),
+ * or one gone or a setattr (either forgets lf_kattr's note). Its bytes may have reached the
+ * kernel's pages before the older ones store_small put there: those pages go again.
  */
 static bool changed_here(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
 {
@@ -185,7 +192,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
 	int acc = fi->flags & O_ACCMODE;
-	bool reader = false, attrs_current;
+	uint64_t gen = lf_dirattr_peek(lf); /* before the MDS says what the file is */
+	bool reader = false, attrs_likely;
 	struct lode_stat st;
 	struct lf_handle *h;
 	int rc;
@@ -233,19 +241,21 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		lf_reply_err(req, rc);
 		return;
 	}
-	if (fi->flags & O_TRUNC)
+	if (fi->flags & O_TRUNC) {
 		rc = truncated_kill_privs(lf, h, &st);
+		lf_kattr_forget(lf, ino); /* the open truncated it */
+	}
 	if (rc) {
 		handle_free(lf, h);
 		lf_reply_err(req, rc);
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	/* a read-only open with no writer of the file on this mount: its kernel's attributes
-	 * are the open's if the last ones it was given are (lf_kattr_same) */
-	attrs_current = reader && lf_kattr_same(lf, &st);
-	open_cache_flags(lf, ino, &st, false, attrs_current, fi);
-	if (attrs_current && !fi->keep_cache && !fi->direct_io && st.size &&
+	open_cache_flags(lf, ino, &st, false, reader ? gen : 0, fi);
+	/* a read-only open with no writer of the file on this mount: the kernel likely
+	 * held the open's attributes if the last ones it was given are (lf_kattr_same) */
+	attrs_likely = reader && lf_kattr_same(lf, &st);
+	if (attrs_likely && !fi->keep_cache && !fi->direct_io && st.size &&
 	    st.size <= LF_STORE_MAX && store_small(lf, h, ino, &st))
 		fi->keep_cache = !changed_here(lf, ino, &st);
 	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
@@ -338,7 +348,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, st.ino, &st, fresh && !shared, false, fi);
+	open_cache_flags(lf, st.ino, &st, fresh && !shared, 0, fi);
 	reply_open(req, lf, h, fi, &st, true);
 }
 

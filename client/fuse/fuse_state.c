@@ -326,14 +326,14 @@ bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_
 }
 
 /*
- * What the kernel was last told of a file's attributes. An open that must drop the
- * kernel's pages (keep_cache off) also dropped its attributes, lest a read or stat after
- * it use an older size; but then the first read asked for them again (auto_inval_data):
- * a GETATTR round trip in every cold read of a small file, though the kernel's LOOKUP of
- * the name, in the same open(2), had just brought them. They are dropped now only when
- * they differ from the open's. The kernel applies attribute replies in the order their
- * requests were sent (attr_version), so it holds the last noted ones or newer; this mount's
- * own changes (writes, truncates, chmod: the kernel updates i_size itself) forget them.
+ * What the kernel was last told of a file's attributes (LOOKUP and GETATTR replies): a
+ * guess, never proof. Of two attribute replies for one file in flight at once, the kernel
+ * keeps the one its waiting process applies first and drops the other (attr_version), an
+ * order lode-fuse cannot see; trusting the note to keep the kernel's attributes at an open
+ * once let a read stop at an older size (close-to-open lost, `close-to-open`'s race). It
+ * only says whether a small file's pages are worth handing over with its open
+ * (store_small), and whether this mount changed the file meanwhile: its own changes
+ * (writes, truncates, chmod: the kernel updates i_size itself) forget it.
  */
 void lf_kattr_note(struct lode_fuse *lf, const struct lode_stat *st)
 {
@@ -358,6 +358,7 @@ void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino)
 	if (v->kino == ino)
 		v->kino = 0;
 	pthread_mutex_unlock(&lf->clock);
+	lf_dirattr_forget(lf, ino); /* an open's attributes are older than the change */
 }
 
 bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st)

@@ -218,10 +218,12 @@ int lf_writer_put(struct lode_fuse *lf, struct lf_writer *w)
 	} else {
 		rc = lode_close(w->f);
 	}
+	/* the kernel sized the file as it wrote; and while the writer is in the table no
+	 * GETATTR is answered with an open's older attributes (fuse_dirattr.c) */
+	lf_kattr_forget(lf, w->ino);
 	pthread_mutex_lock(&lf->wlock);
 	unlink_writer(lf, w);
 	pthread_mutex_unlock(&lf->wlock);
-	lf_kattr_forget(lf, w->ino); /* the kernel sized the file as it wrote */
 	writer_free(w);
 	return rc;
 }

@@ -140,8 +140,8 @@ struct lf_odir {
 	struct lf_odir *next;
 };
 
-/* A directory's attributes from a reply, and when (fuse_dirattr.c). */
-#define LF_DIRATTR_SLOTS 64
+/* A directory's attributes from a reply, or a file's from an open, and when (fuse_dirattr.c). */
+#define LF_DIRATTR_SLOTS 256
 struct lf_dirattr {
 	struct lode_stat st; /* st.ino 0: empty */
 	uint64_t gen;	     /* lode_fuse.agen when learned: valid while it is the same */
@@ -167,8 +167,9 @@ struct lode_fuse {
 	struct lf_groups *groups; /* protected by glock: LF_GROUPS_SLOTS */
 
 	pthread_mutex_t alock;
-	uint64_t agen;				   /* protected by alock */
-	unsigned ainflight;			   /* protected by alock: changes running */
+	uint64_t agen;	    /* protected by alock */
+	uint64_t ogen;	    /* protected by alock: agen's changes and a file's alone */
+	unsigned ainflight; /* protected by alock: changes running */
 	struct lf_dirattr attrs[LF_DIRATTR_SLOTS]; /* protected by alock */
 
 	atomic_int unreachable;	  /* 1 after a call failed for want of a server */
@@ -176,13 +177,22 @@ struct lode_fuse {
 };
 
 /* fuse_dirattr.c: a directory's attributes from the last create, unlink or rename in it,
- * for the kernel's next GETATTR of it. Any thread. */
+ * and a file's from a read-only open, for the kernel's next GETATTRs of it. Any thread. */
 /* Before a change to directories (a create, unlink, rename, mkdir, setattr, xattr): its
  * generation. */
 uint64_t lf_dirattr_begin(struct lode_fuse *lf);
 /* After it (whatever its result): st[0..n) are the directories' attributes its reply gave
  * (ino 0: none), kept unless another change ran beside it. */
 void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n);
+/* Before an open's call to the MDS: the generation now (0 while a change runs). */
+uint64_t lf_dirattr_peek(struct lode_fuse *lf);
+/* A read-only open's attributes st, asked for from the MDS after lf_dirattr_peek gave gen:
+ * kept if no change began since. */
+void lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
+/* This mount changed file ino (its writer's last close, a truncating open), after the
+ * change reached the MDS: drops its entry, and no open's attributes fetched before are
+ * kept. */
+void lf_dirattr_forget(struct lode_fuse *lf, uint64_t ino);
 /* The entry for ino, if still good, and the seconds left of attr_timeout. */
 bool lf_dirattr_get(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 
@@ -239,10 +249,11 @@ void lf_cache_forget(struct lode_fuse *lf, uint64_t ino);
 /* The attributes of st were given to the kernel (a LOOKUP's or GETATTR's reply). */
 void lf_kattr_note(struct lode_fuse *lf, const struct lode_stat *st);
 /* This mount changed ino or is about to (a writer gone, a setattr): what the kernel holds of
- * its attributes may differ from what it was given. */
+ * its attributes may differ from what it was given, and an open's (lf_dirattr_offer) are
+ * older. */
 void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino);
 /* Whether the attributes last given to the kernel for st->ino are st's (size, times,
- * mode, owner): an open that finds them so need not drop the kernel's. */
+ * mode, owner): likely what the kernel holds, not certainly (fuse_state.c). */
 bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st);
 
 /* fuse_writer.c: the shared write handles and their write-behind */

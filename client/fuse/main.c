@@ -573,6 +573,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->glock, NULL);
 	pthread_mutex_init(&lf->dlock, NULL);
 	pthread_mutex_init(&lf->alock, NULL);
+	lf->ogen = 1; /* 0: what lf_dirattr_peek says while a change runs */
 	lf->cver = calloc(LF_CVER_SLOTS, sizeof(*lf->cver));
 	lf->groups = calloc(LF_GROUPS_SLOTS, sizeof(*lf->groups));
 	if (!lf->cver || !lf->groups) {

@@ -9,3 +9,6 @@ start_cluster 3
 mount_lode "$WORK/m1"
 mount_lode "$WORK/m2"
 "$PYTHON" "$LODE_TEST_SRCDIR/close_to_open.py" "$WORK/m1" "$WORK/m2"
+# the same while the reader's kernel asks for the file's attributes all the time
+mount_lode "$WORK/m3" "attr_timeout=0.01,entry_timeout=0.01"
+"$PYTHON" "$LODE_TEST_SRCDIR/attr_race.py" "$WORK/m3" "$WORK/m2" 15
