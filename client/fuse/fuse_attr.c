@@ -145,6 +145,9 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			if (!rc)
 				rc = lf_kill_privs(lf, &st);
 		}
+		/* again once the MDS has it: an open's attributes fetched meanwhile are
+		 * older (fuse_dirattr.c) */
+		lf_kattr_forget(lf, ino);
 		if (rc)
 			goto err;
 	}
