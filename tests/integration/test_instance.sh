@@ -92,11 +92,21 @@ done
 echo "== local up waits for an OSS's old port to come free, and names why it gave up"
 port=$(sed 's/.*://' "$dir/c/oss1/addr")
 hold() { # SECONDS: holds oss1's port, listening, that long
+	# the killed OSS lets go of the port when it has exited, which takes a moment
 	python3 -c 'import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[3], "w").close()
+for _ in range(100):
+    try:
+        s.bind(("127.0.0.1", int(sys.argv[1])))
+        break
+    except OSError:
+        time.sleep(0.05)
+else:
+    sys.exit(1)
+s.listen(); open(sys.argv[3], "w").close()
 time.sleep(float(sys.argv[2]))' "$port" "$1" "$dir/held" &
-	for _ in $(seq 100); do [ -e "$dir/held" ] && break; sleep 0.05; done
+	for _ in $(seq 200); do [ -e "$dir/held" ] && break; sleep 0.05; done
+	[ -e "$dir/held" ] || fail "could not take oss1's old port $port to hold it"
 	rm -f "$dir/held"
 }
 "$lodectl" local kill "$dir/c" oss1 -9
