@@ -243,6 +243,29 @@ int lode_client_layout_refresh(struct lode_file *f)
 	return 0;
 }
 
+int lode_file_grow(struct lode_file *f, uint64_t *size)
+{
+	struct lode_wire_getattr_req req = {.ino = f->ino};
+	struct lode_wire_layout_rep rep;
+	bool reader = (f->flags & 3) == 0 /* O_RDONLY */;
+	int rc = 0;
+
+	if (reader)
+		rc = lode_client_mds_call(f->c, LODE_OP_LAYOUT_GET, &req, sizeof(req), NULL, 0,
+					  &rep, sizeof(rep), NULL, 0, NULL);
+	if (reader && !rc && lode_layout_check(&rep.layout))
+		rc = -EPROTO;
+	pthread_mutex_lock(&f->lock);
+	/* the same objects, longer: a file rewritten (a new generation) keeps the open's
+	 * view, as in lode_client_layout_refresh */
+	if (reader && !rc && rep.layout.generation == f->layout.generation &&
+	    rep.attr.size > f->size)
+		f->size = rep.attr.size;
+	*size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	return rc == -ENOENT ? 0 : rc; /* deleted since: the open's view */
+}
+
 /* The objects' bytes of [off, off + len), with f->rw held shared. */
 static int read_objects(struct lode_file *f, char *buf, uint64_t len, uint64_t off, bool recheck)
 {

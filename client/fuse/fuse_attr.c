@@ -20,6 +20,7 @@ static void reply_attr_for(fuse_req_t req, struct lode_fuse *lf, const struct lo
 	struct stat attr;
 
 	lf_ok(lf);
+	lf_ksize_told(lf, st);
 	lf_stat_to_attr(st, &attr);
 	fuse_reply_attr(req, &attr, ttl);
 }

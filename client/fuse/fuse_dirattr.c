@@ -93,7 +93,9 @@ void lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat
 	struct lf_dirattr *e = &lf->attrs[st->ino % LF_DIRATTR_SLOTS];
 
 	pthread_mutex_lock(&lf->alock);
-	if (gen && st->ino && lf->ogen == gen && !lf->ainflight) {
+	/* never older than what another open offered (lf_version_older) */
+	if (gen && st->ino && lf->ogen == gen && !lf->ainflight &&
+	    !(e->st.ino == st->ino && lf_version_older(st, &e->st))) {
 		e->st = *st;
 		e->gen = lf->agen;
 		e->learned_s = now_s();

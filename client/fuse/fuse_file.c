@@ -72,6 +72,8 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 		 * open's there. */
 		if (offer_gen)
 			lf_dirattr_offer(lf, offer_gen, st);
+		if (lf_version_newest(lf, st)) /* an older open's size is not the kernel's */
+			lf_ksize_reset(lf, ino, st->size);
 		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 	}
 	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
@@ -107,7 +109,14 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 	n = lode_pread(h->rf, buf, st->size, 0);
 	if (n == (ssize_t)st->size) {
 		bv.buf[0].mem = buf;
-		n = fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0) ? -1 : n;
+		/* never over the pages of a newer version another open stored meanwhile: a
+		 * newer open stores after this one or not at all */
+		pthread_mutex_lock(&lf->slock);
+		if (!lf_version_newest(lf, st))
+			n = -1;
+		else if (fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0))
+			n = -1;
+		pthread_mutex_unlock(&lf->slock);
 	}
 	free(buf);
 	return n == (ssize_t)st->size;
@@ -253,8 +262,9 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->write_through = write_through(fi->flags);
 	open_cache_flags(lf, ino, &st, false, reader ? gen : 0, fi);
 	/* a read-only open with no writer of the file on this mount: the kernel likely
-	 * held the open's attributes if the last ones it was given are (lf_kattr_same) */
-	attrs_likely = reader && lf_kattr_same(lf, &st);
+	 * held the open's attributes if the last ones it was given are (lf_kattr_same);
+	 * and no open here found a newer version (store_small) */
+	attrs_likely = reader && lf_version_newest(lf, &st) && lf_kattr_same(lf, &st);
 	if (attrs_likely && !fi->keep_cache && !fi->direct_io && st.size &&
 	    st.size <= LF_STORE_MAX && store_small(lf, h, ino, &st))
 		fi->keep_cache = !changed_here(lf, ino, &st);
@@ -391,6 +401,30 @@ static void read_buf_put(char *buf, size_t size)
 		free(buf);
 }
 
+/*
+ * A read that found the handle's end of file before size bytes: if the kernel may have been
+ * told the file is longer (lf_ksize_beyond, fuse_state.c), it would keep zeros for the
+ * bytes that came since the handle's open; then the handle asks the MDS how long the file
+ * is now and reads them too. Returns the bytes read in all, or -errno.
+ */
+static ssize_t read_grown(struct lode_fuse *lf, uint64_t ino, struct lode_file *f, char *buf,
+			  size_t size, uint64_t off, ssize_t n)
+{
+	uint64_t end = off + (uint64_t)n, now;
+	ssize_t more;
+	int rc;
+
+	if (!lf_ksize_beyond(lf, ino, end))
+		return n;
+	rc = lode_file_grow(f, &now);
+	if (rc)
+		return rc;
+	if (now <= end)
+		return n;
+	more = lode_pread(f, buf + n, size - (size_t)n, end);
+	return more < 0 ? more : n + more;
+}
+
 void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = fuse_req_userdata(req);
@@ -425,6 +459,8 @@ void lf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	if (f)
 		ra = lode_readahead_bytes(f);
 	n = f ? lode_pread(f, buf, size, (uint64_t)off) : -EBADF;
+	if (n >= 0 && (size_t)n < size && !h->w && !w) /* a writer here knows the size */
+		n = read_grown(lf, ino, f, buf, size, (uint64_t)off, n);
 	if (n >= 0) {
 		/* what read-ahead had ready: this read's share of the file's count (a read at
 		 * the same time on the handle may add to it, so at most what was read) */

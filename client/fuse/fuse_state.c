@@ -290,6 +290,7 @@ void lf_fill_entry(struct lode_fuse *lf, const struct lode_stat *st, struct fuse
 	memset(e, 0, sizeof(*e));
 	e->ino = st->ino;
 	e->generation = 0; /* Lode never reuses an inode number */
+	lf_ksize_told(lf, st);
 	lf_stat_to_attr(st, &e->attr);
 	e->attr_timeout = lf->o.attr_timeout;
 	e->entry_timeout = lf->o.entry_timeout;
@@ -323,6 +324,91 @@ bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_
 	v->size = size;
 	pthread_mutex_unlock(&lf->clock);
 	return keep;
+}
+
+/*
+ * Opens of one file on this mount that run at once may find different versions of it (a
+ * change at another mount between their calls to the MDS), and finish in either order.
+ * What one of them hands the kernel for every reader on the mount (an offer of its
+ * attributes, a small file's pages) must never be older than what another already did:
+ * the MDS's ctime moves with every change, mtime and size with every write.
+ */
+bool lf_version_older(const struct lode_stat *a, const struct lode_stat *b)
+{
+	if (a->ctime_ns != b->ctime_ns)
+		return a->ctime_ns < b->ctime_ns;
+	if (a->mtime_ns != b->mtime_ns)
+		return a->mtime_ns < b->mtime_ns;
+	return a->size < b->size;
+}
+
+bool lf_version_newest(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_cver *v = &lf->cver[st->ino % LF_CVER_SLOTS];
+	struct lode_stat seen = {.ino = st->ino};
+	bool newest;
+
+	pthread_mutex_lock(&lf->clock);
+	seen.size = v->vsize;
+	seen.ctime_ns = v->vctime_ns;
+	seen.mtime_ns = v->vmtime_ns;
+	newest = v->vino != st->ino || !lf_version_older(st, &seen);
+	if (newest) {
+		v->vino = st->ino;
+		v->vsize = st->size;
+		v->vctime_ns = st->ctime_ns;
+		v->vmtime_ns = st->mtime_ns;
+	}
+	pthread_mutex_unlock(&lf->clock);
+	return newest;
+}
+
+/*
+ * The size the kernel may hold for a file, at most. A READ answered short (at the handle's
+ * end of file) makes the kernel fill the rest of the page with zeros, and keep that page
+ * unless it shrinks the file to the short end, which it does only if no attribute reply
+ * came meanwhile. If it had been told the file is longer (the file grew at another mount
+ * since the handle's open, and a LOOKUP, a GETATTR or a newer open here said so), those
+ * zeros would stand for the new bytes, for every reader of the mount. So lf_read asks the
+ * MDS again before a short answer whenever the kernel may have been told more; the
+ * largest size told since the newest open dropped the kernel's attributes says so,
+ * without a request, in the usual case.
+ */
+void lf_ksize_told(struct lode_fuse *lf, const struct lode_stat *st)
+{
+	struct lf_cver *v = &lf->cver[st->ino % LF_CVER_SLOTS];
+
+	if (!S_ISREG(st->mode))
+		return;
+	pthread_mutex_lock(&lf->clock);
+	if (v->maxino != st->ino) {
+		v->maxino = st->ino;
+		v->maxsize = st->size;
+	} else if (st->size > v->maxsize) {
+		v->maxsize = st->size;
+	}
+	pthread_mutex_unlock(&lf->clock);
+}
+
+void lf_ksize_reset(struct lode_fuse *lf, uint64_t ino, uint64_t size)
+{
+	struct lf_cver *v = &lf->cver[ino % LF_CVER_SLOTS];
+
+	pthread_mutex_lock(&lf->clock);
+	v->maxino = ino;
+	v->maxsize = size;
+	pthread_mutex_unlock(&lf->clock);
+}
+
+bool lf_ksize_beyond(struct lode_fuse *lf, uint64_t ino, uint64_t end)
+{
+	struct lf_cver *v = &lf->cver[ino % LF_CVER_SLOTS];
+	bool beyond;
+
+	pthread_mutex_lock(&lf->clock);
+	beyond = v->maxino != ino || v->maxsize > end;
+	pthread_mutex_unlock(&lf->clock);
+	return beyond;
 }
 
 /*

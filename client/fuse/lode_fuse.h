@@ -121,6 +121,12 @@ struct lf_cver {
 	uint64_t kino, ksize;
 	int64_t kmtime_ns, kctime_ns;
 	uint32_t kmode, kuid, kgid;
+	/* the newest version of vino any open here found (lf_version_newest) */
+	uint64_t vino, vsize;
+	int64_t vctime_ns, vmtime_ns;
+	/* the largest size given to the kernel for maxino since the newest open dropped
+	 * its attributes (maxino 0: none known) */
+	uint64_t maxino, maxsize;
 };
 
 /* A process's supplementary groups as /proc gave them, for LF_GROUPS_TTL_MS. */
@@ -158,7 +164,8 @@ struct lode_fuse {
 	struct lf_writer *writers[LF_WRITER_BUCKETS]; /* protected by wlock */
 
 	pthread_mutex_t clock;
-	struct lf_cver *cver; /* protected by clock */
+	pthread_mutex_t slock; /* held across the check and the store of store_small */
+	struct lf_cver *cver;  /* protected by clock */
 
 	pthread_mutex_t dlock;
 	struct lf_odir *odirs[LF_WRITER_BUCKETS]; /* protected by dlock */
@@ -252,6 +259,17 @@ void lf_kattr_note(struct lode_fuse *lf, const struct lode_stat *st);
  * its attributes may differ from what it was given, and an open's (lf_dirattr_offer) are
  * older. */
 void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino);
+/* Every reply that gives the kernel a file's attributes passes st here first. */
+void lf_ksize_told(struct lode_fuse *lf, const struct lode_stat *st);
+/* The newest open of ino dropped the kernel's attributes: it knows it is size bytes. */
+void lf_ksize_reset(struct lode_fuse *lf, uint64_t ino, uint64_t size);
+/* Whether the kernel may believe file ino is longer than end (unknown: yes). */
+bool lf_ksize_beyond(struct lode_fuse *lf, uint64_t ino, uint64_t end);
+/* Whether st is no older than any version of its file an open of this mount found
+ * (ctime, then mtime, then size), noting it as the newest if so. */
+bool lf_version_newest(struct lode_fuse *lf, const struct lode_stat *st);
+/* Whether a is an older version of its file than b (the same inode). */
+bool lf_version_older(const struct lode_stat *a, const struct lode_stat *b);
 /* Whether the attributes last given to the kernel for st->ino are st's (size, times,
  * mode, owner): likely what the kernel holds, not certainly (fuse_state.c). */
 bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st);

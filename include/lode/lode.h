@@ -417,6 +417,12 @@ LODE_API void lode_file_layout(const struct lode_file *f, struct lode_layout *ou
 /* The size as this handle knows it: the open's, moved by its own writes and truncates
  * (no request; another client's writes show only after a new open). */
 LODE_API uint64_t lode_file_size(const struct lode_file *f);
+/* For a read-only handle: asks the MDS for the file's size (one request) and, if the same
+ * file grew since the open (not one rewritten over it), reads up to that size from here
+ * on, as a new open would. *size is the handle's size after. A write handle knows its size
+ * already (no request). Returns 0 or -errno (*size set either way); a file deleted since
+ * keeps the open's size. */
+LODE_API int lode_file_grow(struct lode_file *f, uint64_t *size);
 
 /* ---- copies ---- */
 
