@@ -3,7 +3,8 @@
  * Data path against a real local cluster (MDS + 3 OSS): a 1 GiB file striped over every
  * OSS comes back byte-exact, unaligned and sparse writes read back as a local file would,
  * four clients at once each get their own 256 MiB back, a streamed read hands over every
- * piece once, verified, and lodectl put/get round-trip.
+ * piece once, verified, a reader grows to what was appended since its open
+ * (lode_file_grow), and lodectl put/get round-trip.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -209,6 +210,43 @@ static void test_truncate_shrinks_and_extends_with_zeros(void **state)
 	assert_int_equal(lode_close(f), 0);
 	assert_int_equal(lode_stat(c, "/trunc", &st), 0);
 	assert_int_equal(st.size, 0);
+	free(buf);
+	lode_disconnect(c);
+}
+
+/* A read-only handle reads what the open found; lode_file_grow asks the MDS and reads on to
+ * what was appended since (lode-fuse asks it before answering a READ short of the size it
+ * gave the kernel). A write handle knows its size: no request, no change. */
+static void test_a_reader_grows_to_what_was_appended_since_its_open(void **state)
+{
+	const uint64_t first = 100000, more = 50000;
+	struct lode_client *c = connect_or_fail();
+	unsigned char *buf = malloc(first + more + 4096);
+	struct lode_file *r, *w;
+	uint64_t size = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	cluster_write_file(c, "/grows", first, 9, BUF, NULL);
+	assert_int_equal(lode_open(c, "/grows", O_RDONLY, 0, &r), 0);
+	assert_int_equal(lode_file_grow(r, &size), 0);
+	assert_int_equal(size, first); /* nothing appended yet */
+	assert_int_equal(lode_open(c, "/grows", O_WRONLY, 0, &w), 0);
+	pattern_fill(buf, more, 9, first);
+	assert_int_equal(lode_pwrite(w, buf, more, first), (ssize_t)more);
+	assert_int_equal(lode_file_grow(w, &size), 0);
+	assert_int_equal(size, first + more); /* the writer's own size */
+	assert_int_equal(lode_close(w), 0);
+	/* the reader still has the open's view */
+	assert_int_equal(lode_pread(r, buf, first + more + 4096, 0), (ssize_t)first);
+	assert_int_equal(lode_file_size(r), first);
+	assert_int_equal(lode_file_grow(r, &size), 0);
+	assert_int_equal(size, first + more);
+	assert_int_equal(lode_file_size(r), first + more);
+	memset(buf, 0, first + more + 4096);
+	assert_int_equal(lode_pread(r, buf, first + more + 4096, 0), (ssize_t)(first + more));
+	assert_int_equal(pattern_check(buf, first + more, 9, 0), -1);
+	assert_int_equal(lode_close(r), 0);
 	free(buf);
 	lode_disconnect(c);
 }
@@ -507,6 +545,7 @@ int main(void)
 	    cmocka_unit_test(test_a_1gib_file_reads_back_byte_exact_and_is_striped_over_every_oss),
 	    cmocka_unit_test(test_unaligned_and_sparse_writes_read_back_like_a_local_file),
 	    cmocka_unit_test(test_truncate_shrinks_and_extends_with_zeros),
+	    cmocka_unit_test(test_a_reader_grows_to_what_was_appended_since_its_open),
 	    cmocka_unit_test(test_four_clients_at_once_each_read_back_their_own_256mib),
 	    cmocka_unit_test(test_sequential_reads_are_read_ahead_and_see_this_clients_writes),
 	    cmocka_unit_test(test_a_streamed_read_hands_over_every_verified_piece_once),
