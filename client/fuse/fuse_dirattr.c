@@ -88,19 +88,23 @@ uint64_t lf_dirattr_peek(struct lode_fuse *lf)
 	return g;
 }
 
-void lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st)
+bool lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st)
 {
 	struct lf_dirattr *e = &lf->attrs[st->ino % LF_DIRATTR_SLOTS];
+	bool newest;
 
+	/* never older than what another open found, even once that one's entry expired or
+	 * left its slot: the kernel would take it for the next GETATTR sent after this
+	 * open dropped its attributes, and shrink the file under a reader */
 	pthread_mutex_lock(&lf->alock);
-	/* never older than what another open offered (lf_version_older) */
-	if (gen && st->ino && lf->ogen == gen && !lf->ainflight &&
-	    !(e->st.ino == st->ino && lf_version_older(st, &e->st))) {
+	newest = lf_version_newest(lf, st);
+	if (newest && gen && st->ino && lf->ogen == gen && !lf->ainflight) {
 		e->st = *st;
 		e->gen = lf->agen;
 		e->learned_s = now_s();
 	}
 	pthread_mutex_unlock(&lf->alock);
+	return newest;
 }
 
 void lf_dirattr_forget(struct lode_fuse *lf, uint64_t ino)

@@ -47,20 +47,59 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
 {
 	if (!h)
 		return;
+	if (h->ino)
+		atomic_fetch_sub_explicit(&lf->hopen[h->ino % LF_HOPEN_SLOTS], 1,
+					  memory_order_relaxed);
 	lode_close(h->rf);
 	if (h->w)
 		lf_writer_put(lf, h->w);
 	free(h);
 }
 
-/* Sets the open's caching flags from the file's attributes as of this open. fresh: the
- * open made the file (inode numbers are never reused), so the kernel holds nothing of it
- * to drop, and nothing need be said. */
-static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st,
-			     bool fresh, uint64_t offer_gen, struct fuse_file_info *fi)
+/*
+ * Before a read-only open drops the kernel's attributes of a file it found longer than the
+ * kernel may hold it (lf_ksize_below), while other handles of the file are open here: hands
+ * the kernel the file's last byte (FUSE_NOTIFY_STORE), which makes it at least that long.
+ * A handle's read asks for the attributes when they were dropped, and the kernel refuses a
+ * GETATTR's reply if they were dropped again while it was in flight, then reads up to the
+ * size it already had: short of what that handle's open found, which is never newer than
+ * this open's. The byte is the file's own, as the page it lands in may be cached; a store
+ * of part of a page leaves it to be read. One small read at the OSS, only then.
+ */
+static void store_tail(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
+		       const struct lode_stat *st)
 {
-	bool keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(1);
+	char last;
 
+	if (!st->size || !lf_ksize_below(lf, ino, st->size) ||
+	    !atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed))
+		return;
+	if (lode_pread(h->rf, &last, 1, st->size - 1) != 1)
+		return; /* the reads will meet the same error */
+	bv.buf[0].mem = &last;
+	if (!fuse_lowlevel_notify_store(lf->se, ino, st->size - 1, &bv, 0))
+		lf_ksize_told(lf, st);
+}
+
+/* Sets the open's caching flags from the file's attributes as of this open, and counts
+ * the handle h among the file's. fresh: the open made the file (inode numbers are never
+ * reused), so the kernel holds nothing of it to drop, and nothing need be said. reader: a
+ * read-only open with no writer of the file here. Returns whether the kernel drops its
+ * pages and st is the newest version of the file an open here found (lf_version_newest). */
+static bool open_cache_flags(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
+			     const struct lode_stat *st, bool fresh, bool reader,
+			     uint64_t offer_gen, struct fuse_file_info *fi)
+{
+	pthread_mutex_t *olock = &lf->olock[ino % LF_OLOCKS];
+	bool keep, newest = false;
+
+	/* An open that keeps the kernel's pages and attributes (the version it found is
+	 * the one the last open here found) relies on that open having dropped what the
+	 * kernel held before: decided and done under one lock, or it could read the older
+	 * size still held while the other open was between its decision and its drop. */
+	pthread_mutex_lock(olock);
+	keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
 	lf_metrics_open_cache(keep);
 	fi->keep_cache = keep;
 	if (!keep) {
@@ -69,18 +108,26 @@ static void open_cache_flags(struct lode_fuse *lf, uint64_t ino, const struct lo
 		 * kernel then refuses any attribute reply to a request sent before this, and
 		 * every later one is at least as new as st: an offer of st for the first
 		 * read's GETATTR (fuse_dirattr.c) is made before, so that none finds an older
-		 * open's there. */
-		if (offer_gen)
-			lf_dirattr_offer(lf, offer_gen, st);
-		if (lf_version_newest(lf, st)) /* an older open's size is not the kernel's */
-			lf_ksize_reset(lf, ino, st->size);
-		fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
+		 * open's there. An open that found an older version than another here leaves
+		 * them: that one dropped them under this lock, and a drop now would only
+		 * refuse the GETATTRs of newer handles in flight. */
+		newest = lf_dirattr_offer(lf, reader ? offer_gen : 0, st);
+		if (newest) {
+			lf_ksize_reset(lf, ino, st->size); /* an older open's is not the kernel's */
+			if (reader)
+				store_tail(lf, h, ino, st);
+			fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
+		}
 	}
+	h->ino = ino;
+	atomic_fetch_add_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], 1, memory_order_relaxed);
+	pthread_mutex_unlock(olock);
 	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
 	 * be mapped MAP_SHARED (fuse_dev.c); else page-cache mode, where the kernel's direct
 	 * I/O path still bypasses the cache, slower but mmap works. Other opens use the page
 	 * cache, so mmap works. */
 	fi->direct_io = (fi->flags & O_DIRECT) && lf_dio_mmap();
+	return newest;
 }
 
 /*
@@ -109,14 +156,14 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 	n = lode_pread(h->rf, buf, st->size, 0);
 	if (n == (ssize_t)st->size) {
 		bv.buf[0].mem = buf;
-		/* never over the pages of a newer version another open stored meanwhile: a
-		 * newer open stores after this one or not at all */
-		pthread_mutex_lock(&lf->slock);
+		/* never once an open found a newer version: it dropped the kernel's pages
+		 * under the same lock (open_cache_flags), and these would replace its */
+		pthread_mutex_lock(&lf->olock[ino % LF_OLOCKS]);
 		if (!lf_version_newest(lf, st))
 			n = -1;
 		else if (fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0))
 			n = -1;
-		pthread_mutex_unlock(&lf->slock);
+		pthread_mutex_unlock(&lf->olock[ino % LF_OLOCKS]);
 	}
 	free(buf);
 	return n == (ssize_t)st->size;
@@ -202,7 +249,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct lode_fuse *lf = lf_req(req);
 	int acc = fi->flags & O_ACCMODE;
 	uint64_t gen = lf_dirattr_peek(lf); /* before the MDS says what the file is */
-	bool reader = false, attrs_likely;
+	bool reader = false, newest, attrs_likely;
 	struct lode_stat st;
 	struct lf_handle *h;
 	int rc;
@@ -260,11 +307,11 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, ino, &st, false, reader ? gen : 0, fi);
+	newest = open_cache_flags(lf, h, ino, &st, false, reader, gen, fi);
 	/* a read-only open with no writer of the file on this mount: the kernel likely
 	 * held the open's attributes if the last ones it was given are (lf_kattr_same);
 	 * and no open here found a newer version (store_small) */
-	attrs_likely = reader && lf_version_newest(lf, &st) && lf_kattr_same(lf, &st);
+	attrs_likely = reader && newest && lf_kattr_same(lf, &st);
 	if (attrs_likely && !fi->keep_cache && !fi->direct_io && st.size &&
 	    st.size <= LF_STORE_MAX && store_small(lf, h, ino, &st))
 		fi->keep_cache = !changed_here(lf, ino, &st);
@@ -358,7 +405,7 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, st.ino, &st, fresh && !shared, 0, fi);
+	open_cache_flags(lf, h, st.ino, &st, fresh && !shared, false, 0, fi);
 	reply_open(req, lf, h, fi, &st, true);
 }
 

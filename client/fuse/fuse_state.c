@@ -387,6 +387,12 @@ void lf_ksize_told(struct lode_fuse *lf, const struct lode_stat *st)
 	} else if (st->size > v->maxsize) {
 		v->maxsize = st->size;
 	}
+	if (v->minino != st->ino) {
+		v->minino = st->ino;
+		v->minsize = st->size;
+	} else if (st->size < v->minsize) {
+		v->minsize = st->size;
+	}
 	pthread_mutex_unlock(&lf->clock);
 }
 
@@ -398,6 +404,26 @@ void lf_ksize_reset(struct lode_fuse *lf, uint64_t ino, uint64_t size)
 	v->maxino = ino;
 	v->maxsize = size;
 	pthread_mutex_unlock(&lf->clock);
+}
+
+/*
+ * The size the kernel may hold for a file, at least. Of a GETATTR whose reply it refuses
+ * (an open here dropped the attributes while it was in flight) the kernel keeps the size
+ * it had, and reads up to that: a handle opened after another mount appended would read
+ * short. So an open that drops the attributes while other handles are open first hands
+ * the kernel the file's size if it may hold less (store_tail, fuse_file.c); the smallest
+ * size told since the mount first told it of the file says whether, without a request.
+ * A change through this mount (lf_kattr_forget) makes it unknown.
+ */
+bool lf_ksize_below(struct lode_fuse *lf, uint64_t ino, uint64_t size)
+{
+	struct lf_cver *v = &lf->cver[ino % LF_CVER_SLOTS];
+	bool below;
+
+	pthread_mutex_lock(&lf->clock);
+	below = v->minino != ino || v->minsize < size;
+	pthread_mutex_unlock(&lf->clock);
+	return below;
 }
 
 bool lf_ksize_beyond(struct lode_fuse *lf, uint64_t ino, uint64_t end)
@@ -443,6 +469,8 @@ void lf_kattr_forget(struct lode_fuse *lf, uint64_t ino)
 	pthread_mutex_lock(&lf->clock);
 	if (v->kino == ino)
 		v->kino = 0;
+	v->minino = ino; /* the kernel's size follows this mount's own change: unknown */
+	v->minsize = 0;
 	pthread_mutex_unlock(&lf->clock);
 	lf_dirattr_forget(lf, ino); /* an open's attributes are older than the change */
 }

@@ -40,6 +40,8 @@
 #define LF_WB_DIRECT_MIN  (1u << 20)
 #define LF_WRITER_BUCKETS 256u
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
+#define LF_OLOCKS	  64u	 /* locks of opens' caching decisions, by inode */
+#define LF_HOPEN_SLOTS	  4096u	 /* counts of open handles, by inode, shared on collision */
 #define LF_SQUASH_ID	  65534u
 #define LF_GROUPS_MAX	  32u	/* supplementary groups sent per request (the wire's limit) */
 #define LF_GROUPS_SLOTS	  1024u /* cached group lists, direct mapped by pid */
@@ -108,6 +110,7 @@ struct lf_writer {
 struct lf_handle {
 	struct lf_writer *w;
 	struct lode_file *rf;
+	uint64_t ino;	    /* counted in lf->hopen (0: not yet) */
 	bool write_through; /* O_DIRECT, O_SYNC or O_DSYNC: no write-behind */
 };
 
@@ -127,6 +130,9 @@ struct lf_cver {
 	/* the largest size given to the kernel for maxino since the newest open dropped
 	 * its attributes (maxino 0: none known) */
 	uint64_t maxino, maxsize;
+	/* the smallest size given to the kernel for minino since this mount first told it
+	 * of the file (minino 0: unknown, or this mount changed the file) */
+	uint64_t minino, minsize;
 };
 
 /* A process's supplementary groups as /proc gave them, for LF_GROUPS_TTL_MS. */
@@ -164,8 +170,11 @@ struct lode_fuse {
 	struct lf_writer *writers[LF_WRITER_BUCKETS]; /* protected by wlock */
 
 	pthread_mutex_t clock;
-	pthread_mutex_t slock; /* held across the check and the store of store_small */
-	struct lf_cver *cver;  /* protected by clock */
+	struct lf_cver *cver; /* protected by clock */
+	/* per file (ino % LF_OLOCKS): held across an open's caching decision and what it
+	 * tells the kernel (open_cache_flags), and across store_small's check and store */
+	pthread_mutex_t olock[LF_OLOCKS];
+	atomic_uint hopen[LF_HOPEN_SLOTS]; /* open handles, by inode (ino % LF_HOPEN_SLOTS) */
 
 	pthread_mutex_t dlock;
 	struct lf_odir *odirs[LF_WRITER_BUCKETS]; /* protected by dlock */
@@ -193,9 +202,10 @@ uint64_t lf_dirattr_begin(struct lode_fuse *lf);
 void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n);
 /* Before an open's call to the MDS: the generation now (0 while a change runs). */
 uint64_t lf_dirattr_peek(struct lode_fuse *lf);
-/* A read-only open's attributes st, asked for from the MDS after lf_dirattr_peek gave gen:
- * kept if no change began since. */
-void lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
+/* An open's attributes st, asked for from the MDS after lf_dirattr_peek gave gen (0: a
+ * writer's open, nothing to offer): kept if no change began since and no open here found
+ * a newer version. Returns whether st is the newest (lf_version_newest). */
+bool lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
 /* This mount changed file ino (its writer's last close, a truncating open), after the
  * change reached the MDS: drops its entry, and no open's attributes fetched before are
  * kept. */
@@ -265,6 +275,8 @@ void lf_ksize_told(struct lode_fuse *lf, const struct lode_stat *st);
 void lf_ksize_reset(struct lode_fuse *lf, uint64_t ino, uint64_t size);
 /* Whether the kernel may believe file ino is longer than end (unknown: yes). */
 bool lf_ksize_beyond(struct lode_fuse *lf, uint64_t ino, uint64_t end);
+/* Whether the kernel may believe file ino is shorter than size (unknown: yes). */
+bool lf_ksize_below(struct lode_fuse *lf, uint64_t ino, uint64_t size);
 /* Whether st is no older than any version of its file an open of this mount found
  * (ctime, then mtime, then size), noting it as the newest if so. */
 bool lf_version_newest(struct lode_fuse *lf, const struct lode_stat *st);

@@ -570,7 +570,8 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->wlock, NULL);
 	pthread_cond_init(&lf->wcond, NULL);
 	pthread_mutex_init(&lf->clock, NULL);
-	pthread_mutex_init(&lf->slock, NULL);
+	for (unsigned i = 0; i < LF_OLOCKS; i++)
+		pthread_mutex_init(&lf->olock[i], NULL);
 	pthread_mutex_init(&lf->glock, NULL);
 	pthread_mutex_init(&lf->dlock, NULL);
 	pthread_mutex_init(&lf->alock, NULL);
@@ -707,7 +708,8 @@ out_free:
 	pthread_mutex_destroy(&lf->alock);
 	free(lf->o.mount_abs);
 	pthread_mutex_destroy(&lf->clock);
-	pthread_mutex_destroy(&lf->slock);
+	for (unsigned i = 0; i < LF_OLOCKS; i++)
+		pthread_mutex_destroy(&lf->olock[i]);
 	pthread_cond_destroy(&lf->wcond);
 	pthread_mutex_destroy(&lf->wlock);
 	return ret;

@@ -11,9 +11,11 @@ that trusted lode-fuse's guess of which kept an older size and stopped short.
 
 A second round (SECONDS / 2) adds threads that only open and close the file on the
 reader's mount, so that opens finding different versions of it run at once: an older
-one's attributes offered over a newer one's, or a READ on a handle older than the size
-the kernel was told (which the kernel answers by shrinking the file to that handle's end),
-made the reader stop short. That round checks the length only: with opens dropping the
+one's attributes offered over a newer one's, a READ on a handle older than the size the
+kernel was told (which the kernel answers by shrinking the file to that handle's end), an
+open keeping the kernel's attributes while the open before it had yet to drop them, or a
+reader's GETATTR refused because another open dropped the attributes while it was in
+flight (the kernel then reads up to the size it had), made the reader stop short. That round checks the length only: with opens dropping the
 kernel's pages while the reader copies from them, Linux's FUSE client can keep the last
 page of an earlier end of file, zeros past that end, and show them (docs/design.md,
 "Known limits").
