@@ -33,14 +33,7 @@ static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_s
 /* A file this mount is writing: its size and mtime are the writer's (lf_getattr). */
 static bool writing(struct lode_fuse *lf, const struct lode_stat *st)
 {
-	struct lf_writer *w;
-
-	if (!S_ISREG(st->mode))
-		return false;
-	w = lf_writer_find(lf, st->ino);
-	if (w)
-		lf_writer_put(lf, w);
-	return w != NULL;
+	return S_ISREG(st->mode) && lf_writer_exists(lf, st->ino);
 }
 
 void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -177,12 +177,8 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
  */
 static bool changed_here(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
 {
-	struct lf_writer *w = lf_writer_find(lf, ino);
-
-	if (!w && lf_kattr_same(lf, st))
+	if (!lf_writer_exists(lf, ino) && lf_kattr_same(lf, st))
 		return false;
-	if (w)
-		lf_writer_put(lf, w);
 	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
 	return true;
 }
@@ -280,11 +276,8 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* O_TRUNC reaches us with atomic_o_trunc: Linux truncates even read-only opens */
 		rc = lode_ll_open(lf->c, ino, O_RDONLY | (fi->flags & O_TRUNC), &h->rf);
 		if (!rc) {
-			struct lf_writer *w = lf_writer_find(lf, ino);
-
 			/* the open's attributes are fresh, unless this mount is writing it */
-			if (w) {
-				lf_writer_put(lf, w);
+			if (lf_writer_exists(lf, ino)) {
 				rc = lf_getattr(lf, ino, &st);
 			} else {
 				lode_file_stat_cached(h->rf, &st);

@@ -333,26 +333,22 @@ bool lf_cache_keep(struct lode_fuse *lf, uint64_t ino, int64_t mtime_ns, uint64_
  * attributes, a small file's pages) must never be older than what another already did:
  * the MDS's ctime moves with every change, mtime and size with every write.
  */
-bool lf_version_older(const struct lode_stat *a, const struct lode_stat *b)
+static bool older_than_seen(const struct lode_stat *st, const struct lf_cver *v)
 {
-	if (a->ctime_ns != b->ctime_ns)
-		return a->ctime_ns < b->ctime_ns;
-	if (a->mtime_ns != b->mtime_ns)
-		return a->mtime_ns < b->mtime_ns;
-	return a->size < b->size;
+	if (st->ctime_ns != v->vctime_ns)
+		return st->ctime_ns < v->vctime_ns;
+	if (st->mtime_ns != v->vmtime_ns)
+		return st->mtime_ns < v->vmtime_ns;
+	return st->size < v->vsize;
 }
 
 bool lf_version_newest(struct lode_fuse *lf, const struct lode_stat *st)
 {
 	struct lf_cver *v = &lf->cver[st->ino % LF_CVER_SLOTS];
-	struct lode_stat seen = {.ino = st->ino};
 	bool newest;
 
 	pthread_mutex_lock(&lf->clock);
-	seen.size = v->vsize;
-	seen.ctime_ns = v->vctime_ns;
-	seen.mtime_ns = v->vmtime_ns;
-	newest = v->vino != st->ino || !lf_version_older(st, &seen);
+	newest = v->vino != st->ino || !older_than_seen(st, v);
 	if (newest) {
 		v->vino = st->ino;
 		v->vsize = st->size;

@@ -57,6 +57,15 @@ struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino)
 	return w;
 }
 
+bool lf_writer_exists(struct lode_fuse *lf, uint64_t ino)
+{
+	struct lf_writer *w = lf_writer_find(lf, ino);
+
+	if (w)
+		lf_writer_put(lf, w);
+	return w != NULL;
+}
+
 /*
  * One buffer in flight per file, written by a short-lived thread while the next one fills:
  * the kernel's copy of the next 16 MiB overlaps the object servers' work on the last.

@@ -280,8 +280,6 @@ bool lf_ksize_below(struct lode_fuse *lf, uint64_t ino, uint64_t size);
 /* Whether st is no older than any version of its file an open of this mount found
  * (ctime, then mtime, then size), noting it as the newest if so. */
 bool lf_version_newest(struct lode_fuse *lf, const struct lode_stat *st);
-/* Whether a is an older version of its file than b (the same inode). */
-bool lf_version_older(const struct lode_stat *a, const struct lode_stat *b);
 /* Whether the attributes last given to the kernel for st->ino are st's (size, times,
  * mode, owner): likely what the kernel holds, not certainly (fuse_state.c). */
 bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st);
@@ -298,6 +296,8 @@ int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st);
 int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w);
 /* The writer of ino with a reference taken, or NULL; waits out one that is closing. */
 struct lf_writer *lf_writer_find(struct lode_fuse *lf, uint64_t ino);
+/* Whether this mount has a writer of ino (after one that is closing is gone). */
+bool lf_writer_exists(struct lode_fuse *lf, uint64_t ino);
 /* lode_ll_open() and lode_ll_truncate() that wait up to LF_LEASE_WAIT_MS for a write
  * lease another mount is giving back (it closed the file; its RELEASE is on the way). */
 int lf_open_lease(struct lode_fuse *lf, uint64_t ino, int flags, struct lode_file **out);
