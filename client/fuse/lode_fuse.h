@@ -131,7 +131,8 @@ struct lf_cver {
 	 * its attributes (maxino 0: none known) */
 	uint64_t maxino, maxsize;
 	/* the smallest size given to the kernel for minino since this mount first told it
-	 * of the file (minino 0: unknown, or this mount changed the file) */
+	 * of the file (minino another file's: unknown; minsize 0 once this mount changed
+	 * it, lf_kattr_forget) */
 	uint64_t minino, minsize;
 };
 
@@ -202,9 +203,10 @@ uint64_t lf_dirattr_begin(struct lode_fuse *lf);
 void lf_dirattr_end(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st, unsigned n);
 /* Before an open's call to the MDS: the generation now (0 while a change runs). */
 uint64_t lf_dirattr_peek(struct lode_fuse *lf);
-/* An open's attributes st, asked for from the MDS after lf_dirattr_peek gave gen (0: a
- * writer's open, nothing to offer): kept if no change began since and no open here found
- * a newer version. Returns whether st is the newest (lf_version_newest). */
+/* An open's attributes st, asked for from the MDS after lf_dirattr_peek gave gen (0:
+ * nothing to offer: a writer's open, or a change was running): kept if no change began
+ * since and no open here found a newer version. Returns whether st is the newest
+ * (lf_version_newest), offered or not. */
 bool lf_dirattr_offer(struct lode_fuse *lf, uint64_t gen, const struct lode_stat *st);
 /* This mount changed file ino (its writer's last close, a truncating open), after the
  * change reached the MDS: drops its entry, and no open's attributes fetched before are
