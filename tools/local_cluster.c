@@ -41,6 +41,14 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int read_file(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
@@ -281,15 +289,16 @@ static int start_daemon(const char *dir, const char *name, const char *subdir, c
 	/* The old port may still be held a moment after a kill -9 (the dead daemon's io_uring
 	 * lets go of its listening socket after it exits), or held by another program's
 	 * connection that the kernel gave it meanwhile, which closes in time: a daemon that
-	 * exits because its port is taken is started again, for up to PORT_RETRY_MS. */
-	for (int waited = 0;; waited += 100) {
+	 * exits because its port is taken is started again, for up to PORT_RETRY_MS by the
+	 * clock (each start takes time of its own, long under a sanitizer). */
+	for (uint64_t until = now_ms() + PORT_RETRY_MS;;) {
 		rc = spawn(dir, argv);
 		if (rc) {
 			snprintf(err, errlen, "cannot start %s: %s", prog, strerror(-rc));
 			return rc;
 		}
 		rc = wait_addr(dir, addr, alen);
-		if (rc != -ECHILD || !old[0] || waited >= PORT_RETRY_MS ||
+		if (rc != -ECHILD || !old[0] || now_ms() >= until ||
 		    !log_says(dir, "Address already in use"))
 			break;
 		sleep_ms(100);
