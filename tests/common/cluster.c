@@ -177,11 +177,22 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A live mount at mnt: its root answers. */
 static int is_mountpoint(const char *mnt)
 {
 	char cmd[600];
 
 	snprintf(cmd, sizeof(cmd), "mountpoint -q '%s'", mnt);
+	return system(cmd) == 0;
+}
+
+/* Anything mounted at mnt, also a FUSE mount whose daemon died (the kernel then answers
+ * ENOTCONN, which mountpoint(1) takes for "not a mount point"): findmnt reads the table. */
+static int is_mounted(const char *mnt)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "findmnt -M '%s' >/dev/null", mnt);
 	return system(cmd) == 0;
 }
 
@@ -297,7 +308,7 @@ int cluster_unmount(const char *mnt, int pid)
 
 	snprintf(cmd, sizeof(cmd), "fusermount3 -u '%s' 2>/dev/null || fusermount3 -uz '%s'", mnt,
 		 mnt);
-	if (is_mountpoint(mnt) && system(cmd)) {
+	if (is_mounted(mnt) && system(cmd)) {
 	}
 	if (pid <= 0)
 		return 0;
@@ -322,7 +333,7 @@ int cluster_unmount(const char *mnt, int pid)
 		for (int i = 0; i < 50 && process_alive(pid); i++)
 			sleep_ms(100);
 	}
-	if (is_mountpoint(mnt) && system(cmd)) {
+	if (is_mounted(mnt) && system(cmd)) {
 	}
 	return -1;
 }

@@ -167,7 +167,7 @@ own_cluster_cleanup() {
 	set +e
 	trap - EXIT INT TERM
 	for m in "${mnts[@]}"; do
-		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+		findmnt -M "$m" >/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
 	for p in "${pids[@]}"; do

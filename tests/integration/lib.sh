@@ -65,7 +65,7 @@ mount_lode() {
 cleanup_mounts() {
 	local m
 	for m in "${mounts[@]}"; do
-		if mountpoint -q "${m% *}" 2>/dev/null; then
+		if findmnt -M "${m% *}" >/dev/null; then
 			fusermount3 -u "${m% *}" 2>/dev/null || fusermount3 -uz "${m% *}" || true
 		fi
 		kill "${m#* }" 2>/dev/null || true

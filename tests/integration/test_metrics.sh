@@ -24,7 +24,7 @@ pids=()
 mnt=
 stop_all() {
 	set +e
-	if [ -n "$mnt" ] && mountpoint -q "$mnt"; then
+	if [ -n "$mnt" ] && findmnt -M "$mnt" >/dev/null; then
 		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
 	fi
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do

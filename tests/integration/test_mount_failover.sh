@@ -14,7 +14,7 @@ dir=$(mktemp -d /tmp/lode-mountkill.XXXXXX)
 mnt=$dir/mnt
 fuse_pid=
 cleanup() {
-	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u "$mnt" 2>/dev/null || true
+	findmnt -M "$mnt" >/dev/null && { fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"; } || true
 	[ -n "$fuse_pid" ] && kill "$fuse_pid" 2>/dev/null || true
 	"$lodectl" local down "$dir/c" >/dev/null 2>&1 || true
 	rm -rf "$dir"

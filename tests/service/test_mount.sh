@@ -13,7 +13,7 @@ mount_lode=${LODE_MOUNT_HELPER:?}
 . "$(dirname "$0")/lib.sh"
 mnt=$dir/mnt
 umount_all() {
-	while mountpoint -q "$mnt" 2>/dev/null; do umount -l "$mnt" || break; done
+	while findmnt -M "$mnt" >/dev/null; do umount -l "$mnt" || break; done
 	"$lodectl" local down "$dir/c" >/dev/null 2>&1
 }
 extra_cleanup=umount_all

@@ -71,7 +71,7 @@ mnt=$work/mnt fuse_pid=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
-	mountpoint -q "$mnt" 2>/dev/null && { fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"; }
+	findmnt -M "$mnt" >/dev/null && { fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"; }
 	[[ -n $fuse_pid ]] && wait "$fuse_pid" 2>/dev/null || true
 	"$b/tools/lodectl" local down "$work/cluster" >/dev/null 2>&1 || true
 	grep -q " $work/" /proc/mounts || rm -rf "$work"

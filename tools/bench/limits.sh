@@ -54,7 +54,7 @@ fuse_pid=""
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if [[ -n $fuse_pid ]] && mountpoint -q "$mnt"; then
+	if [[ -n $fuse_pid ]] && findmnt -M "$mnt" >/dev/null; then
 		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" || true
 	fi
 	mountpoint -q "$work/tmpfs" 2>/dev/null && umount "$work/tmpfs"

@@ -69,7 +69,7 @@ cleanup() {
 	local rc=$?
 	trap - EXIT
 	for m in "$mnt" "$mnt2"; do
-		mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+		findmnt -M "$m" >/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
 	for p in "${fuse_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	[[ -n $mfs_dir ]] && "$src/tools/bench/peers/moosefs.sh" down "$mfs_dir" >/dev/null 2>&1

@@ -13,7 +13,7 @@ bench_cleanup() {
 	trap - EXIT INT TERM
 	set +e
 	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && { timeout 30 umount "$m" 2>/dev/null || umount -l "$m"; }
+		findmnt -M "$m" >/dev/null && { timeout 30 umount "$m" 2>/dev/null || umount -l "$m"; }
 	done
 	[[ -n ${bench_teardown:-} ]] && "$bench_teardown"
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done

@@ -113,7 +113,7 @@ notes=()
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 unmount() { # DIR [PID]
-	mountpoint -q "$1" 2>/dev/null || return 0
+	findmnt -M "$1" >/dev/null || return 0
 	fusermount3 -u "$1" 2>/dev/null || umount "$1" 2>/dev/null || umount -l "$1" 2>/dev/null || true
 	if [[ -n ${2:-} ]]; then
 		for _ in $(seq 50); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
