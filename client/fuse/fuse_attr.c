@@ -137,13 +137,26 @@ void lf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			/* a truncate clears setuid/setgid as a write does */
 			rc = lode_ll_getattr(lf->c, ino, &st);
 			if (!rc)
-				rc = lf_kill_privs(lf, &st);
+				rc = lf_kill_privs(lf, &st, false);
 		}
 		/* again once the MDS has it: an open's attributes fetched meanwhile are
 		 * older (fuse_dirattr.c) */
 		lf_kattr_forget(lf, ino);
 		if (rc)
 			goto err;
+	}
+	if (!to_set) {
+		/* A change of nothing is the kernel's "clear setuid and setgid", left to us
+		 * (FUSE_HANDLE_KILLPRIV_V2): chown(f, -1, -1), which clears them like any
+		 * chown, or a write by someone not root (as that write's own handling does) */
+		rc = lf_getattr(lf, ino, &st);
+		if (!rc)
+			rc = lf_kill_privs(lf, &st, true);
+		if (rc)
+			goto err;
+		note_mode(lf, ino, &st);
+		reply_attr(req, lf, &st);
+		return;
 	}
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.valid |= LODE_SET_MODE;

@@ -1,21 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lode-fuse: the session's reads and writes of /dev/fuse, through libfuse's custom I/O
- * hooks, for one thing libfuse 3.14 cannot do: answer INIT with FUSE_DIRECT_IO_ALLOW_MMAP.
+ * hooks, for what libfuse 3.14 cannot do: answer INIT with flags it does not know, and
+ * count the kernel's requests by opcode (lode_fuse_requests_total, fuse_metrics.c).
  *
- * O_DIRECT opens are served in FUSE's direct_io mode (FOPEN_DIRECT_IO): the kernel hands
- * each read and write to us as the application issued it, which an O_DIRECT loader needs
- * (1.5x the throughput of the kernel's generic direct I/O path over the page-cache mode,
- * docs/fuse.md). Linux refuses MAP_SHARED mmap of such a file (ENODEV) unless the server
- * set FUSE_DIRECT_IO_ALLOW_MMAP (flags2 bit 4, i.e. bit 36, Linux 6.6 and later) in its
- * INIT reply; libfuse 3.14 neither knows the flag nor lets a file system add one. So the
- * INIT request is read here: when the kernel offers the flag, the INIT reply (the one
- * write with INIT's unique id) gets it added, and lf_dio_mmap() says so. Against a kernel
- * that does not offer it, nothing is changed and lode-fuse serves O_DIRECT opens in
- * page-cache mode instead (still uncached, through the kernel's direct I/O path), so mmap
- * works either way.
+ * FUSE_DIRECT_IO_ALLOW_MMAP. O_DIRECT opens are served in FUSE's direct_io mode
+ * (FOPEN_DIRECT_IO): the kernel hands each read and write to us as the application issued
+ * it, which an O_DIRECT loader needs (1.5x the throughput of the kernel's generic direct
+ * I/O path over the page-cache mode, docs/fuse.md). Linux refuses MAP_SHARED mmap of such
+ * a file (ENODEV) unless the server set FUSE_DIRECT_IO_ALLOW_MMAP (flags2 bit 4, i.e. bit
+ * 36, Linux 6.6 and later) in its INIT reply. Against a kernel that does not offer it,
+ * lode-fuse serves O_DIRECT opens in page-cache mode instead (still uncached, through the
+ * kernel's direct I/O path), so mmap works either way (lf_dio_mmap()).
  *
- * Only the INIT exchange is looked at; every other read and write passes straight through.
+ * FUSE_PARALLEL_DIROPS. lode-fuse asks for it (main.c), and libfuse 3.14 drops it from
+ * the reply: without it the kernel takes a lock of the directory around every LOOKUP and
+ * READDIR, so processes looking up names in one directory (a loader's stat()s, the
+ * storm's shards) go one at a time per mount. Nothing in lode-fuse relies on it.
+ *
+ * FUSE_HANDLE_KILLPRIV_V2 (Linux 5.11 and later). Before each write(2) the kernel asks
+ * whether the file has privileges to drop: a GETXATTR of security.capability through
+ * lode-fuse per write, answered here without the MDS (fuse_xattr.c) but a round trip
+ * through the kernel all the same, as many as the WRITEs themselves for small writes. With
+ * this flag the kernel leaves dropping them to the file system and remembers, per inode
+ * until its attributes are next refreshed, that there was none to drop (SB_NOSEC): one
+ * GETXATTR per file instead of one per write. lode-fuse drops setuid and setgid itself
+ * on write, truncate and chown (lf_kill_privs; the MDS for a chown that changes owner or
+ * group), by the caller's rights as the kernel would, and stores no file capabilities.
+ * (FUSE_HANDLE_KILLPRIV, the first version, is another flag libfuse 3.14 drops.)
+ *
+ * The INIT request is read here; when the kernel offers a flag, the INIT reply (the one
+ * write with INIT's unique id) gets it added. The reply's protocol minor is libfuse's own
+ * (7.31 for 3.14), older than either flag; Linux takes the flags (and flags2, under
+ * FUSE_INIT_EXT) whatever the minor, so it is not looked at: a check that it was at least
+ * 7.36 kept FUSE_DIRECT_IO_ALLOW_MMAP from ever being taken. Every other read and write
+ * passes straight through, counted.
  */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -26,16 +45,32 @@
 
 #include "lode_fuse.h"
 
+#define LF_FUSE_PARALLEL_DIROPS	      (1u << 18)
+#define LF_FUSE_HANDLE_KILLPRIV_V2    (1u << 28)
 #define LF_FUSE_INIT_EXT	      (1u << 30)
 #define LF_FUSE_DIRECT_IO_ALLOW_MMAP2 (1u << (36 - 32)) /* in flags2 */
+/* the flags (of the first 32) that our INIT reply takes where the kernel offers them */
+#define LF_INIT_WANT (LF_FUSE_PARALLEL_DIROPS | LF_FUSE_HANDLE_KILLPRIV_V2)
 
 static _Atomic uint64_t init_unique; /* INIT's unique id once seen, while its reply is due */
 static atomic_int init_offers;	     /* the kernel offered FUSE_DIRECT_IO_ALLOW_MMAP */
+static atomic_uint init_flags;	     /* of LF_INIT_WANT, those the kernel offered */
 static atomic_int dio_mmap;	     /* and our INIT reply took it */
+static atomic_uint took;	     /* of LF_INIT_WANT, those our INIT reply took */
 
 bool lf_dio_mmap(void)
 {
 	return atomic_load_explicit(&dio_mmap, memory_order_relaxed);
+}
+
+bool lf_killpriv_v2(void)
+{
+	return atomic_load_explicit(&took, memory_order_relaxed) & LF_FUSE_HANDLE_KILLPRIV_V2;
+}
+
+bool lf_parallel_dirops(void)
+{
+	return atomic_load_explicit(&took, memory_order_relaxed) & LF_FUSE_PARALLEL_DIROPS;
 }
 
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
@@ -45,12 +80,15 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	const struct fuse_in_header *h = buf;
 
 	(void)userdata;
+	if (n >= (ssize_t)sizeof(*h))
+		lf_metrics_request(h->opcode);
 	if (n >= (ssize_t)(sizeof(*h) + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    h->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
 
 		atomic_store(&init_offers, (in->flags & LF_FUSE_INIT_EXT) &&
 					       (in->flags2 & LF_FUSE_DIRECT_IO_ALLOW_MMAP2));
+		atomic_store(&init_flags, in->flags & LF_INIT_WANT);
 		atomic_store(&init_unique, h->unique);
 	}
 	errno = err; /* libfuse reads errno after this returns */
@@ -69,7 +107,9 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 		if (oh->unique == want && oh->error == 0) {
 			atomic_store(&init_unique, 0);
-			if (atomic_load(&init_offers) && out->minor >= 36) {
+			out->flags |= atomic_load(&init_flags);
+			atomic_store(&took, atomic_load(&init_flags));
+			if (atomic_load(&init_offers)) {
 				out->flags |= LF_FUSE_INIT_EXT;
 				out->flags2 |= LF_FUSE_DIRECT_IO_ALLOW_MMAP2;
 				atomic_store(&dio_mmap, 1);

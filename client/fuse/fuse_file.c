@@ -233,7 +233,7 @@ static int append_size_check(struct lode_fuse *lf, uint64_t ino)
  * no setattr for it: the open truncated). */
 static int truncated_kill_privs(struct lode_fuse *lf, struct lf_handle *h, struct lode_stat *st)
 {
-	int rc = lf_kill_privs(lf, st);
+	int rc = lf_kill_privs(lf, st, false);
 
 	if (!rc && h->w)
 		atomic_store_explicit(&h->w->mode, st->mode, memory_order_relaxed);

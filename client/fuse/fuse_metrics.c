@@ -2,7 +2,8 @@
 /*
  * lode-fuse's metrics (--metrics HOST:PORT, docs/metrics.md): reads and writes through the
  * mount, their bytes and read latency, the share of read bytes liblode's read-ahead had
- * ready, whether opens kept the kernel's page cache, and error replies by errno.
+ * ready, whether opens kept the kernel's page cache, the kernel's requests by opcode, and
+ * error replies by errno.
  *
  * Request threads count with relaxed atomic adds (a few per read or write of up to 1 MiB,
  * each counter on its own cache line); the scrape, on the HTTP thread, reads them. Counting
@@ -21,6 +22,27 @@
 
 #define LAT_BOUNDS 15
 #define ERRNO_MAX  256
+#define OPCODE_MAX 64 /* FUSE's opcodes run to 52 today; others count as "other" */
+
+/* FUSE's request names, by opcode (linux/fuse.h), as the metric's op label */
+static const char *const op_names[OPCODE_MAX] = {
+    [1] = "LOOKUP",	   [2] = "FORGET",     [3] = "GETATTR",
+    [4] = "SETATTR",	   [5] = "READLINK",   [6] = "SYMLINK",
+    [8] = "MKNOD",	   [9] = "MKDIR",      [10] = "UNLINK",
+    [11] = "RMDIR",	   [12] = "RENAME",    [13] = "LINK",
+    [14] = "OPEN",	   [15] = "READ",      [16] = "WRITE",
+    [17] = "STATFS",	   [18] = "RELEASE",   [20] = "FSYNC",
+    [21] = "SETXATTR",	   [22] = "GETXATTR",  [23] = "LISTXATTR",
+    [24] = "REMOVEXATTR",  [25] = "FLUSH",     [26] = "INIT",
+    [27] = "OPENDIR",	   [28] = "READDIR",   [29] = "RELEASEDIR",
+    [30] = "FSYNCDIR",	   [31] = "GETLK",     [32] = "SETLK",
+    [33] = "SETLKW",	   [34] = "ACCESS",    [35] = "CREATE",
+    [36] = "INTERRUPT",	   [37] = "BMAP",      [38] = "DESTROY",
+    [39] = "IOCTL",	   [40] = "POLL",      [41] = "NOTIFY_REPLY",
+    [42] = "BATCH_FORGET", [43] = "FALLOCATE", [44] = "READDIRPLUS",
+    [45] = "RENAME2",	   [46] = "LSEEK",     [47] = "COPY_FILE_RANGE",
+    [50] = "SYNCFS",	   [51] = "TMPFILE",   [52] = "STATX",
+};
 
 static const double lat_bounds[LAT_BOUNDS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
@@ -34,7 +56,8 @@ static struct {
 	struct counter read_lat[LAT_BOUNDS + 1];
 	struct counter writes, write_bytes;
 	struct counter opens_kept, opens_dropped;
-	_Atomic uint64_t errors[ERRNO_MAX]; /* rare: one line for many */
+	_Atomic uint64_t errors[ERRNO_MAX];	   /* rare: one line for many */
+	_Atomic uint64_t requests[OPCODE_MAX + 1]; /* [OPCODE_MAX]: unnamed opcodes */
 } st;
 
 static void add(struct counter *c, uint64_t v)
@@ -87,6 +110,31 @@ void lf_metrics_error(int err)
 		atomic_fetch_add_explicit(&st.errors[err], 1, memory_order_relaxed);
 }
 
+void lf_metrics_request(uint32_t opcode)
+{
+	if (opcode >= OPCODE_MAX || !op_names[opcode])
+		opcode = OPCODE_MAX;
+	atomic_fetch_add_explicit(&st.requests[opcode], 1, memory_order_relaxed);
+}
+
+static void collect_requests(struct lode_metrics_buf *b)
+{
+	char l[64];
+
+	lode_metrics_family(b, "lode_fuse_requests_total", "counter",
+			    "Requests the kernel sent this mount, by FUSE opcode (one per round "
+			    "trip through lode-fuse, whether or not it went on to a server).");
+	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
+		uint64_t n = atomic_load_explicit(&st.requests[op], memory_order_relaxed);
+		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
+
+		if (!n)
+			continue;
+		lode_metrics_labels(l, sizeof(l), 1, kv);
+		lode_metrics_sample_u64(b, "lode_fuse_requests_total", l, n);
+	}
+}
+
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	const char *kv[4] = {"program", "lode-fuse", "version", LODE_VERSION};
@@ -127,6 +175,19 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 				get(&st.opens_kept));
 	lode_metrics_sample_u64(b, "lode_fuse_page_cache_opens_total", "result=\"dropped\"",
 				get(&st.opens_dropped));
+	collect_requests(b);
+	lode_metrics_family(b, "lode_fuse_kernel_feature", "gauge",
+			    "1 where the kernel took the feature in the mount's INIT exchange: "
+			    "direct_io_mmap (O_DIRECT opens bypass the page cache in FUSE's "
+			    "direct_io mode, and can still be mapped), killpriv_v2 (no GETXATTR "
+			    "of security.capability before every write), parallel_dirops (lookups "
+			    "in one directory run in parallel).");
+	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"direct_io_mmap\"",
+			    lf_dio_mmap());
+	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"killpriv_v2\"",
+			    lf_killpriv_v2());
+	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"parallel_dirops\"",
+			    lf_parallel_dirops());
 	lode_metrics_family(b, "lode_fuse_errors_total", "counter",
 			    "Requests of any kind answered with an error, by errno (ENOENT of a "
 			    "lookup included).");

@@ -442,23 +442,26 @@ ssize_t lf_writer_write(struct lf_writer *w, const char *buf, size_t size, uint6
 
 /*
  * Setuid and setgid on write, truncate and chown. Linux clears them in the kernel, with
- * the rights of the kernel; through FUSE without handle_killpriv the kernel instead sends
- * a mode change in the writer's name, which the MDS refuses to a non-owner, so the write
- * failed. With FUSE_CAP_HANDLE_KILLPRIV (main.c) the file system clears them: the MDS does
- * it for chown, and lode-fuse here for writes and truncates, with a mode change that the
- * MDS allows anyone who may write the file when it only clears those bits.
+ * the rights of the kernel; through FUSE the kernel either sends a mode change in the
+ * writer's name, which the MDS refuses to a non-owner (so the write failed), or, with
+ * FUSE_HANDLE_KILLPRIV_V2 (fuse_dev.c), leaves it to the file system: the MDS does it for
+ * a chown that names an owner or group, and lode-fuse here for writes, truncates and a
+ * chown that names neither (chown(f, -1, -1)), with a mode change that the MDS allows
+ * anyone who may write the file when it only clears those bits.
  */
-int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st)
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st, bool chown)
 {
+	bool root = lf_caller_uid() == 0;
 	uint32_t kill = 0;
 	struct lode_setattr sa = {0};
 	int rc;
 
-	if (!S_ISREG(st->mode) || lf_caller_uid() == 0)
+	if (!S_ISREG(st->mode) || (root && !chown))
 		return 0;
 	if (st->mode & S_ISUID)
 		kill |= S_ISUID;
-	if ((st->mode & S_ISGID) && ((st->mode & S_IXGRP) || !lf_caller_in_group(st->gid)))
+	if ((st->mode & S_ISGID) &&
+	    ((st->mode & S_IXGRP) || (!root && !lf_caller_in_group(st->gid))))
 		kill |= S_ISGID;
 	if (!kill)
 		return 0;
@@ -488,7 +491,7 @@ int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer 
 		return 0;
 	rc = lode_ll_getattr(lf->c, w->ino, &st);
 	if (!rc)
-		rc = lf_kill_privs(lf, &st);
+		rc = lf_kill_privs(lf, &st, false);
 	if (rc)
 		return rc;
 	atomic_store_explicit(&w->mode, st.mode, memory_order_relaxed);

@@ -225,16 +225,25 @@ void lf_metrics_write(uint64_t bytes);
 void lf_metrics_open_cache(bool kept);
 /* A request answered with errno err (> 0). */
 void lf_metrics_error(int err);
+/* The kernel sent a request of this FUSE opcode (fuse_dev.c, as it reads each one). */
+void lf_metrics_request(uint32_t opcode);
 /* The lode_metrics_collect_fn of lode-fuse (arg unused). */
 struct lode_metrics_buf;
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b);
 
 /* fuse_dev.c: after fuse_session_mount(), routes the session's /dev/fuse I/O through
- * lode-fuse so that INIT can take FUSE_DIRECT_IO_ALLOW_MMAP. 0 or -errno. */
+ * lode-fuse so that INIT takes the flags libfuse 3.14 leaves out (FUSE_PARALLEL_DIROPS,
+ * FUSE_HANDLE_KILLPRIV_V2, FUSE_DIRECT_IO_ALLOW_MMAP), and requests are counted. 0 or
+ * -errno. */
 int lf_dev_hook(struct lode_fuse *lf);
 /* Whether the kernel lets MAP_SHARED map a direct_io (O_DIRECT) open: FOPEN_DIRECT_IO
  * then; otherwise O_DIRECT opens use page-cache mode (the kernel still bypasses it). */
 bool lf_dio_mmap(void);
+/* Whether the kernel leaves dropping setuid, setgid and capabilities on write, truncate
+ * and chown to us and stops asking for security.capability before every write. */
+bool lf_killpriv_v2(void);
+/* Whether the kernel looks names up in one directory in parallel. */
+bool lf_parallel_dirops(void);
 
 /* Set once daemonized without --log: lf_log() goes to syslog from then on; else it
  * writes lode_log() lines (proto/daemon/log.h) to stderr. */
@@ -289,10 +298,11 @@ bool lf_kattr_same(struct lode_fuse *lf, const struct lode_stat *st);
 /* fuse_writer.c: the shared write handles and their write-behind */
 
 /* Clears setuid and setgid of a regular file as Linux does when someone without
- * CAP_FSETID (here: uid 0) writes or truncates it: setuid always, setgid when the group
- * may execute or the caller is not in the file's group. st: the file's attributes now;
- * on return st->mode is the mode it has. Uses the credentials lf_req() set. 0 or -errno. */
-int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st);
+ * CAP_FSETID (here: uid 0) writes or truncates it, or when anyone chowns it (chown):
+ * setuid always, setgid when the group may execute or the caller is neither in the file's
+ * group nor root. st: the file's attributes now; on return st->mode is the mode it has.
+ * Uses the credentials lf_req() set. 0 or -errno. */
+int lf_kill_privs(struct lode_fuse *lf, struct lode_stat *st, bool chown);
 /* Before a write through w by the caller of req: lf_kill_privs when the file has a
  * privilege bit to lose. 0 or -errno. */
 int lf_writer_kill_privs(struct lode_fuse *lf, fuse_req_t req, struct lf_writer *w);

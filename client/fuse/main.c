@@ -354,17 +354,14 @@ static void lf_init(void *userdata, struct fuse_conn_info *conn)
 	/* page-cache mode stays write-through: the kernel must not own size and mtime,
 	 * other clients read what the MDS commits */
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
-	/* setuid/setgid on write, truncate and chown: we clear them (see lf_kill_privs); left
-	 * to the kernel, they came as a mode change in the writer's name */
-	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
-		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+	/* parallel lookups in a directory, and setuid/setgid cleared by us on write, truncate
+	 * and chown (lf_kill_privs): libfuse 3.14 would drop both from its reply, so
+	 * fuse_dev.c adds them (FUSE_PARALLEL_DIROPS, FUSE_HANDLE_KILLPRIV_V2) */
 	conn->want &=
 	    ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 			FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
-		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* a symlink's target never changes in Lode (a new one is a new inode) */
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;

@@ -25,6 +25,9 @@
 #   - with negative_timeout, a missing name costs one LOOKUP however often it is asked
 #     for, and a create of it none; this mount's own create shows at once. Without it (the
 #     default) another mount's new file shows at once after a failed lookup
+#   - 200 small writes to a new file: one GETXATTR of security.capability, not one per
+#     write, where the kernel took FUSE_HANDLE_KILLPRIV_V2 at mount; and the features the
+#     mount took at INIT (lode_fuse_kernel_feature) are the ones this kernel offers
 # The counting mount caches names, attributes and missing names for 60 s, so that the
 # kernel's own revalidations do not blur the counts; the other mount has the defaults.
 set -euo pipefail
@@ -234,4 +237,40 @@ if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
 else
 	echo "   (getfattr/setfattr not installed: skipped this part)"
 fi
+
+echo "== small writes: one GETXATTR of security.capability per file, not one per write"
+# kernel_at_least MAJOR MINOR: this kernel is that version or later
+kernel_at_least() {
+	local v
+	v=$(uname -r | sed -n 's/^\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+	[ "${v% *}" -gt "$1" ] || { [ "${v% *}" -eq "$1" ] && [ "${v#* }" -ge "$2" ]; }
+}
+fuse_reqs() { # OP: the kernel's requests of that FUSE opcode to mount A so far
+	curl -sf "$FUSE_URL" | sed -n "s/^lode_fuse_requests_total{op=\"$1\"} \([0-9]*\)$/\1/p" |
+		awk '{ t += $1 } END { print t + 0 }'
+}
+feature() { curl -sf "$FUSE_URL" | sed -n "s/^lode_fuse_kernel_feature{feature=\"$1\"} //p"; }
+# what the mount took at INIT, as the kernel offers it (parallel_dirops since Linux 4.7,
+# killpriv_v2 since 5.11, direct_io_mmap since 6.6): libfuse 3.14 passes none of them on,
+# and answers INIT with its own older protocol version, which must not keep any from
+# being taken
+for f in "parallel_dirops 4 7" "killpriv_v2 5 11" "direct_io_mmap 6 6"; do
+	# shellcheck disable=SC2086 # a feature and a version, as words
+	set -- $f
+	want=0
+	kernel_at_least "$2" "$3" && want=1
+	[ "$(feature "$1")" = "$want" ] ||
+		fail "lode_fuse_kernel_feature{feature=\"$1\"} is '$(feature "$1")' on Linux $(uname -r), expected $want"
+done
+w0=$(fuse_reqs WRITE) x0=$(fuse_reqs GETXATTR)
+dd if=/dev/zero of="$A/d/small-writes" bs=4k count=200 status=none
+w=$(($(fuse_reqs WRITE) - w0)) x=$(($(fuse_reqs GETXATTR) - x0))
+echo "   200 writes of 4 KiB to a new file: $w WRITE, $x GETXATTR"
+[ "$w" -ge 200 ] || fail "200 writes through the mount reached lode-fuse as $w WRITEs (none cached here)"
+if [ "$(feature killpriv_v2)" = 1 ]; then
+	[ "$x" -le 1 ] || fail "200 writes to one file cost $x GETXATTRs of security.capability (one at most)"
+else
+	echo "   (Linux $(uname -r) predates FUSE_HANDLE_KILLPRIV_V2: a GETXATTR per write is expected)"
+fi
+[ "$(stat -c %s "$B/d/small-writes")" = 819200 ] || fail "the other mount sees $(stat -c %s "$B/d/small-writes") bytes of 819200"
 echo "PASS"
