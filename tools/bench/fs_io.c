@@ -17,7 +17,11 @@
  *       loads it as a loader does: the 8-byte header length, the JSON header, then every
  *       tensor in file order, by pread() into one (pre-faulted) buffer, or with --mmap by
  *       touching every page of each tensor in a read-only mapping.
- *   fs_io meta --count N DIR          create, stat, readdir, unlink of N files in DIR
+ *   fs_io meta --count N [--stat-via DIR2 [--threads T]] DIR
+ *       create, stat, readdir, unlink of N files in DIR; with --stat-via, before the
+ *       unlinks, T threads (default 8) stat them all through DIR2, the same directory seen
+ *       by another mount, which never had the names (a loader's workers scanning a dataset
+ *       directory another node wrote): "stat_via_ops=N", thread i taking names i, i+T, ...
  *   fs_io small --count N --size B [--read-via DIR2] DIR
  *       N files of SIZE bytes: create+write+close each, then (after --drop of each)
  *       open+read+close each; with --read-via, then open+read+close each through DIR2,
@@ -48,7 +52,7 @@
 static struct {
 	int direct, fsync, drop, mmap;
 	uint64_t bs, size, threads, count, len;
-	const char *read_via;
+	const char *read_via, *stat_via;
 } opt = {.bs = 1u << 20};
 
 struct job {
@@ -428,10 +432,46 @@ static char *name_of(const char *dir, uint64_t i, char *buf, size_t len)
 	return buf;
 }
 
+struct stat_job {
+	uint64_t first, stride;
+};
+
+static void *stat_each(void *arg)
+{
+	const struct stat_job *j = arg;
+	char p[4096];
+	struct stat st;
+
+	for (uint64_t i = j->first; i < opt.count; i += j->stride) {
+		if (stat(name_of(opt.stat_via, i, p, sizeof(p)), &st))
+			bench_die("fs_io: stat %s: %s", p, strerror(errno));
+	}
+	return NULL;
+}
+
+/* meta's --stat-via: opt.threads threads stat every name through the other mount; the
+ * seconds it took */
+static double stat_via(void)
+{
+	uint64_t n = opt.threads ? opt.threads : 8;
+	pthread_t th[MAX_THREADS];
+	struct stat_job jobs[MAX_THREADS];
+	double t0 = bench_now();
+
+	for (uint64_t k = 0; k < n; k++) {
+		jobs[k] = (struct stat_job){.first = k, .stride = n};
+		if (pthread_create(&th[k], NULL, stat_each, &jobs[k]))
+			bench_die("fs_io: pthread_create failed");
+	}
+	for (uint64_t k = 0; k < n; k++)
+		pthread_join(th[k], NULL);
+	return bench_now() - t0;
+}
+
 static int meta(const char *dir)
 {
 	char p[4096];
-	double t0, t[4];
+	double t0, t[4], via = 0;
 	uint64_t seen = 0;
 	struct stat st;
 	DIR *d;
@@ -458,15 +498,20 @@ static int meta(const char *dir)
 	if (seen != opt.count)
 		bench_die("fs_io: readdir %s: %" PRIu64 " entries, expected %" PRIu64, dir, seen,
 			  opt.count);
+	if (opt.stat_via)
+		via = stat_via();
 	t[2] = bench_now();
 	for (uint64_t i = 0; i < opt.count; i++) {
 		if (unlink(name_of(dir, i, p, sizeof(p))))
 			bench_die("fs_io: unlink %s: %s", p, strerror(errno));
 	}
 	t[3] = bench_now();
-	printf("create_ops=%.1f stat_ops=%.1f readdir_ops=%.1f unlink_ops=%.1f\n",
+	printf("create_ops=%.1f stat_ops=%.1f readdir_ops=%.1f unlink_ops=%.1f",
 	       (double)opt.count / (t[0] - t0), (double)opt.count / (t[1] - t[0]),
-	       (double)opt.count / (t[2] - t[1]), (double)opt.count / (t[3] - t[2]));
+	       (double)opt.count / (t[2] - t[1] - via), (double)opt.count / (t[3] - t[2]));
+	if (opt.stat_via)
+		printf(" stat_via_ops=%.1f", (double)opt.count / via);
+	printf("\n");
 	return 0;
 }
 
@@ -527,7 +572,8 @@ static void usage(void)
 		"usage: fs_io write [--direct] [--fsync] [--bs B] --size B PATH...\n"
 		"       fs_io read [--direct] [--drop] [--threads N] [--bs B] [--len B] PATH...\n"
 		"       fs_io mkmodel --size B PATH | model [--mmap] [--drop] PATH\n"
-		"       fs_io meta --count N DIR | small --count N --size B [--read-via DIR2] DIR\n"
+		"       fs_io meta --count N [--stat-via DIR2 [--threads T]] DIR\n"
+		"       fs_io small --count N --size B [--read-via DIR2] DIR\n"
 		"       (any command: --timeout S, default 900)\n");
 	exit(2);
 }
@@ -565,6 +611,8 @@ int main(int argc, char **argv)
 			rc = bench_parse_size(o, v, 1, 10000000, &opt.count);
 		else if (!strcmp(o, "--read-via") && ++i)
 			opt.read_via = v;
+		else if (!strcmp(o, "--stat-via") && ++i)
+			opt.stat_via = v;
 		else if (!strcmp(o, "--timeout") && ++i)
 			rc = bench_parse_size(o, v, 1, 86400, &timeout);
 		else

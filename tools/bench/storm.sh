@@ -24,8 +24,10 @@
 # or within a second; fsync returns with the data on every copy's server, unsynced:
 # MooseFS's contract; docs/fuse.md), unless --no-lazy.
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
-# 2000) and fs_io small (64 KiB files written, then read back with the client cache
-# dropped, then read through the other mount, which never had them) on one mount of each,
+# 2000; and 8 threads stat()ing them all through the other mount, which never had the
+# names: a loader's workers scanning a dataset directory) and fs_io small (64 KiB files
+# written, then read back with the client cache dropped, then read through the other
+# mount) on one mount of each,
 # each once the machine is quiet (below 15% busy for a second, 60 s at most): both
 # systems go on deleting the storm's files in the background after a point ends.
 #
@@ -58,7 +60,7 @@ while (($#)); do
 	--no-lazy) lazy=0; shift ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -247,24 +249,24 @@ for size in $sizes; do
 done
 
 emit ""
-emit "# single-threaded, one mount: fs_io meta --count $single; fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped, then through the other mount, which never had them)"
-single_fig() { # DIR OTHER: "create stat unlink write64k read64k readvia64k"
+emit "# single-threaded, one mount: fs_io meta --count $single (and 8 threads stat()ing its files through the other mount, which never had them); fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped, then through the other mount)"
+single_fig() { # DIR OTHER: "create stat unlink write64k read64k readvia64k statvia"
 	local d=$1/single m s
 	mkdir -p "$d"
 	settle
-	m=$("$build/tools/bench/fs_io" meta --count "$single" "$d")
+	m=$("$build/tools/bench/fs_io" meta --count "$single" --stat-via "$2/single" --threads 8 "$d")
 	s=$("$build/tools/bench/fs_io" small --count $((single / 4)) --size 64K --read-via "$2/single" "$d")
 	rm -rf "$d"
 	printf '%s %s\n' "$m" "$s" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END {
-		printf "%s %s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"], v["read_via_files"] }'
+		printf "%s %s %s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"], v["read_via_files"], v["stat_via_ops"] }'
 }
-read -r lc ls lu lw lr lv < <(single_fig "${lode_mnt[0]}" "${lode_mnt[1]}")
-read -r zc zs zu zw zr zv < <(if ((lazy)); then single_fig "${lazy_mnt[0]}" "${lazy_mnt[1]}"; else echo "- - - - - -"; fi)
-read -r mc ms mu mw mr mv < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}" "${mfs_mnt[1]}"; else echo "- - - - - -"; fi)
+read -r lc ls lu lw lr lv lsv < <(single_fig "${lode_mnt[0]}" "${lode_mnt[1]}")
+read -r zc zs zu zw zr zv zsv < <(if ((lazy)); then single_fig "${lazy_mnt[0]}" "${lazy_mnt[1]}"; else echo "- - - - - - -"; fi)
+read -r mc ms mu mw mr mv msv < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}" "${mfs_mnt[1]}"; else echo "- - - - - - -"; fi)
 emit "$(printf '%-26s %12s %12s %8s %12s %8s' figure Lode MooseFS ratio 'Lode lazy' ratio)"
 for row in "creates/s $lc $mc $zc" "stats/s $ls $ms $zs" "unlinks/s $lu $mu $zu" \
 	"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr" \
-	"64 KiB read, other mount/s $lv $mv $zv"; do
+	"64 KiB read, other mount/s $lv $mv $zv" "stats/s, 8 threads, cold $lsv $msv $zsv"; do
 	set -- $row
 	while (($# > 4)); do set -- "$1 $2" "${@:3}"; done
 	emit "$(awk -v n="$1" -v a="$2" -v b="$3" -v z="$4" 'function r(x, y) { return (x == "-" || y == "-" || y == 0) ? "-" : sprintf("%.2f", x / y) }
