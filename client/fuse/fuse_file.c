@@ -130,6 +130,13 @@ static bool open_cache_flags(struct lode_fuse *lf, struct lf_handle *h, uint64_t
 	return newest;
 }
 
+/* Whether the caller's handle of ino is the only one open here (or sharing its slot of
+ * the count). Under the file's open lock, which every handle is counted under. */
+static bool handle_alone(struct lode_fuse *lf, uint64_t ino)
+{
+	return atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed) == 1;
+}
+
 /*
  * A small file opened for reading whose pages the kernel does not hold: read it whole now
  * and hand the kernel its pages with the open's reply (FUSE_NOTIFY_STORE), so that the
@@ -157,9 +164,14 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 	if (n == (ssize_t)st->size) {
 		bv.buf[0].mem = buf;
 		/* never once an open found a newer version: it dropped the kernel's pages
-		 * under the same lock (open_cache_flags), and these would replace its */
+		 * under the same lock (open_cache_flags), and these would replace its. And
+		 * never while another handle of the file is open here (its count is taken
+		 * under the same lock): the kernel stores each page with the page locked, so a
+		 * READ of another handle in flight would make it wait, under the lock, for a
+		 * lode-fuse thread to answer that READ, while the opens waiting for the lock
+		 * held every thread (a hang, seen with max_threads=2) */
 		pthread_mutex_lock(&lf->olock[ino % LF_OLOCKS]);
-		if (!lf_version_newest(lf, st))
+		if (!lf_version_newest(lf, st) || !handle_alone(lf, ino))
 			n = -1;
 		else if (fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0))
 			n = -1;
