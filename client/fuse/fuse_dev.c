@@ -45,32 +45,37 @@
 
 #include "lode_fuse.h"
 
-#define LF_FUSE_PARALLEL_DIROPS	      (1u << 18)
-#define LF_FUSE_HANDLE_KILLPRIV_V2    (1u << 28)
-#define LF_FUSE_INIT_EXT	      (1u << 30)
-#define LF_FUSE_DIRECT_IO_ALLOW_MMAP2 (1u << (36 - 32)) /* in flags2 */
-/* the flags (of the first 32) that our INIT reply takes where the kernel offers them */
-#define LF_INIT_WANT (LF_FUSE_PARALLEL_DIROPS | LF_FUSE_HANDLE_KILLPRIV_V2)
+/* INIT flags as Linux numbers them, flags2 as bits 32 to 63 (under FUSE_INIT_EXT) */
+#define LF_FUSE_PARALLEL_DIROPS	     (1ull << 18)
+#define LF_FUSE_HANDLE_KILLPRIV_V2   (1ull << 28)
+#define LF_FUSE_INIT_EXT	     (1ull << 30)
+#define LF_FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
+/* the flags our INIT reply takes where the kernel offers them */
+#define LF_INIT_WANT                                                                               \
+	(LF_FUSE_PARALLEL_DIROPS | LF_FUSE_HANDLE_KILLPRIV_V2 | LF_FUSE_DIRECT_IO_ALLOW_MMAP)
 
 static _Atomic uint64_t init_unique; /* INIT's unique id once seen, while its reply is due */
-static atomic_int init_offers;	     /* the kernel offered FUSE_DIRECT_IO_ALLOW_MMAP */
-static atomic_uint init_flags;	     /* of LF_INIT_WANT, those the kernel offered */
-static atomic_int dio_mmap;	     /* and our INIT reply took it */
-static atomic_uint took;	     /* of LF_INIT_WANT, those our INIT reply took */
+static _Atomic uint64_t offered;     /* of LF_INIT_WANT, those the kernel offered */
+static _Atomic uint64_t took;	     /* and our INIT reply took */
+
+static bool taken(uint64_t flag)
+{
+	return atomic_load_explicit(&took, memory_order_relaxed) & flag;
+}
 
 bool lf_dio_mmap(void)
 {
-	return atomic_load_explicit(&dio_mmap, memory_order_relaxed);
+	return taken(LF_FUSE_DIRECT_IO_ALLOW_MMAP);
 }
 
 bool lf_killpriv_v2(void)
 {
-	return atomic_load_explicit(&took, memory_order_relaxed) & LF_FUSE_HANDLE_KILLPRIV_V2;
+	return taken(LF_FUSE_HANDLE_KILLPRIV_V2);
 }
 
 bool lf_parallel_dirops(void)
 {
-	return atomic_load_explicit(&took, memory_order_relaxed) & LF_FUSE_PARALLEL_DIROPS;
+	return taken(LF_FUSE_PARALLEL_DIROPS);
 }
 
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
@@ -85,10 +90,11 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	if (n >= (ssize_t)(sizeof(*h) + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    h->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
+		uint64_t flags = in->flags;
 
-		atomic_store(&init_offers, (in->flags & LF_FUSE_INIT_EXT) &&
-					       (in->flags2 & LF_FUSE_DIRECT_IO_ALLOW_MMAP2));
-		atomic_store(&init_flags, in->flags & LF_INIT_WANT);
+		if (flags & LF_FUSE_INIT_EXT)
+			flags |= (uint64_t)in->flags2 << 32;
+		atomic_store(&offered, flags & LF_INIT_WANT);
 		atomic_store(&init_unique, h->unique);
 	}
 	errno = err; /* libfuse reads errno after this returns */
@@ -106,14 +112,15 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 		struct fuse_init_out *out = iov[1].iov_base;
 
 		if (oh->unique == want && oh->error == 0) {
+			uint64_t add = atomic_load(&offered);
+
 			atomic_store(&init_unique, 0);
-			out->flags |= atomic_load(&init_flags);
-			atomic_store(&took, atomic_load(&init_flags));
-			if (atomic_load(&init_offers)) {
-				out->flags |= LF_FUSE_INIT_EXT;
-				out->flags2 |= LF_FUSE_DIRECT_IO_ALLOW_MMAP2;
-				atomic_store(&dio_mmap, 1);
+			out->flags |= (uint32_t)add;
+			if (add >> 32) {
+				out->flags |= (uint32_t)LF_FUSE_INIT_EXT;
+				out->flags2 |= (uint32_t)(add >> 32);
 			}
+			atomic_store(&took, add);
 		}
 	}
 	return writev(fd, iov, count);
