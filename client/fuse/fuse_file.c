@@ -82,26 +82,39 @@ static void store_tail(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 		lf_ksize_told(lf, st);
 }
 
+/* An open or create from the point where it decides what the kernel keeps of the file:
+ * what its reply needs. */
+struct open_job {
+	struct lode_fuse *lf;
+	fuse_req_t req;
+	struct lf_handle *h;
+	struct fuse_file_info fi;
+	uint64_t ino;
+	struct lode_stat st; /* the file's attributes as of this open */
+	uint64_t gen;	     /* lf_dirattr_peek before the open asked the MDS */
+	/* fresh: the open made the file (inode numbers are never reused), so the kernel
+	 * holds nothing of it to drop, and nothing need be said. reader: a read-only open
+	 * with no writer of the file here. */
+	bool fresh, reader, create;
+};
+
 /* Sets the open's caching flags from the file's attributes as of this open, and counts
- * the handle h among the file's. fresh: the open made the file (inode numbers are never
- * reused), so the kernel holds nothing of it to drop, and nothing need be said. reader: a
- * read-only open with no writer of the file here. Returns whether the kernel drops its
- * pages and st is the newest version of the file an open here found (lf_version_newest). */
-static bool open_cache_flags(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
-			     const struct lode_stat *st, bool fresh, bool reader,
-			     uint64_t offer_gen, struct fuse_file_info *fi)
+ * the handle among the file's; called with the file's open lock held, and lets it go.
+ * Returns whether the kernel drops its pages and st is the newest version of the file an
+ * open here found (lf_version_newest). */
+static bool open_cache_flags(struct open_job *j)
 {
-	pthread_mutex_t *olock = &lf->olock[ino % LF_OLOCKS];
+	struct lode_fuse *lf = j->lf;
+	uint64_t ino = j->ino;
 	bool keep, newest = false;
 
 	/* An open that keeps the kernel's pages and attributes (the version it found is
 	 * the one the last open here found) relies on that open having dropped what the
 	 * kernel held before: decided and done under one lock, or it could read the older
 	 * size still held while the other open was between its decision and its drop. */
-	pthread_mutex_lock(olock);
-	keep = lf_cache_keep(lf, ino, st->mtime_ns, st->size) || fresh;
+	keep = lf_cache_keep(lf, ino, j->st.mtime_ns, j->st.size) || j->fresh;
 	lf_metrics_open_cache(keep);
-	fi->keep_cache = keep;
+	j->fi.keep_cache = keep;
 	if (!keep) {
 		/* the kernel drops the pages itself (keep_cache 0); its attributes must go
 		 * too, or a read or stat right after this open would use the old size. The
@@ -111,22 +124,23 @@ static bool open_cache_flags(struct lode_fuse *lf, struct lf_handle *h, uint64_t
 		 * open's there. An open that found an older version than another here leaves
 		 * them: that one dropped them under this lock, and a drop now would only
 		 * refuse the GETATTRs of newer handles in flight. */
-		newest = lf_dirattr_offer(lf, reader ? offer_gen : 0, st);
+		newest = lf_dirattr_offer(lf, j->reader ? j->gen : 0, &j->st);
 		if (newest) {
-			lf_ksize_reset(lf, ino, st->size); /* an older open's is not the kernel's */
-			if (reader)
-				store_tail(lf, h, ino, st);
+			/* an older open's is not the kernel's */
+			lf_ksize_reset(lf, ino, j->st.size);
+			if (j->reader)
+				store_tail(lf, j->h, ino, &j->st);
 			fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 		}
 	}
-	h->ino = ino;
+	j->h->ino = ino;
 	atomic_fetch_add_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], 1, memory_order_relaxed);
-	pthread_mutex_unlock(olock);
+	pthread_mutex_unlock(&lf->olock[ino % LF_OLOCKS]);
 	/* O_DIRECT: straight to liblode (FOPEN_DIRECT_IO), when the kernel lets such a file
 	 * be mapped MAP_SHARED (fuse_dev.c); else page-cache mode, where the kernel's direct
 	 * I/O path still bypasses the cache, slower but mmap works. Other opens use the page
 	 * cache, so mmap works. */
-	fi->direct_io = (fi->flags & O_DIRECT) && lf_dio_mmap();
+	j->fi.direct_io = (j->fi.flags & O_DIRECT) && lf_dio_mmap();
 	return newest;
 }
 
@@ -167,15 +181,19 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 		 * under the same lock (open_cache_flags), and these would replace its. And
 		 * never while another handle of the file is open here (its count is taken
 		 * under the same lock): the kernel stores each page with the page locked, so a
-		 * READ of another handle in flight would make it wait, under the lock, for a
-		 * lode-fuse thread to answer that READ, while the opens waiting for the lock
-		 * held every thread (a hang, seen with max_threads=2) */
-		pthread_mutex_lock(&lf->olock[ino % LF_OLOCKS]);
-		if (!lf_version_newest(lf, st) || !handle_alone(lf, ino))
+		 * READ of another handle in flight would make the store wait, under the lock,
+		 * for a request thread to answer that READ. Nor when the lock is taken: a
+		 * request thread never waits for it (open_finish_or_defer), and the store is
+		 * only a saving. */
+		if (pthread_mutex_trylock(&lf->olock[ino % LF_OLOCKS])) {
 			n = -1;
-		else if (fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0))
-			n = -1;
-		pthread_mutex_unlock(&lf->olock[ino % LF_OLOCKS]);
+		} else {
+			if (!lf_version_newest(lf, st) || !handle_alone(lf, ino))
+				n = -1;
+			else if (fuse_lowlevel_notify_store(lf->se, ino, 0, &bv, 0))
+				n = -1;
+			pthread_mutex_unlock(&lf->olock[ino % LF_OLOCKS]);
+		}
 	}
 	free(buf);
 	return n == (ssize_t)st->size;
@@ -218,6 +236,68 @@ static void reply_open(fuse_req_t req, struct lode_fuse *lf, struct lf_handle *h
 		handle_free(lf, h);
 }
 
+/* The rest of an open or create, with the file's open lock held (open_cache_flags lets it
+ * go): its caching flags, the small file's pages, the reply. */
+static void open_finish(struct open_job *j)
+{
+	struct lode_fuse *lf = j->lf;
+	struct fuse_file_info *fi = &j->fi;
+	bool newest = open_cache_flags(j);
+
+	/* a read-only open with no writer of the file on this mount: the kernel likely
+	 * held the open's attributes if the last ones it was given are (lf_kattr_same);
+	 * and no open here found a newer version (store_small) */
+	if (!j->create && j->reader && newest && lf_kattr_same(lf, &j->st) && !fi->keep_cache &&
+	    !fi->direct_io && j->st.size && j->st.size <= LF_STORE_MAX &&
+	    store_small(lf, j->h, j->ino, &j->st))
+		fi->keep_cache = !changed_here(lf, j->ino, &j->st);
+	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
+	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
+	if (!j->create)
+		fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+	reply_open(j->req, lf, j->h, fi, &j->st, j->create);
+}
+
+static void open_wait(void *arg)
+{
+	struct open_job *j = arg;
+
+	pthread_mutex_lock(&j->lf->olock[j->ino % LF_OLOCKS]);
+	open_finish(j);
+	free(j);
+}
+
+/*
+ * open_finish on this request thread if the file's open lock is free, else on one of the
+ * mount's own threads (fuse_defer.c), which waits for it and replies: its holder may be
+ * storing into the kernel's pages (store_tail), which waits for any READ in flight of
+ * those pages, and only a request thread answers a READ. Request threads waiting for the
+ * lock hung the mount once they were all taken (tests/fuse/store_hang.sh).
+ */
+static void open_finish_or_defer(struct open_job *j)
+{
+	struct lode_fuse *lf = j->lf;
+	struct open_job *copy;
+	int rc;
+
+	if (!pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
+		open_finish(j);
+		return;
+	}
+	lf_metrics_open_deferred();
+	copy = malloc(sizeof(*copy));
+	rc = copy ? 0 : -ENOMEM;
+	if (copy) {
+		*copy = *j;
+		rc = lf_defer(lf, open_wait, copy);
+	}
+	if (rc) {
+		free(copy);
+		handle_free(lf, j->h);
+		lf_reply_err(j->req, rc);
+	}
+}
+
 /*
  * An O_APPEND write goes where the kernel's i_size says the file ends, and nothing between
  * open and that write refreshes i_size: a mount whose cached attributes are older than
@@ -257,7 +337,7 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct lode_fuse *lf = lf_req(req);
 	int acc = fi->flags & O_ACCMODE;
 	uint64_t gen = lf_dirattr_peek(lf); /* before the MDS says what the file is */
-	bool reader = false, newest, attrs_likely;
+	bool reader = false;
 	struct lode_stat st;
 	struct lf_handle *h;
 	int rc;
@@ -312,18 +392,14 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	newest = open_cache_flags(lf, h, ino, &st, false, reader, gen, fi);
-	/* a read-only open with no writer of the file on this mount: the kernel likely
-	 * held the open's attributes if the last ones it was given are (lf_kattr_same);
-	 * and no open here found a newer version (store_small) */
-	attrs_likely = reader && newest && lf_kattr_same(lf, &st);
-	if (attrs_likely && !fi->keep_cache && !fi->direct_io && st.size &&
-	    st.size <= LF_STORE_MAX && store_small(lf, h, ino, &st))
-		fi->keep_cache = !changed_here(lf, ino, &st);
-	/* a read-only handle has nothing to publish at close (lf_flush): close(2) need not
-	 * wait for a FLUSH round trip through the kernel (FOPEN_NOFLUSH) */
-	fi->noflush = acc == O_RDONLY;
-	reply_open(req, lf, h, fi, &st, false);
+	open_finish_or_defer(&(struct open_job){.lf = lf,
+						.req = req,
+						.h = h,
+						.fi = *fi,
+						.ino = ino,
+						.st = st,
+						.gen = gen,
+						.reader = reader});
 }
 
 /* CREATE with the open's flags but access mode; readable if the MDS allows, for the same
@@ -410,8 +486,14 @@ void lf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	h->write_through = write_through(fi->flags);
-	open_cache_flags(lf, h, st.ino, &st, fresh && !shared, false, 0, fi);
-	reply_open(req, lf, h, fi, &st, true);
+	open_finish_or_defer(&(struct open_job){.lf = lf,
+						.req = req,
+						.h = h,
+						.fi = *fi,
+						.ino = st.ino,
+						.st = st,
+						.fresh = fresh && !shared,
+						.create = true});
 }
 
 /*

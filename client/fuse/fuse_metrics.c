@@ -55,7 +55,7 @@ static struct {
 	struct counter reads, read_bytes, ra_bytes, read_ns;
 	struct counter read_lat[LAT_BOUNDS + 1];
 	struct counter writes, write_bytes;
-	struct counter opens_kept, opens_dropped;
+	struct counter opens_kept, opens_dropped, opens_deferred;
 	_Atomic uint64_t errors[ERRNO_MAX];	   /* rare: one line for many */
 	_Atomic uint64_t requests[OPCODE_MAX + 1]; /* [OPCODE_MAX]: unnamed opcodes */
 } st;
@@ -102,6 +102,11 @@ void lf_metrics_write(uint64_t bytes)
 void lf_metrics_open_cache(bool kept)
 {
 	add(kept ? &st.opens_kept : &st.opens_dropped, 1);
+}
+
+void lf_metrics_open_deferred(void)
+{
+	add(&st.opens_deferred, 1);
 }
 
 void lf_metrics_error(int err)
@@ -175,6 +180,12 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 				get(&st.opens_kept));
 	lode_metrics_sample_u64(b, "lode_fuse_page_cache_opens_total", "result=\"dropped\"",
 				get(&st.opens_dropped));
+	lode_metrics_family(b, "lode_fuse_opens_deferred_total", "counter",
+			    "Opens and creates that found their file's open lock taken (another "
+			    "open of a file sharing it was deciding what the kernel keeps) and "
+			    "were finished on one of the mount's own threads, not a request "
+			    "thread.");
+	lode_metrics_sample_u64(b, "lode_fuse_opens_deferred_total", NULL, get(&st.opens_deferred));
 	collect_requests(b);
 	lode_metrics_family(b, "lode_fuse_kernel_feature", "gauge",
 			    "1 where the kernel took the feature in the mount's INIT exchange: "

@@ -12,6 +12,7 @@
  *                   one family of operations each (fuse_attr.c asks fuse_file.c for the
  *                   writer behind an open handle)
  *   fuse_writer.c   the shared write handles, write-behind, attributes with our size
+ *   fuse_defer.c    waits for a lock, taken off the request threads
  *   fuse_state.c    requests and credentials, replies, logging, page-cache versions
  *   fuse_metrics.c  counters of reads, writes, cache and errors; --metrics's collector
  *   liblode         (lode/lode.h only)
@@ -42,6 +43,7 @@
 #define LF_CVER_SLOTS	  65536u /* remembered (mtime, size) of cached files, direct mapped */
 #define LF_OLOCKS	  64u	 /* locks of opens' caching decisions, by inode */
 #define LF_HOPEN_SLOTS	  4096u	 /* counts of open handles, by inode, shared on collision */
+#define LF_DEFER_THREADS  16u	 /* threads that wait for locks for requests (fuse_defer.c) */
 #define LF_SQUASH_ID	  65534u
 #define LF_GROUPS_MAX	  32u	/* supplementary groups sent per request (the wire's limit) */
 #define LF_GROUPS_SLOTS	  1024u /* cached group lists, direct mapped by pid */
@@ -161,6 +163,17 @@ struct lf_dirattr {
 	double learned_s;    /* CLOCK_MONOTONIC */
 };
 
+/* The mount's threads for requests that wait for a lock (fuse_defer.c). */
+struct lf_deferred;
+struct lf_defer {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		     /* work queued, or stop */
+	struct lf_deferred *head, *tail;     /* protected by lock */
+	unsigned nthreads, idle;	     /* protected by lock */
+	bool stop;			     /* protected by lock */
+	pthread_t threads[LF_DEFER_THREADS]; /* [0, nthreads) */
+};
+
 struct lode_fuse {
 	struct lode_client *c;
 	struct fuse_session *se;
@@ -173,8 +186,10 @@ struct lode_fuse {
 	pthread_mutex_t clock;
 	struct lf_cver *cver; /* protected by clock */
 	/* per file (ino % LF_OLOCKS): held across an open's caching decision and what it
-	 * tells the kernel (open_cache_flags), and across store_small's check and store */
+	 * tells the kernel (open_cache_flags), and across store_small's check and store.
+	 * Never waited for on a request thread (open_finish_or_defer, fuse_file.c). */
 	pthread_mutex_t olock[LF_OLOCKS];
+	struct lf_defer defer;
 	atomic_uint hopen[LF_HOPEN_SLOTS]; /* open handles, by inode (ino % LF_HOPEN_SLOTS) */
 
 	pthread_mutex_t dlock;
@@ -215,6 +230,15 @@ void lf_dirattr_forget(struct lode_fuse *lf, uint64_t ino);
 /* The entry for ino, if still good, and the seconds left of attr_timeout. */
 bool lf_dirattr_get(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 
+/* fuse_defer.c: runs fn(arg) on one of the mount's own threads, which may wait for a
+ * lock that request threads must not (a request it answers is answered from there).
+ * 0, or -errno if it cannot (fn not run). */
+int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), void *arg);
+void lf_defer_init(struct lode_fuse *lf);
+/* When no request thread is left: runs what is queued, then ends the threads. */
+void lf_defer_stop(struct lode_fuse *lf);
+void lf_defer_fini(struct lode_fuse *lf);
+
 /* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
 uint64_t lf_metrics_now_ns(void);
 /* A read returned bytes, readahead_bytes of them from liblode's read-ahead; it began at
@@ -223,6 +247,8 @@ void lf_metrics_read(uint64_t bytes, uint64_t readahead_bytes, uint64_t start_ns
 void lf_metrics_write(uint64_t bytes);
 /* An open kept (true) or dropped the kernel's cached pages of the file. */
 void lf_metrics_open_cache(bool kept);
+/* An open found its file's open lock taken and was finished off a request thread. */
+void lf_metrics_open_deferred(void);
 /* A request answered with errno err (> 0). */
 void lf_metrics_error(int err);
 /* The kernel sent a request of this FUSE opcode (fuse_dev.c, as it reads each one). */

@@ -569,6 +569,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->clock, NULL);
 	for (unsigned i = 0; i < LF_OLOCKS; i++)
 		pthread_mutex_init(&lf->olock[i], NULL);
+	lf_defer_init(lf);
 	pthread_mutex_init(&lf->glock, NULL);
 	pthread_mutex_init(&lf->dlock, NULL);
 	pthread_mutex_init(&lf->alock, NULL);
@@ -670,6 +671,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	rc = fuse_session_loop_mt(lf->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	lf_defer_stop(lf); /* the request threads are gone: nothing more is deferred */
 	ret = rc < 0 ? 1 : 0;
 	lf_log(LF_INFO, "unmounting %s%s", lf->o.mountpoint, rc < 0 ? " after an error" : "");
 
@@ -700,6 +702,7 @@ out_free:
 			free(d);
 		}
 	}
+	lf_defer_fini(lf);
 	pthread_mutex_destroy(&lf->glock);
 	pthread_mutex_destroy(&lf->dlock);
 	pthread_mutex_destroy(&lf->alock);

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""store_hang.py A B SECONDS: opens, reads and stat()s of one small file on mount A (started
-with few request threads) while mount B rewrites it in place, for SECONDS. Every process
-counts what it did; if none moved for STALL seconds, the mount hung: exit 1.
+"""store_hang.py A B SECONDS MODE: opens, reads and stat()s of one small file on mount A
+(started with few request threads) while mount B changes it, for SECONDS. MODE rewrite:
+B rewrites it in place; append: B appends 100 bytes each time. Every process counts what
+it did; if none moved for STALL seconds, the mount hung: exit 1.
 
-Mount A's opens of a file that changed hand the kernel its pages with the open
-(FUSE_NOTIFY_STORE), which locks each page; a READ of another handle in flight holds one.
-Two processes read the file with its cache dropped after each read (READs in flight),
-one stat()s it (the kernel learns each new size and mtime, so that the opens' stores are
-tried), five open, read and close it."""
+Mount A's opens of a file that changed may hand the kernel some of its pages with the open
+(FUSE_NOTIFY_STORE: the whole small file when no other handle of it is open, its last
+byte when one is and the file grew), which locks each page; a READ of another handle in
+flight holds one. Two processes read the file with its cache dropped after each read
+(READs in flight), one stat()s it (the kernel learns each new size and mtime, so that the
+opens' stores are tried), five open, read and close it."""
 import os
 import sys
 import time
@@ -18,45 +20,51 @@ SIZE = 40000
 STALL = 10.0
 
 
-def writer(b, stop, prog, k):
+def writer(b, stop, prog, k, append):
     i = 0
     while not stop.is_set():
         i += 1
         with open(os.path.join(b, "f"), "r+b") as f:
-            f.write(bytes([i % 251]) * SIZE)
+            if append:
+                f.seek(0, 2)
+                f.write(bytes([i % 251]) * 100)
+            else:
+                f.write(bytes([i % 251]) * SIZE)
         prog[k] += 1
         time.sleep(0.005)
 
 
-def statter(a, stop, prog, k):
+def statter(a, stop, prog, k, append):
     while not stop.is_set():
         os.stat(os.path.join(a, "f"))
         prog[k] += 1
 
 
-def reader(a, stop, prog, k):
+def reader(a, stop, prog, k, append):
     fd = os.open(os.path.join(a, "f"), os.O_RDONLY)
     while not stop.is_set():
-        os.pread(fd, SIZE, 0)
+        os.pread(fd, 1 << 20, 0)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         prog[k] += 1
 
 
-def opener(a, stop, prog, k):
+def opener(a, stop, prog, k, append):
     while not stop.is_set():
         with open(os.path.join(a, "f"), "rb") as f:
-            if len(f.read()) != SIZE:
-                raise SystemExit("a read of the file came back short")
+            n = len(f.read())
+            if n < SIZE or (not append and n != SIZE):
+                raise SystemExit("a read of the file came back %d bytes" % n)
         prog[k] += 1
 
 
 def main():
     a, b, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    append = sys.argv[4] == "append"
     with open(os.path.join(b, "f"), "wb") as f:
         f.write(b"x" * SIZE)
     stop, prog = mp.Event(), mp.Array("l", 9)
     roles = [(writer, b), (statter, a), (reader, a), (reader, a)] + [(opener, a)] * 5
-    ps = [mp.Process(target=fn, args=(d, stop, prog, k), daemon=True)
+    ps = [mp.Process(target=fn, args=(d, stop, prog, k, append), daemon=True)
           for k, (fn, d) in enumerate(roles)]
     for p in ps:
         p.start()
@@ -78,7 +86,7 @@ def main():
     stop.set()
     for p in ps:
         p.join()
-    print("ok: writes, stats, reads, opens:", list(prog))
+    print("ok (%s): writes, stats, reads, opens:" % sys.argv[4], list(prog))
     return 0
 
 
