@@ -203,14 +203,14 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
  * Whether this mount changed the file since lf_open found no writer of it and the note of
  * the kernel's attributes as the open's: a writer that opened since (still in the table),
  * or one gone or a setattr (either forgets lf_kattr's note). Its bytes may have reached the
- * kernel's pages before the older ones store_small put there: those pages go again.
+ * kernel's pages before the older ones store_small put there: those pages go again, by the
+ * kernel itself at the open's reply (keep_cache 0), on the opening process's thread. Not
+ * here: dropping a page waits for any READ of it in flight, which only a request thread
+ * answers.
  */
 static bool changed_here(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
 {
-	if (!lf_writer_exists(lf, ino) && lf_kattr_same(lf, st))
-		return false;
-	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
-	return true;
+	return lf_writer_exists(lf, ino) || !lf_kattr_same(lf, st);
 }
 
 static bool write_through(int flags)
@@ -315,10 +315,41 @@ static int append_size_check(struct lode_fuse *lf, uint64_t ino)
 
 	if (rc)
 		return rc;
-	if (lf_cache_keep(lf, ino, st.mtime_ns, st.size))
-		return 0;
-	fuse_lowlevel_notify_inval_inode(lf->se, ino, 0, 0);
-	return -ESTALE;
+	return lf_cache_keep(lf, ino, st.mtime_ns, st.size) ? 0 : -ESTALE;
+}
+
+struct stale_job {
+	struct lode_fuse *lf;
+	fuse_req_t req;
+	uint64_t ino;
+};
+
+static void append_stale(void *arg)
+{
+	struct stale_job *j = arg;
+
+	fuse_lowlevel_notify_inval_inode(j->lf->se, j->ino, 0, 0);
+	lf_reply_err(j->req, -ESTALE);
+	free(j);
+}
+
+/* Drops the kernel's attributes and pages of ino, then fails the open with ESTALE: off
+ * the request thread (fuse_defer.c), since dropping a page waits for any READ of it in
+ * flight, which only a request thread answers (with every thread dropping pages so, the
+ * mount hung: tests/fuse/store_hang.sh, appendopen). */
+static void append_stale_reply(struct lode_fuse *lf, fuse_req_t req, uint64_t ino)
+{
+	struct stale_job *j = malloc(sizeof(*j));
+
+	if (!j) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*j = (struct stale_job){.lf = lf, .req = req, .ino = ino};
+	if (lf_defer(lf, append_stale, j)) {
+		free(j);
+		fuse_reply_err(req, EAGAIN);
+	}
 }
 
 /* An O_TRUNC open truncates like truncate(2), which clears setuid/setgid (the kernel sends
@@ -348,6 +379,10 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (acc != O_RDONLY && (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)) {
 		rc = append_size_check(lf, ino);
+		if (rc == -ESTALE) {
+			append_stale_reply(lf, req, ino);
+			return;
+		}
 		if (rc) {
 			lf_reply_err(req, rc);
 			return;
