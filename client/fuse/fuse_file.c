@@ -66,14 +66,19 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
  * this open's. The byte is the file's own, as the page it lands in may be cached; a store
  * of part of a page leaves it to be read. One small read at the OSS, only then.
  */
+static bool store_tail_needed(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
+{
+	return st->size && lf_ksize_below(lf, ino, st->size) &&
+	       atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed);
+}
+
 static void store_tail(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 		       const struct lode_stat *st)
 {
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(1);
 	char last;
 
-	if (!st->size || !lf_ksize_below(lf, ino, st->size) ||
-	    !atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed))
+	if (!store_tail_needed(lf, ino, st))
 		return;
 	if (lode_pread(h->rf, &last, 1, st->size - 1) != 1)
 		return; /* the reads will meet the same error */
@@ -272,7 +277,9 @@ static void open_wait(void *arg)
  * mount's own threads (fuse_defer.c), which waits for it and replies: its holder may be
  * storing into the kernel's pages (store_tail), which waits for any READ in flight of
  * those pages, and only a request thread answers a READ. Request threads waiting for the
- * lock hung the mount once they were all taken (tests/fuse/store_hang.sh).
+ * lock hung the mount once they were all taken (tests/fuse/store_hang.sh). An open that
+ * may store a tail itself goes there too, whatever the lock: opens of several growing
+ * files could otherwise take every request thread, each waiting for a READ.
  */
 static void open_finish_or_defer(struct open_job *j)
 {
@@ -280,7 +287,8 @@ static void open_finish_or_defer(struct open_job *j)
 	struct open_job *copy;
 	int rc;
 
-	if (!pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
+	if (!(j->reader && store_tail_needed(lf, j->ino, &j->st)) &&
+	    !pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
 		open_finish(j);
 		return;
 	}

@@ -181,10 +181,10 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	lode_metrics_sample_u64(b, "lode_fuse_page_cache_opens_total", "result=\"dropped\"",
 				get(&st.opens_dropped));
 	lode_metrics_family(b, "lode_fuse_opens_deferred_total", "counter",
-			    "Opens and creates that found their file's open lock taken (another "
-			    "open of a file sharing it was deciding what the kernel keeps) and "
-			    "were finished on one of the mount's own threads, not a request "
-			    "thread.");
+			    "Opens and creates finished on one of the mount's own threads, not a "
+			    "request thread: their file's open lock was taken, or they may hand "
+			    "the kernel a grown file's last byte (either may wait for a READ "
+			    "that only a request thread answers).");
 	lode_metrics_sample_u64(b, "lode_fuse_opens_deferred_total", NULL, get(&st.opens_deferred));
 	collect_requests(b);
 	lode_metrics_family(b, "lode_fuse_kernel_feature", "gauge",

@@ -247,7 +247,7 @@ void lf_metrics_read(uint64_t bytes, uint64_t readahead_bytes, uint64_t start_ns
 void lf_metrics_write(uint64_t bytes);
 /* An open kept (true) or dropped the kernel's cached pages of the file. */
 void lf_metrics_open_cache(bool kept);
-/* An open found its file's open lock taken and was finished off a request thread. */
+/* An open was finished off a request thread (fuse_file.c, open_finish_or_defer). */
 void lf_metrics_open_deferred(void);
 /* A request answered with errno err (> 0). */
 void lf_metrics_error(int err);
