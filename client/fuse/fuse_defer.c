@@ -46,6 +46,7 @@ static void *defer_thread(void *p)
 		d->head = w->next;
 		if (!d->head)
 			d->tail = NULL;
+		d->queued--;
 		pthread_mutex_unlock(&d->lock);
 		w->fn(w->arg);
 		free(w);
@@ -67,7 +68,8 @@ int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), void *arg)
 	w->arg = arg;
 	w->next = NULL;
 	pthread_mutex_lock(&d->lock);
-	if (!d->idle && d->nthreads < LF_DEFER_THREADS) {
+	/* a thread woken is counted idle until it runs: compare with the work queued */
+	if (d->queued + 1 > d->idle && d->nthreads < LF_DEFER_THREADS) {
 		rc = -pthread_create(&d->threads[d->nthreads], NULL, defer_thread, lf);
 		if (!rc)
 			d->nthreads++;
@@ -80,6 +82,7 @@ int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), void *arg)
 		else
 			d->head = w;
 		d->tail = w;
+		d->queued++;
 		pthread_cond_signal(&d->cond);
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -99,8 +99,9 @@ struct open_job {
 	uint64_t gen;	     /* lf_dirattr_peek before the open asked the MDS */
 	/* fresh: the open made the file (inode numbers are never reused), so the kernel
 	 * holds nothing of it to drop, and nothing need be said. reader: a read-only open
-	 * with no writer of the file here. */
-	bool fresh, reader, create;
+	 * with no writer of the file here. may_wait: on one of the mount's own threads,
+	 * which may wait for a READ to be answered (store_tail). */
+	bool fresh, reader, create, may_wait;
 };
 
 /* Sets the open's caching flags from the file's attributes as of this open, and counts
@@ -133,7 +134,10 @@ static bool open_cache_flags(struct open_job *j)
 		if (newest) {
 			/* an older open's is not the kernel's */
 			lf_ksize_reset(lf, ino, j->st.size);
-			if (j->reader)
+			/* on a request thread only if it was not needed when that was decided,
+			 * under this lock (open_finish_or_defer): a change of this mount since
+			 * (lf_kattr_forget) is not worth a request thread that may wait */
+			if (j->reader && j->may_wait)
 				store_tail(lf, j->h, ino, &j->st);
 			fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
 		}
@@ -209,13 +213,18 @@ static bool store_small(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
  * the kernel's attributes as the open's: a writer that opened since (still in the table),
  * or one gone or a setattr (either forgets lf_kattr's note). Its bytes may have reached the
  * kernel's pages before the older ones store_small put there: those pages go again, by the
- * kernel itself at the open's reply (keep_cache 0), on the opening process's thread. Not
- * here: dropping a page waits for any READ of it in flight, which only a request thread
- * answers.
+ * kernel itself at the open's reply (keep_cache 0), on the opening process's thread, and
+ * the attributes here. Not the pages here: dropping a page waits for any READ of it in
+ * flight, which only a request thread answers.
  */
 static bool changed_here(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
 {
-	return lf_writer_exists(lf, ino) || !lf_kattr_same(lf, st);
+	if (!lf_writer_exists(lf, ino) && lf_kattr_same(lf, st))
+		return false;
+	/* the store may have raised the kernel's size past a truncate here: attributes only,
+	 * which locks no page */
+	fuse_lowlevel_notify_inval_inode(lf->se, ino, -1, 0);
+	return true;
 }
 
 static bool write_through(int flags)
@@ -237,7 +246,7 @@ static void reply_open(fuse_req_t req, struct lode_fuse *lf, struct lf_handle *h
 	} else {
 		rc = fuse_reply_open(req, fi);
 	}
-	if (rc == -ENOENT) /* interrupted: no release will come for it */
+	if (rc) /* interrupted, or the connection is gone: no release will come for it */
 		handle_free(lf, h);
 }
 
@@ -267,7 +276,9 @@ static void open_wait(void *arg)
 {
 	struct open_job *j = arg;
 
+	lf_req(j->req); /* the caller's credentials, for any call the open still makes */
 	pthread_mutex_lock(&j->lf->olock[j->ino % LF_OLOCKS]);
+	j->may_wait = true;
 	open_finish(j);
 	free(j);
 }
@@ -287,12 +298,14 @@ static void open_finish_or_defer(struct open_job *j)
 	struct open_job *copy;
 	int rc;
 
-	if (!(j->reader && store_tail_needed(lf, j->ino, &j->st)) &&
-	    !pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
-		open_finish(j);
-		return;
+	if (!pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
+		/* decided under the lock, as the store will be (the handles counted are) */
+		if (!(j->reader && store_tail_needed(lf, j->ino, &j->st))) {
+			open_finish(j);
+			return;
+		}
+		pthread_mutex_unlock(&lf->olock[j->ino % LF_OLOCKS]);
 	}
-	lf_metrics_open_deferred();
 	copy = malloc(sizeof(*copy));
 	rc = copy ? 0 : -ENOMEM;
 	if (copy) {
@@ -303,7 +316,9 @@ static void open_finish_or_defer(struct open_job *j)
 		free(copy);
 		handle_free(lf, j->h);
 		lf_reply_err(j->req, rc);
+		return;
 	}
+	lf_metrics_open_deferred();
 }
 
 /*
@@ -316,47 +331,52 @@ static void open_finish_or_defer(struct open_job *j)
  * finds the file as recorded here and goes on. Appenders on two mounts at the same
  * instant are not serialised by this (as on NFS); one after the other's close are.
  */
-static int append_size_check(struct lode_fuse *lf, uint64_t ino)
+static int append_size_check(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st)
 {
-	struct lode_stat st;
-	int rc = lf_getattr(lf, ino, &st);
+	int rc = lf_getattr(lf, ino, st);
 
 	if (rc)
 		return rc;
-	return lf_cache_keep(lf, ino, st.mtime_ns, st.size) ? 0 : -ESTALE;
+	if (lf_cache_keep(lf, ino, st->mtime_ns, st->size))
+		return 0;
+	/* until the pages are dropped (append_stale), no open may keep them for this version */
+	lf_cache_forget(lf, ino);
+	return -ESTALE;
 }
 
 struct stale_job {
 	struct lode_fuse *lf;
 	fuse_req_t req;
-	uint64_t ino;
+	struct lode_stat st;
 };
 
 static void append_stale(void *arg)
 {
 	struct stale_job *j = arg;
 
-	fuse_lowlevel_notify_inval_inode(j->lf->se, j->ino, 0, 0);
+	fuse_lowlevel_notify_inval_inode(j->lf->se, j->st.ino, 0, 0);
+	/* the version the repeated open will find: its pages are gone now */
+	lf_cache_keep(j->lf, j->st.ino, j->st.mtime_ns, j->st.size);
 	lf_reply_err(j->req, -ESTALE);
 	free(j);
 }
 
-/* Drops the kernel's attributes and pages of ino, then fails the open with ESTALE: off
- * the request thread (fuse_defer.c), since dropping a page waits for any READ of it in
+/* Drops the kernel's attributes and pages of the file, then fails the open with ESTALE:
+ * off the request thread (fuse_defer.c), since dropping a page waits for any READ of it in
  * flight, which only a request thread answers (with every thread dropping pages so, the
  * mount hung: tests/fuse/store_hang.sh, appendopen). */
-static void append_stale_reply(struct lode_fuse *lf, fuse_req_t req, uint64_t ino)
+static void append_stale_reply(struct lode_fuse *lf, fuse_req_t req, const struct lode_stat *st)
 {
 	struct stale_job *j = malloc(sizeof(*j));
+	int rc = j ? 0 : -ENOMEM;
 
-	if (!j) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	if (j) {
+		*j = (struct stale_job){.lf = lf, .req = req, .st = *st};
+		rc = lf_defer(lf, append_stale, j);
 	}
-	*j = (struct stale_job){.lf = lf, .req = req, .ino = ino};
-	if (lf_defer(lf, append_stale, j)) {
+	if (rc) {
 		free(j);
-		fuse_reply_err(req, EAGAIN);
+		lf_reply_err(req, rc);
 	}
 }
 
@@ -386,9 +406,9 @@ void lf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (acc != O_RDONLY && (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)) {
-		rc = append_size_check(lf, ino);
+		rc = append_size_check(lf, ino, &st);
 		if (rc == -ESTALE) {
-			append_stale_reply(lf, req, ino);
+			append_stale_reply(lf, req, &st);
 			return;
 		}
 		if (rc) {

@@ -169,7 +169,7 @@ struct lf_defer {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		     /* work queued, or stop */
 	struct lf_deferred *head, *tail;     /* protected by lock */
-	unsigned nthreads, idle;	     /* protected by lock */
+	unsigned nthreads, idle, queued;     /* protected by lock */
 	bool stop;			     /* protected by lock */
 	pthread_t threads[LF_DEFER_THREADS]; /* [0, nthreads) */
 };
