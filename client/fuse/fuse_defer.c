@@ -16,14 +16,16 @@
  * the holder.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lode_fuse.h"
 
 struct lf_deferred {
 	void (*fn)(void *arg);
-	void *arg;
 	struct lf_deferred *next;
+	max_align_t arg[]; /* the caller's argument, copied */
 };
 
 static void *defer_thread(void *p)
@@ -56,16 +58,16 @@ static void *defer_thread(void *p)
 	return NULL;
 }
 
-int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), void *arg)
+int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_t len)
 {
 	struct lf_defer *d = &lf->defer;
-	struct lf_deferred *w = malloc(sizeof(*w));
+	struct lf_deferred *w = malloc(sizeof(*w) + len);
 	int rc = 0;
 
 	if (!w)
 		return -ENOMEM;
 	w->fn = fn;
-	w->arg = arg;
+	memcpy(w->arg, arg, len);
 	w->next = NULL;
 	pthread_mutex_lock(&d->lock);
 	/* a thread woken is counted idle until it runs: compare with the work queued */

@@ -56,6 +56,13 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
 	free(h);
 }
 
+/* Whether an open of the version st must store its tail (store_tail, below). */
+static bool store_tail_needed(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
+{
+	return st->size && lf_ksize_below(lf, ino, st->size) &&
+	       atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed);
+}
+
 /*
  * Before a read-only open drops the kernel's attributes of a file it found longer than the
  * kernel may hold it (lf_ksize_below), while other handles of the file are open here: hands
@@ -66,12 +73,6 @@ static void handle_free(struct lode_fuse *lf, struct lf_handle *h)
  * this open's. The byte is the file's own, as the page it lands in may be cached; a store
  * of part of a page leaves it to be read. One small read at the OSS, only then.
  */
-static bool store_tail_needed(struct lode_fuse *lf, uint64_t ino, const struct lode_stat *st)
-{
-	return st->size && lf_ksize_below(lf, ino, st->size) &&
-	       atomic_load_explicit(&lf->hopen[ino % LF_HOPEN_SLOTS], memory_order_relaxed);
-}
-
 static void store_tail(struct lode_fuse *lf, struct lf_handle *h, uint64_t ino,
 		       const struct lode_stat *st)
 {
@@ -280,7 +281,6 @@ static void open_wait(void *arg)
 	pthread_mutex_lock(&j->lf->olock[j->ino % LF_OLOCKS]);
 	j->may_wait = true;
 	open_finish(j);
-	free(j);
 }
 
 /*
@@ -295,7 +295,6 @@ static void open_wait(void *arg)
 static void open_finish_or_defer(struct open_job *j)
 {
 	struct lode_fuse *lf = j->lf;
-	struct open_job *copy;
 	int rc;
 
 	if (!pthread_mutex_trylock(&lf->olock[j->ino % LF_OLOCKS])) {
@@ -306,14 +305,8 @@ static void open_finish_or_defer(struct open_job *j)
 		}
 		pthread_mutex_unlock(&lf->olock[j->ino % LF_OLOCKS]);
 	}
-	copy = malloc(sizeof(*copy));
-	rc = copy ? 0 : -ENOMEM;
-	if (copy) {
-		*copy = *j;
-		rc = lf_defer(lf, open_wait, copy);
-	}
+	rc = lf_defer(lf, open_wait, j, sizeof(*j));
 	if (rc) {
-		free(copy);
 		handle_free(lf, j->h);
 		lf_reply_err(j->req, rc);
 		return;
@@ -358,7 +351,6 @@ static void append_stale(void *arg)
 	/* the version the repeated open will find: its pages are gone now */
 	lf_cache_keep(j->lf, j->st.ino, j->st.mtime_ns, j->st.size);
 	lf_reply_err(j->req, -ESTALE);
-	free(j);
 }
 
 /* Drops the kernel's attributes and pages of the file, then fails the open with ESTALE:
@@ -367,17 +359,11 @@ static void append_stale(void *arg)
  * mount hung: tests/fuse/store_hang.sh, appendopen). */
 static void append_stale_reply(struct lode_fuse *lf, fuse_req_t req, const struct lode_stat *st)
 {
-	struct stale_job *j = malloc(sizeof(*j));
-	int rc = j ? 0 : -ENOMEM;
+	struct stale_job j = {.lf = lf, .req = req, .st = *st};
+	int rc = lf_defer(lf, append_stale, &j, sizeof(j));
 
-	if (j) {
-		*j = (struct stale_job){.lf = lf, .req = req, .st = *st};
-		rc = lf_defer(lf, append_stale, j);
-	}
-	if (rc) {
-		free(j);
+	if (rc)
 		lf_reply_err(req, rc);
-	}
 }
 
 /* An O_TRUNC open truncates like truncate(2), which clears setuid/setgid (the kernel sends

@@ -230,10 +230,10 @@ void lf_dirattr_forget(struct lode_fuse *lf, uint64_t ino);
 /* The entry for ino, if still good, and the seconds left of attr_timeout. */
 bool lf_dirattr_get(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, double *ttl);
 
-/* fuse_defer.c: runs fn(arg) on one of the mount's own threads, which may wait for a
- * lock that request threads must not (a request it answers is answered from there).
- * 0, or -errno if it cannot (fn not run). */
-int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), void *arg);
+/* fuse_defer.c: runs fn on a copy of arg's len bytes (freed after) on one of the mount's
+ * own threads, which may wait for a lock that request threads must not (a request it
+ * answers is answered from there). 0, or -errno if it cannot (fn not run). */
+int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_t len);
 void lf_defer_init(struct lode_fuse *lf);
 /* When no request thread is left: runs what is queued, then ends the threads. */
 void lf_defer_stop(struct lode_fuse *lf);
