@@ -31,8 +31,8 @@
 # each once the machine is quiet (below 15% busy for a second, 60 s at most): both
 # systems go on deleting the storm's files in the background after a point ends.
 # Every measurement of one system runs with the other's processes stopped (SIGSTOP, a
-# few seconds at a time): an idle MooseFS polls, and took up to a quarter of Lode's
-# small-file figures on a 2-CPU machine (docs/benchmarks.md).
+# few seconds at a time): an idle MooseFS polls, and cost Lode's small-file figures 15-28%
+# on a 2-CPU machine (docs/benchmarks.md).
 #
 # Copies: by default Lode keeps its two copies of every file and MooseFS one (goal 1), the
 # comparison issue 15 states; --copies N gives both N (Lode: mirror_count=N as the default
@@ -81,12 +81,12 @@ mfs_dir=""
 moosefs_down() { [[ -z $mfs_dir ]] || "$root/tools/bench/peers/moosefs.sh" down "$mfs_dir" >/dev/null 2>&1; }
 # Each system is measured with the other's processes stopped (SIGSTOP, SIGCONT after): an
 # idle MooseFS polls (its three chunkservers and two mounts take about a tenth of a CPU
-# between them), and on this 2-CPU machine that took from a third to half of Lode's
-# single-threaded figures (lazy creates 3,093/s and 64 KiB files written 927/s with no
-# MooseFS running, 2,288-2,380 and 422-599 beside an idle one, 2026-12-06). Each pause is
-# one measurement, a few seconds, well inside MooseFS's 10 s master-chunkserver timeout;
-# each system's own background work (deleting the last point's files) still lands in its
-# own figures.
+# between them), and on this 2-CPU machine that cost Lode's single-threaded figures 15-28%
+# (alternating rounds: lazy 64 KiB files written 701-813/s beside an idle MooseFS,
+# 909-1,000/s with it stopped; an idle Lode did not slow MooseFS; docs/benchmarks.md).
+# Each pause is one measurement, a few seconds, well inside MooseFS's 10 s
+# master-chunkserver timeout; each system's own background work (deleting the last
+# point's files) still lands in its own figures.
 peer_pids() { # lode|mfs: the processes of that system started here, and no other's
 	if [[ $1 == lode ]]; then
 		echo "${pids[@]}"
@@ -94,8 +94,9 @@ peer_pids() { # lode|mfs: the processes of that system started here, and no othe
 		pgrep -d ' ' -f -- "^mfs(master|chunkserver|mount) .*$mfs_dir/"
 	fi
 }
-pause_peer() { local p; p=$(peer_pids "$1"); [[ -n $p ]] && kill -STOP $p 2>/dev/null; true; }
-resume_peer() { local p; p=$(peer_pids "$1"); [[ -n $p ]] && kill -CONT $p 2>/dev/null; true; }
+signal_peer() { local p; p=$(peer_pids "$2"); [[ -n $p ]] && kill "-$1" $p 2>/dev/null; true; }
+pause_peer() { signal_peer STOP "$1"; }
+resume_peer() { signal_peer CONT "$1"; }
 storm_teardown() { resume_peer lode; resume_peer mfs; moosefs_down; }
 bench_teardown=storm_teardown
 
