@@ -53,7 +53,8 @@ struct lode_store {
 	uint8_t *redo;
 	size_t redo_len, redo_cap;
 	uint64_t ckpt_commits, ckpt_ms;
-	unsigned ckpt_every;	       /* commits: CKPT_COMMITS or the opts' */
+	unsigned ckpt_every; /* commits: CKPT_COMMITS or the opts' */
+	uint64_t commits;    /* logged commits ever: written by the writer, read atomically */
 	struct lode_store_stats stats; /* written by the writer, read atomically */
 	char note[512];		       /* what lode_store_open() found worth saying, or "" */
 };
@@ -270,6 +271,7 @@ int lode_store_commit(struct lode_txn *t)
 	 * in the data file now: a commit the log misses must never be followed by one it
 	 * holds (store_log.h). */
 	st->ckpt_commits++;
+	__atomic_store_n(&st->commits, st->commits + 1, __ATOMIC_RELAXED);
 	if (lode_store_log_fits(st->log, payload) &&
 	    !lode_store_log_append(st->log, lode_store_last_txnid(st), st->redo, payload))
 		rc = 0;
@@ -299,6 +301,26 @@ int lode_store_sync(struct lode_store *st)
 		return sync_failed(st, rc);
 	__atomic_store_n(&st->stats.log_syncs, st->stats.log_syncs + 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+uint64_t lode_store_commits(struct lode_store *st)
+{
+	return __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
+}
+
+/*
+ * SYNC_FILE_RANGE_WRITE only starts the writes (WB_SYNC_NONE: pages already being written
+ * are passed over) and neither waits for them nor looks at their errors; the flags that
+ * wait (WAIT_BEFORE, WAIT_AFTER) would also take a write error as reported on this file,
+ * and the checkpoint's fdatasync, which must see it, would then succeed.
+ */
+void lode_store_writeback(struct lode_store *st)
+{
+	int fd;
+
+	if (mdb_env_get_fd(st->env, &fd))
+		return;
+	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
 void lode_store_stats(struct lode_store *st, struct lode_store_stats *out)

@@ -99,6 +99,16 @@ int lode_store_commit(struct lode_txn *t);
  * error, and the next open of the store rolls back to the last recorded snapshot and
  * replays what the log held before the failure (store_sync.h, store_log.h). */
 int lode_store_sync(struct lode_store *st);
+/* Commits recorded in the commit log since the store opened. Any thread. */
+uint64_t lode_store_commits(struct lode_store *st);
+/* Starts writing the data file's dirty pages to disk and returns without waiting. A
+ * checkpoint's fdatasync runs while no commit can (the writer's batch lock), and what it
+ * has to write piled up since the last one: a storm of lazy creates left 64 ms of it at a
+ * checkpoint, 10 ms between checkpoints of durable ones (one per 128 commits), and every
+ * change of the MDS waited that long. Written ahead, without the lock, it leaves the
+ * checkpoint little to do. Durability is unchanged: only the checkpoint vouches for the
+ * pages, and a write error still reaches its fdatasync. Any thread, no lock needed. */
+void lode_store_writeback(struct lode_store *st);
 /* What the store's syncs cost: fdatasyncs of the commit log, and checkpoints (two
  * fdatasyncs each: the data file, the sync record). Any thread. */
 struct lode_store_stats {

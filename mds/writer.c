@@ -31,6 +31,11 @@
  * the writer thread again for INLINE_BACKOFF_MS. */
 #define INLINE_SLOW_US	  2000u
 #define INLINE_BACKOFF_MS 1000u
+/* The writer thread starts writing the store's dirty pages (lode_store_writeback) once this
+ * many commits, or any commit and this many ms, went by since it last did: a quarter of a
+ * checkpoint's commits (CKPT_COMMITS in store.c), and ten times in a lazy sync's second. */
+#define WRITEBACK_COMMITS 32u
+#define WRITEBACK_MS	  100u
 
 struct lode_writer {
 	struct lode_store *st;
@@ -49,6 +54,7 @@ struct lode_writer {
 	 * committed and not yet synced (0: everything committed is durable) */
 	uint64_t unsynced_ms;
 	uint64_t inline_off_until_ms;	/* batch_lock: no inline batch before (run_inline) */
+	uint64_t wb_commits, wb_ms;	/* writer thread: commits and time at its last writeback */
 	struct lode_writer_stats stats; /* written under batch_lock, read atomically */
 };
 
@@ -181,6 +187,20 @@ static void sync_unsynced(struct lode_writer *w)
 	pthread_mutex_unlock(&w->batch_lock);
 }
 
+/* Starts writing the store's dirty pages if WRITEBACK_COMMITS or WRITEBACK_MS went by
+ * since the last time (writer thread, no lock held). */
+static void writeback_if_due(struct lode_writer *w)
+{
+	uint64_t c = lode_store_commits(w->st), now = now_ms();
+
+	if (c - w->wb_commits < WRITEBACK_COMMITS &&
+	    (c == w->wb_commits || now < w->wb_ms + WRITEBACK_MS))
+		return;
+	lode_store_writeback(w->st);
+	w->wb_commits = c;
+	w->wb_ms = now;
+}
+
 static void *writer_main(void *arg)
 {
 	struct lode_writer *w = arg;
@@ -191,19 +211,31 @@ static void *writer_main(void *arg)
 
 		while (!w->head && !w->stopping) {
 			uint64_t unsynced = __atomic_load_n(&w->unsynced_ms, __ATOMIC_RELAXED);
+			uint64_t deadline = unsynced + LODE_WRITER_LAZY_MS;
 
 			if (!unsynced) {
 				pthread_cond_wait(&w->cond, &w->lock);
 				continue;
 			}
 			/* lazy changes wait at most LODE_WRITER_LAZY_MS for a sync */
-			if (now_ms() >= unsynced + LODE_WRITER_LAZY_MS) {
+			if (now_ms() >= deadline) {
 				pthread_mutex_unlock(&w->lock);
 				sync_unsynced(w);
 				pthread_mutex_lock(&w->lock);
 				continue;
 			}
-			wait_until(w, unsynced + LODE_WRITER_LAZY_MS);
+			/* meanwhile their pages are written ahead of the sync's checkpoint */
+			pthread_mutex_unlock(&w->lock);
+			writeback_if_due(w);
+			pthread_mutex_lock(&w->lock);
+			if (w->head || w->stopping)
+				continue;
+			/* commits since the last writeback: wake for the next one (not yet due,
+			 * or it would just have run) */
+			if (lode_store_commits(w->st) != w->wb_commits &&
+			    w->wb_ms + WRITEBACK_MS < deadline)
+				deadline = w->wb_ms + WRITEBACK_MS;
+			wait_until(w, deadline);
 		}
 		if (!w->head)
 			break; /* stopping and drained */
@@ -216,6 +248,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		run_batch(w, batch);
 		pthread_mutex_unlock(&w->batch_lock);
+		writeback_if_due(w);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);

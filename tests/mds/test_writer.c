@@ -50,6 +50,10 @@ enum { LOG, DATA_FILE, RECORD };
 static volatile bool fail_syncs;
 static int failing;
 static unsigned failed_syncs;
+/* The writer's writebacks of the data file (lode_store_writeback): how many, how many
+ * checkpoints of it (mdb_env_sync) came before the first since counting started, and how
+ * many asked for more than starting the writes (SYNC_FILE_RANGE_WRITE). */
+static unsigned writebacks, data_syncs, data_syncs_at_first, wrong_flags;
 
 int __real_fdatasync(int fd);
 int __wrap_fdatasync(int fd);
@@ -69,11 +73,26 @@ int __wrap_fdatasync(int fd)
 
 int __wrap_mdb_env_sync(MDB_env *env, int force)
 {
+	__atomic_add_fetch(&data_syncs, 1, __ATOMIC_RELAXED);
 	if (fail_syncs && failing == DATA_FILE) {
 		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
 		return EIO;
 	}
 	return __real_mdb_env_sync(env, force);
+}
+
+int __real_sync_file_range(int fd, off_t off, off_t n, unsigned flags);
+int __wrap_sync_file_range(int fd, off_t off, off_t n, unsigned flags);
+
+int __wrap_sync_file_range(int fd, off_t off, off_t n, unsigned flags)
+{
+	if (fixture_fd_named(fd, "/data.mdb")) {
+		if (!__atomic_fetch_add(&writebacks, 1, __ATOMIC_RELAXED))
+			data_syncs_at_first = __atomic_load_n(&data_syncs, __ATOMIC_RELAXED);
+		if (flags != SYNC_FILE_RANGE_WRITE)
+			__atomic_add_fetch(&wrong_flags, 1, __ATOMIC_RELAXED);
+	}
+	return __real_sync_file_range(fd, off, n, flags);
 }
 
 /* Reads and writes of the sync record (data.sync) fail with EIO while set. */
@@ -428,6 +447,57 @@ static void test_a_lazy_change_on_an_idle_writer_runs_here(void **state)
 	fixture_tmpdir_remove(dir);
 }
 
+static unsigned writebacks_now(void)
+{
+	return __atomic_load_n(&writebacks, __ATOMIC_RELAXED);
+}
+
+/* The writer writes a lazy change's pages ahead of the checkpoint that syncs them, and
+ * those of durable ones every WRITEBACK_COMMITS (32) commits: a checkpoint, during which no
+ * change can run, then has little left to write. Only by starting the writes: a write
+ * error must still reach the checkpoint's fdatasync. */
+static void test_the_writer_writes_pages_ahead_of_checkpoints(void **state)
+{
+	struct lode_writer_stats ws;
+	struct lode_writer *w;
+	struct lode_store *st;
+	char dir[64], key[16];
+	unsigned before;
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	__atomic_store_n(&writebacks, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&data_syncs, 0, __ATOMIC_RELAXED);
+	wrong_flags = 0;
+
+	/* lazy: written back before the sync, due LODE_WRITER_LAZY_MS after the change */
+	assert_int_equal(put(w, "lazy", true), 0);
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && !writebacks_now(); i++)
+		usleep(10 * 1000);
+	assert_true(writebacks_now() >= 1);
+	assert_int_equal(data_syncs_at_first, 0);
+	lode_writer_stats(w, &ws);
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
+		usleep(10 * 1000);
+		lode_writer_stats(w, &ws);
+	}
+	assert_int_equal(ws.syncs, 1);
+
+	/* durable, one batch each: at least one writeback per 32 commits */
+	before = writebacks_now();
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "durable-%d", i);
+		assert_int_equal(put(w, key, false), 0);
+	}
+	assert_true(writebacks_now() - before >= 3);
+	assert_int_equal(wrong_flags, 0);
+	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
 /* A lazy change submitted while a batch runs, with a change queued behind it, runs after
  * both, on the writer thread: the order of submission holds. */
 static void test_lazy_changes_wait_behind_queued_ones(void **state)
@@ -510,6 +580,7 @@ int main(void)
 	    cmocka_unit_test(test_a_slow_inline_change_sends_the_next_ones_to_the_writer),
 	    cmocka_unit_test(test_a_lazy_change_on_an_idle_writer_runs_here),
 	    cmocka_unit_test(test_lazy_changes_wait_behind_queued_ones),
+	    cmocka_unit_test(test_the_writer_writes_pages_ahead_of_checkpoints),
 	    cmocka_unit_test(test_the_commit_log_sync_fails),
 	    cmocka_unit_test(test_the_data_file_sync_fails),
 	    cmocka_unit_test(test_the_record_sync_fails),
