@@ -4,7 +4,7 @@
 #
 #   tools/bench/storm.sh [--procs "1 8 64"] [--sizes "65536 1048576"] [--files N]
 #                        [--single N] [--copies N] [--rank-dirs] [--no-moosefs] [--no-lazy]
-#                        [--out FILE] [--work DIR]
+#                        [--rounds N] [--out FILE] [--work DIR]
 #
 # Storm: for each shard size (bytes; default 64 KiB and 1 MiB) and each process count,
 # that many processes spread over two mounts each create, write, fsync, close and rename
@@ -34,6 +34,11 @@
 # few seconds at a time): an idle MooseFS polls, and cost Lode's small-file figures 15-28%
 # on a 2-CPU machine (docs/benchmarks.md).
 #
+# Rounds: --rounds N (default 1) runs everything N times on the same clusters, then prints
+# the median of each figure and of each ratio over the rounds (each ratio is taken within
+# its round, both systems then having met the same machine): on this 2-CPU machine one
+# figure moves by a quarter or more from one run to the next, as much as a target's margin.
+#
 # Copies: by default Lode keeps its two copies of every file and MooseFS one (goal 1), the
 # comparison issue 15 states; --copies N gives both N (Lode: mirror_count=N as the default
 # layout of the directories the storm writes in; MooseFS: goal N), like against like.
@@ -46,7 +51,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LODE_BUILD:-$root/build}
-procs="1 8 64" sizes="65536 1048576" files=256 single=2000 copies="" rank_dirs=""
+procs="1 8 64" sizes="65536 1048576" files=256 single=2000 copies="" rank_dirs="" rounds=1
 moosefs=1 lazy=1 out="" workbase=/var/tmp
 num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
 while (($#)); do
@@ -61,9 +66,10 @@ while (($#)); do
 	--rank-dirs) rank_dirs=--rank-dirs; shift ;;
 	--no-moosefs) moosefs=0; shift ;;
 	--no-lazy) lazy=0; shift ;;
+	--rounds) num "$1" "${2:-}"; rounds=$2; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -234,48 +240,6 @@ where="one directory"
 [[ -n $rank_dirs ]] && where="a directory per rank"
 emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point; $where"
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?') ${copies:-2} copies; MooseFS goal ${copies:-1} $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
-emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' size procs \
-	'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
-	'Lode p50/p99 ms: create write fsync close rename (durable | lazy)' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit' \
-	'CPU ms/file, servers+clients/machine: Lode, lazy, MooseFS')"
-for size in $sizes; do
-	for n in $procs; do
-		per=$(((files + n - 1) / n))
-		tag=ckpt-$size-$n
-		{ read -r lj; read -r mdsfig; read -r cpufig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
-		steps=$(step_times "$lj")
-		zf="-" zratio="-" zcpu="-"
-		if ((lazy)); then
-			{ read -r zj; read -r zfig; read -r zcpu; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
-			zf=$(jget "$zj" files_per_s)
-			mdsfig+=" | $zfig"
-			steps+=" | $(step_times "$zj")"
-		fi
-		cpufig+=" $zcpu"
-		mf="-" m50="-" m99="-" ratio="-"
-		if ((moosefs)); then
-			pause_peer lode
-			python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
-				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs --setup-only
-			read -r d0 m0 < <(cpu_ticks "${mfs_procs[@]}")
-			mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
-				--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs)
-			read -r d1 m1 < <(cpu_ticks "${mfs_procs[@]}")
-			cpufig+=" $(cpu_fig "$d0" "$m0" "$d1" "$m1" "$(jget "$mj" files)")"
-			rm -rf "${mfs_mnt[0]:?}/$tag"
-			resume_peer lode
-			mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
-			ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
-			((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
-		fi
-		emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' \
-			"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
-			"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig" "$cpufig")"
-	done
-done
-
-emit ""
-emit "# single-threaded, one mount: fs_io meta --count $single (and 8 threads stat()ing its files through the other mount, which never had them); fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped, then through the other mount)"
 single_fig() { # DIR OTHER PEER: "create stat unlink write64k read64k readvia64k statvia"
 	local d=$1/single m s
 	mkdir -p "$d"
@@ -288,17 +252,98 @@ single_fig() { # DIR OTHER PEER: "create stat unlink write64k read64k readvia64k
 	printf '%s %s\n' "$m" "$s" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END {
 		printf "%s %s %s %s %s %s %s\n", v["create_ops"], v["stat_ops"], v["unlink_ops"], v["write_files"], v["read_files"], v["read_via_files"], v["stat_via_ops"] }'
 }
-read -r lc ls lu lw lr lv lsv < <(single_fig "${lode_mnt[0]}" "${lode_mnt[1]}" mfs)
-read -r zc zs zu zw zr zv zsv < <(if ((lazy)); then single_fig "${lazy_mnt[0]}" "${lazy_mnt[1]}" mfs; else echo "- - - - - - -"; fi)
-read -r mc ms mu mw mr mv msv < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}" "${mfs_mnt[1]}" lode; else echo "- - - - - - -"; fi)
-emit "$(printf '%-26s %12s %12s %8s %12s %8s' figure Lode MooseFS ratio 'Lode lazy' ratio)"
-for row in "creates/s $lc $mc $zc" "stats/s $ls $ms $zs" "unlinks/s $lu $mu $zu" \
-	"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr" \
-	"64 KiB read, other mount/s $lv $mv $zv" "stats/s, 8 threads, cold $lsv $msv $zsv"; do
-	set -- $row
-	while (($# > 4)); do set -- "$1 $2" "${@:3}"; done
-	emit "$(awk -v n="$1" -v a="$2" -v b="$3" -v z="$4" 'function r(x, y) { return (x == "-" || y == "-" || y == 0) ? "-" : sprintf("%.2f", x / y) }
-		BEGIN { printf "%-26s %12.0f %12s %8s %12s %8s", n, a, b, r(a, b), z == "-" ? "-" : sprintf("%.0f", z), r(z, b) }')"
+figs=$work/figs.txt singles=$work/singles.txt
+: >"$figs"
+: >"$singles"
+for round in $(seq "$rounds"); do
+	((rounds > 1)) && emit "## round $round of $rounds"
+	emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' size procs \
+		'Lode f/s' 'p50 ms' 'p99 ms' 'MFS f/s' 'p50 ms' 'p99 ms' ratio 'lazy f/s' ratio \
+		'Lode p50/p99 ms: create write fsync close rename (durable | lazy)' 'MDS per file (durable | lazy): fdatasyncs, group commits; requests/commit' \
+		'CPU ms/file, servers+clients/machine: Lode, lazy, MooseFS')"
+	for size in $sizes; do
+		for n in $procs; do
+			per=$(((files + n - 1) / n))
+			tag=ckpt-$size-$n
+			{ read -r lj; read -r mdsfig; read -r cpufig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
+			steps=$(step_times "$lj")
+			zf="-" zratio="-" zcpu="-"
+			if ((lazy)); then
+				{ read -r zj; read -r zfig; read -r zcpu; } < <(lode_point "${lazy_mnt[0]}" "${lazy_mnt[1]}" "$size" "$n" "$per" "$tag")
+				zf=$(jget "$zj" files_per_s)
+				mdsfig+=" | $zfig"
+				steps+=" | $(step_times "$zj")"
+			fi
+			cpufig+=" $zcpu"
+			mf="-" m50="-" m99="-" ratio="-"
+			if ((moosefs)); then
+				pause_peer lode
+				python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+					--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs --setup-only
+				read -r d0 m0 < <(cpu_ticks "${mfs_procs[@]}")
+				mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+					--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs)
+				read -r d1 m1 < <(cpu_ticks "${mfs_procs[@]}")
+				cpufig+=" $(cpu_fig "$d0" "$m0" "$d1" "$m1" "$(jget "$mj" files)")"
+				rm -rf "${mfs_mnt[0]:?}/$tag"
+				resume_peer lode
+				mf=$(jget "$mj" files_per_s) m50=$(jget "$mj" file_p50_ms) m99=$(jget "$mj" file_p99_ms)
+				ratio=$(awk -v a="$(jget "$lj" files_per_s)" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
+				((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
+			fi
+			emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' \
+				"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
+				"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig" "$cpufig")"
+			echo "$((size / 1024))K $n $(jget "$lj" files_per_s) $mf $ratio $zf $zratio" >>"$figs"
+		done
+	done
+
+	emit ""
+	emit "# single-threaded, one mount: fs_io meta --count $single (and 8 threads stat()ing its files through the other mount, which never had them); fs_io small --count $((single / 4)) --size 64K (read back with the client cache dropped, then through the other mount)"
+	read -r lc ls lu lw lr lv lsv < <(single_fig "${lode_mnt[0]}" "${lode_mnt[1]}" mfs)
+	read -r zc zs zu zw zr zv zsv < <(if ((lazy)); then single_fig "${lazy_mnt[0]}" "${lazy_mnt[1]}" mfs; else echo "- - - - - - -"; fi)
+	read -r mc ms mu mw mr mv msv < <(if ((moosefs)); then single_fig "${mfs_mnt[0]}" "${mfs_mnt[1]}" lode; else echo "- - - - - - -"; fi)
+	emit "$(printf '%-26s %12s %12s %8s %12s %8s' figure Lode MooseFS ratio 'Lode lazy' ratio)"
+	for row in "creates/s $lc $mc $zc" "stats/s $ls $ms $zs" "unlinks/s $lu $mu $zu" \
+		"64 KiB files written/s $lw $mw $zw" "64 KiB files read cold/s $lr $mr $zr" \
+		"64 KiB read, other mount/s $lv $mv $zv" "stats/s, 8 threads, cold $lsv $msv $zsv"; do
+		set -- $row
+		while (($# > 4)); do set -- "$1 $2" "${@:3}"; done
+		line=$(awk -v n="$1" -v a="$2" -v b="$3" -v z="$4" 'function r(x, y) { return (x == "-" || y == "-" || y == 0) ? "-" : sprintf("%.2f", x / y) }
+			BEGIN { printf "%-26s %12.0f %12s %8s %12s %8s", n, a, b, r(a, b), z == "-" ? "-" : sprintf("%.0f", z), r(z, b) }')
+		emit "$line"
+		echo "$line" >>"$singles"
+	done
 done
+if ((rounds > 1)); then
+	emit ""
+	emit "## median of $rounds rounds (each ratio taken within its round)"
+	python3 - "$figs" "$singles" <<'PY' | tee -a "$table"
+import statistics, sys
+def med(v):
+    v = [float(x) for x in v if x != "-"]
+    return "%.2f" % statistics.median(v) if v else "-"
+def medf(v):
+    m = med(v)
+    return m if m == "-" else "%.0f" % float(m)
+rows = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    rows.setdefault((f[0], f[1]), []).append(f[2:])
+print("%-6s %5s | %9s %9s %6s | %9s %6s" % ("size", "procs", "Lode f/s", "MFS f/s", "ratio", "lazy f/s", "ratio"))
+for (size, n), v in rows.items():
+    c = list(zip(*v))
+    print("%-6s %5s | %9s %9s %6s | %9s %6s" % (size, n, medf(c[0]), medf(c[1]), med(c[2]), medf(c[3]), med(c[4])))
+print()
+single = {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    single.setdefault(" ".join(f[:-5]), []).append(f[-5:])
+print("%-26s %12s %12s %8s %12s %8s" % ("figure", "Lode", "MooseFS", "ratio", "Lode lazy", "ratio"))
+for name, v in single.items():
+    c = list(zip(*v))
+    print("%-26s %12s %12s %8s %12s %8s" % (name, medf(c[0]), medf(c[1]), med(c[2]), medf(c[3]), med(c[4])))
+PY
+fi
 [[ -n $out ]] && cp "$table" "$out"
 log "done"
