@@ -101,7 +101,10 @@ peer_pids() { # lode|mfs: the processes of that system started here, and no othe
 	fi
 }
 signal_peer() { local p; p=$(peer_pids "$2"); [[ -n $p ]] && kill "-$1" $p 2>/dev/null; true; }
-pause_peer() { signal_peer STOP "$1"; }
+# Each measurement also starts with nothing dirty in the page cache (sync, while both
+# systems run): a storm point leaves up to 128 MiB of written data to the kernel's flusher,
+# which wrote it out, 30 s later, in the middle of whichever system's point came next.
+pause_peer() { sync; signal_peer STOP "$1"; }
 resume_peer() { signal_peer CONT "$1"; }
 storm_teardown() { resume_peer lode; resume_peer mfs; moosefs_down; }
 bench_teardown=storm_teardown
