@@ -53,8 +53,7 @@ struct lode_store {
 	uint8_t *redo;
 	size_t redo_len, redo_cap;
 	uint64_t ckpt_commits, ckpt_ms;
-	unsigned ckpt_every; /* commits: CKPT_COMMITS or the opts' */
-	uint64_t commits;    /* logged commits ever: written by the writer, read atomically */
+	unsigned ckpt_every;	       /* commits: CKPT_COMMITS or the opts' */
 	struct lode_store_stats stats; /* written by the writer, read atomically */
 	char note[512];		       /* what lode_store_open() found worth saying, or "" */
 };
@@ -271,7 +270,6 @@ int lode_store_commit(struct lode_txn *t)
 	 * in the data file now: a commit the log misses must never be followed by one it
 	 * holds (store_log.h). */
 	st->ckpt_commits++;
-	__atomic_store_n(&st->commits, st->commits + 1, __ATOMIC_RELAXED);
 	if (lode_store_log_fits(st->log, payload) &&
 	    !lode_store_log_append(st->log, lode_store_last_txnid(st), st->redo, payload))
 		rc = 0;
@@ -301,11 +299,6 @@ int lode_store_sync(struct lode_store *st)
 		return sync_failed(st, rc);
 	__atomic_store_n(&st->stats.log_syncs, st->stats.log_syncs + 1, __ATOMIC_RELAXED);
 	return 0;
-}
-
-uint64_t lode_store_commits(struct lode_store *st)
-{
-	return __atomic_load_n(&st->commits, __ATOMIC_RELAXED);
 }
 
 /*

@@ -99,8 +99,6 @@ int lode_store_commit(struct lode_txn *t);
  * error, and the next open of the store rolls back to the last recorded snapshot and
  * replays what the log held before the failure (store_sync.h, store_log.h). */
 int lode_store_sync(struct lode_store *st);
-/* Commits recorded in the commit log since the store opened. Any thread. */
-uint64_t lode_store_commits(struct lode_store *st);
 /* Starts writing the data file's dirty pages to disk and returns without waiting. A
  * checkpoint's fdatasync runs while no commit can (the writer's batch lock), and what it
  * has to write piled up since the last one: a storm of lazy creates left 64 ms of it at a

@@ -32,7 +32,8 @@
 #define INLINE_SLOW_US	  2000u
 #define INLINE_BACKOFF_MS 1000u
 /* The writer thread starts writing the store's dirty pages (lode_store_writeback) once this
- * many commits, or any commit and this many ms, went by since it last did: a quarter of a
+ * many commits (transactions, lode_store_last_txnid), or any commit and this many ms, went
+ * by since it last did: a quarter of a
  * checkpoint's commits (CKPT_COMMITS in store.c), and ten times in a lazy sync's second. */
 #define WRITEBACK_COMMITS 32u
 #define WRITEBACK_MS	  100u
@@ -53,8 +54,8 @@ struct lode_writer {
 	/* Written under batch_lock, read atomically by the idle writer: when a lazy batch was
 	 * committed and not yet synced (0: everything committed is durable) */
 	uint64_t unsynced_ms;
-	uint64_t inline_off_until_ms;	/* batch_lock: no inline batch before (run_inline) */
-	uint64_t wb_commits, wb_ms;	/* writer thread: commits and time at its last writeback */
+	uint64_t inline_off_until_ms; /* batch_lock: no inline batch before (run_inline) */
+	uint64_t wb_txnid, wb_ms;     /* writer thread: last txnid and time at its last writeback */
 	struct lode_writer_stats stats; /* written under batch_lock, read atomically */
 };
 
@@ -191,13 +192,13 @@ static void sync_unsynced(struct lode_writer *w)
  * since the last time (writer thread, no lock held). */
 static void writeback_if_due(struct lode_writer *w)
 {
-	uint64_t c = lode_store_commits(w->st), now = now_ms();
+	uint64_t txnid = lode_store_last_txnid(w->st), now = now_ms();
 
-	if (c - w->wb_commits < WRITEBACK_COMMITS &&
-	    (c == w->wb_commits || now < w->wb_ms + WRITEBACK_MS))
+	if (txnid - w->wb_txnid < WRITEBACK_COMMITS &&
+	    (txnid == w->wb_txnid || now < w->wb_ms + WRITEBACK_MS))
 		return;
 	lode_store_writeback(w->st);
-	w->wb_commits = c;
+	w->wb_txnid = txnid;
 	w->wb_ms = now;
 }
 
@@ -232,7 +233,7 @@ static void *writer_main(void *arg)
 				continue;
 			/* commits since the last writeback: wake for the next one (not yet due,
 			 * or it would just have run) */
-			if (lode_store_commits(w->st) != w->wb_commits &&
+			if (lode_store_last_txnid(w->st) != w->wb_txnid &&
 			    w->wb_ms + WRITEBACK_MS < deadline)
 				deadline = w->wb_ms + WRITEBACK_MS;
 			wait_until(w, deadline);
@@ -278,6 +279,7 @@ int lode_writer_start(struct lode_writer **out, struct lode_store *st)
 	if (!w)
 		return -ENOMEM;
 	w->st = st;
+	w->wb_txnid = lode_store_last_txnid(st); /* what the store held at open is not due */
 	pthread_mutex_init(&w->batch_lock, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	rc = cond_init_monotonic(&w->cond);
