@@ -32,7 +32,8 @@
 # systems go on deleting the storm's files in the background after a point ends.
 # Every measurement of one system runs with the other's processes stopped (SIGSTOP, a
 # few seconds at a time): an idle MooseFS polls, and cost Lode's small-file figures 15-28%
-# on a 2-CPU machine (docs/benchmarks.md).
+# on a 2-CPU machine (docs/benchmarks.md). And after a sync, so that no system's unwritten
+# data is flushed by the kernel inside the other's measurement.
 #
 # Rounds: --rounds N (default 1) runs everything N times on the same clusters, then prints
 # the median of each figure and of each ratio over the rounds (each ratio is taken within
@@ -69,7 +70,7 @@ while (($#)); do
 	--rounds) num "$1" "${2:-}"; rounds=$2; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
