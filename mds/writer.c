@@ -6,8 +6,10 @@
  * would cap the MDS at a few hundred mutations a second. Batching everything that arrived
  * while the previous batch was being committed into one txn amortizes the fsync; a child
  * txn per op keeps the ops independent (a failing rename must not undo a create next to
- * it). If the final commit fails, nothing of the batch is on disk, so every op that had
- * succeeded is told the commit's error instead.
+ * it). An op alone in its batch, as every inline one is, runs in the batch's txn itself:
+ * aborting that undoes it just as well, and a child cost 3-6 us of the 45-60 us of a lazy
+ * create at the MDS. If the final commit fails, nothing of the batch is on disk, so every
+ * op that had succeeded is told the commit's error instead.
  *
  * Why a failed sync stops every later change: after fdatasync fails, the pages it could not
  * write stay in the page cache marked clean, so a later sync that succeeds does not write
@@ -125,6 +127,12 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 			op->status = rc;
 			continue;
 		}
+		if (!batch->next) {
+			/* alone in its batch (every inline one): the batch's transaction is its
+			 * own, aborted below if it fails; a child would only copy its pages */
+			op->status = op->run(op, &top);
+			continue;
+		}
 		op->status = lode_store_write_begin(w->st, &top, &child);
 		if (op->status)
 			continue;
@@ -134,7 +142,9 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 		else
 			op->status = lode_store_commit(&child);
 	}
-	if (!rc) {
+	if (!rc && !batch->next && batch->status) {
+		lode_store_abort(&top);
+	} else if (!rc) {
 		bool changed;
 
 		rc = lode_store_commit(&top);

@@ -22,6 +22,10 @@
  * batch running or changes queued waits its turn behind them, on the writer thread; after
  * an inline one that was slow (a throttled disk holds the worker), the writer thread takes
  * them for a while.
+ *
+ * And a change that fails after it wrote leaves nothing of itself, whether it ran alone (in
+ * the batch's own transaction) or batched with others (in a child of it), and takes none of
+ * the others with it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,6 +170,12 @@ static int put_run(struct lode_wop *wop, struct lode_txn *t)
 		while (gate_closed)
 			pthread_cond_wait(&gate_cond, &gate_lock);
 		pthread_mutex_unlock(&gate_lock);
+	}
+	if (!strncmp(p->key, "broken", 6)) {
+		/* a change that fails after it wrote: none of it may stay */
+		int rc = lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
+
+		return rc ? rc : -EDQUOT;
 	}
 	return lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
 }
@@ -574,6 +584,67 @@ static void test_a_slow_inline_change_sends_the_next_ones_to_the_writer(void **s
 	fixture_tmpdir_remove(dir);
 }
 
+/* Opens the store in dir again (after lode_store_close) and says whether key is in it. */
+static bool reopened_has_key(const char *dir, const char *key)
+{
+	struct lode_store *st = open_store(dir);
+	bool has = has_key(st, key);
+
+	lode_store_close(st);
+	return has;
+}
+
+/* A change that fails after writing leaves nothing, neither in the store nor in its commit
+ * log (the store opened again replays the log): alone, lazy (inline) or durable (on the
+ * writer thread), and in a batch beside changes that succeed, which stay. */
+static void test_a_failed_change_leaves_nothing(void **state)
+{
+	struct lode_writer *w;
+	struct lode_store *st;
+	struct put g, f, ok;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store(dir);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	assert_int_equal(put(w, "broken-lazy", true), -EDQUOT);
+	assert_int_equal(put(w, "broken-durable", false), -EDQUOT);
+	assert_int_equal(put(w, "alone", true), 0);
+	assert_false(has_key(st, "broken-lazy"));
+	assert_false(has_key(st, "broken-durable"));
+
+	/* a batch: "gate" holds the writer while the other two queue behind it */
+	gate_closed = true;
+	gate_reached = false;
+	put_submit(w, &g, "gate", false);
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_reached)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	put_submit(w, &f, "broken-batched", false);
+	put_submit(w, &ok, "batched", false);
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = false;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	assert_int_equal(put_wait(&g), 0);
+	assert_int_equal(put_wait(&f), -EDQUOT);
+	assert_int_equal(put_wait(&ok), 0);
+	assert_false(has_key(st, "broken-batched"));
+	assert_true(has_key(st, "batched"));
+	assert_true(has_key(st, "alone"));
+	lode_writer_stop(w);
+	lode_store_close(st);
+
+	assert_false(reopened_has_key(dir, "broken-lazy"));
+	assert_false(reopened_has_key(dir, "broken-durable"));
+	assert_false(reopened_has_key(dir, "broken-batched"));
+	assert_true(reopened_has_key(dir, "alone"));
+	assert_true(reopened_has_key(dir, "batched"));
+	fixture_tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_the_record_sync_fails),
 	    cmocka_unit_test(test_a_sync_record_that_cannot_be_read_stops_the_open),
 	    cmocka_unit_test(test_a_failed_mark_after_a_failed_sync_is_said),
+	    cmocka_unit_test(test_a_failed_change_leaves_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
