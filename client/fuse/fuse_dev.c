@@ -2,7 +2,14 @@
 /*
  * lode-fuse: the session's reads and writes of /dev/fuse, through libfuse's custom I/O
  * hooks, for what libfuse 3.14 cannot do: answer INIT with flags it does not know, and
- * count the kernel's requests by opcode (lode_fuse_requests_total, fuse_metrics.c).
+ * count the kernel's requests by opcode (lode_fuse_requests_total, fuse_metrics.c) with
+ * the time each spent here, from its read to its reply (lode_fuse_request_seconds_total).
+ *
+ * A request is timed when the thread that read it replies to it, as every request thread
+ * of libfuse's loop does for all but a few: the thread remembers what it read last, and
+ * its next write with that unique id is the reply. Replies made later by other threads
+ * (a deferred open, fuse_defer.c) and requests with no reply (FORGET) are counted but not
+ * timed.
  *
  * FUSE_DIRECT_IO_ALLOW_MMAP. O_DIRECT opens are served in FUSE's direct_io mode
  * (FOPEN_DIRECT_IO): the kernel hands each read and write to us as the application issued
@@ -78,6 +85,12 @@ bool lf_parallel_dirops(void)
 	return taken(LF_FUSE_PARALLEL_DIROPS);
 }
 
+/* what this request thread read last, until it replies to it */
+static _Thread_local struct {
+	uint64_t unique, start_ns;
+	uint32_t opcode;
+} reading;
+
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
@@ -85,8 +98,13 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	const struct fuse_in_header *h = buf;
 
 	(void)userdata;
-	if (n >= (ssize_t)sizeof(*h))
+	reading.unique = 0;
+	if (n >= (ssize_t)sizeof(*h)) {
 		lf_metrics_request(h->opcode);
+		reading.unique = h->unique;
+		reading.opcode = h->opcode;
+		reading.start_ns = lf_metrics_now_ns();
+	}
 	if (n >= (ssize_t)(sizeof(*h) + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    h->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
@@ -106,6 +124,11 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	uint64_t want = atomic_load_explicit(&init_unique, memory_order_relaxed);
 
 	(void)userdata;
+	if (reading.unique && count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
+	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == reading.unique) {
+		lf_metrics_request_done(reading.opcode, lf_metrics_now_ns() - reading.start_ns);
+		reading.unique = 0;
+	}
 	if (want && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
 	    iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4) {
 		const struct fuse_out_header *oh = iov[0].iov_base;

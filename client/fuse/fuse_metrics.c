@@ -58,6 +58,7 @@ static struct {
 	struct counter opens_kept, opens_dropped, opens_deferred;
 	_Atomic uint64_t errors[ERRNO_MAX];	   /* rare: one line for many */
 	_Atomic uint64_t requests[OPCODE_MAX + 1]; /* [OPCODE_MAX]: unnamed opcodes */
+	_Atomic uint64_t request_ns[OPCODE_MAX + 1], timed[OPCODE_MAX + 1];
 } st;
 
 static void add(struct counter *c, uint64_t v)
@@ -115,11 +116,21 @@ void lf_metrics_error(int err)
 		atomic_fetch_add_explicit(&st.errors[err], 1, memory_order_relaxed);
 }
 
+static uint32_t op_slot(uint32_t opcode)
+{
+	return opcode < OPCODE_MAX && op_names[opcode] ? opcode : OPCODE_MAX;
+}
+
 void lf_metrics_request(uint32_t opcode)
 {
-	if (opcode >= OPCODE_MAX || !op_names[opcode])
-		opcode = OPCODE_MAX;
-	atomic_fetch_add_explicit(&st.requests[opcode], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st.requests[op_slot(opcode)], 1, memory_order_relaxed);
+}
+
+void lf_metrics_request_done(uint32_t opcode, uint64_t ns)
+{
+	opcode = op_slot(opcode);
+	atomic_fetch_add_explicit(&st.request_ns[opcode], ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st.timed[opcode], 1, memory_order_relaxed);
 }
 
 static void collect_requests(struct lode_metrics_buf *b)
@@ -137,6 +148,32 @@ static void collect_requests(struct lode_metrics_buf *b)
 			continue;
 		lode_metrics_labels(l, sizeof(l), 1, kv);
 		lode_metrics_sample_u64(b, "lode_fuse_requests_total", l, n);
+	}
+	lode_metrics_family(b, "lode_fuse_request_seconds_total", "counter",
+			    "Seconds requests spent in lode-fuse, from the read of each to its "
+			    "reply, by FUSE opcode; of the requests counted in "
+			    "lode_fuse_requests_timed_total.");
+	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
+		uint64_t ns = atomic_load_explicit(&st.request_ns[op], memory_order_relaxed);
+		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
+
+		if (!atomic_load_explicit(&st.timed[op], memory_order_relaxed))
+			continue;
+		lode_metrics_labels(l, sizeof(l), 1, kv);
+		lode_metrics_sample(b, "lode_fuse_request_seconds_total", l, (double)ns / 1e9);
+	}
+	lode_metrics_family(b, "lode_fuse_requests_timed_total", "counter",
+			    "Requests answered by the thread that read them, by FUSE opcode: "
+			    "those lode_fuse_request_seconds_total timed (not FORGETs, which have "
+			    "no reply, nor deferred replies).");
+	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
+		uint64_t n = atomic_load_explicit(&st.timed[op], memory_order_relaxed);
+		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
+
+		if (!n)
+			continue;
+		lode_metrics_labels(l, sizeof(l), 1, kv);
+		lode_metrics_sample_u64(b, "lode_fuse_requests_timed_total", l, n);
 	}
 }
 

@@ -253,6 +253,8 @@ void lf_metrics_open_deferred(void);
 void lf_metrics_error(int err);
 /* The kernel sent a request of this FUSE opcode (fuse_dev.c, as it reads each one). */
 void lf_metrics_request(uint32_t opcode);
+/* The reply to a request of that opcode went out ns nanoseconds after it was read. */
+void lf_metrics_request_done(uint32_t opcode, uint64_t ns);
 /* The lode_metrics_collect_fn of lode-fuse (arg unused). */
 struct lode_metrics_buf;
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b);

@@ -27,7 +27,9 @@
 #     default) another mount's new file shows at once after a failed lookup
 #   - 200 small writes to a new file: one GETXATTR of security.capability, not one per
 #     write, where the kernel took FUSE_HANDLE_KILLPRIV_V2 at mount; and the features the
-#     mount took at INIT (lode_fuse_kernel_feature) are the ones this kernel offers
+#     mount took at INIT (lode_fuse_kernel_feature) are the ones this kernel offers; and
+#     each WRITE's time in lode-fuse is counted (lode_fuse_request_seconds_total), adding
+#     up to less than the writer's own time
 # The counting mount caches names, attributes and missing names for 60 s, so that the
 # kernel's own revalidations do not blur the counts; the other mount has the defaults.
 set -euo pipefail
@@ -262,11 +264,28 @@ for f in "parallel_dirops 4 7" "killpriv_v2 5 11" "direct_io_mmap 6 6"; do
 	[ "$(feature "$1")" = "$want" ] ||
 		fail "lode_fuse_kernel_feature{feature=\"$1\"} is '$(feature "$1")' on Linux $(uname -r), expected $want"
 done
-w0=$(fuse_reqs WRITE) x0=$(fuse_reqs GETXATTR)
+fuse_timed() { # OP: of those, the requests timed from their read to their reply
+	curl -sf "$FUSE_URL" | sed -n "s/^lode_fuse_requests_timed_total{op=\"$1\"} \([0-9]*\)$/\1/p" |
+		awk '{ t += $1 } END { print t + 0 }'
+}
+fuse_secs() { # OP: the seconds those spent in lode-fuse
+	curl -sf "$FUSE_URL" | sed -n "s/^lode_fuse_request_seconds_total{op=\"$1\"} //p" |
+		awk '{ t += $1 } END { printf "%.9f", t }'
+}
+w0=$(fuse_reqs WRITE) x0=$(fuse_reqs GETXATTR) t0=$(fuse_timed WRITE) s0=$(fuse_secs WRITE)
+start=$(date +%s%N)
 dd if=/dev/zero of="$A/d/small-writes" bs=4k count=200 status=none
-w=$(($(fuse_reqs WRITE) - w0)) x=$(($(fuse_reqs GETXATTR) - x0))
+elapsed=$(($(date +%s%N) - start))
+w=$(($(fuse_reqs WRITE) - w0)) x=$(($(fuse_reqs GETXATTR) - x0)) t=$(($(fuse_timed WRITE) - t0))
+secs=$(awk -v a="$s0" -v b="$(fuse_secs WRITE)" 'BEGIN { printf "%.6f", b - a }')
 echo "   200 writes of 4 KiB to a new file: $w WRITE, $x GETXATTR"
 [ "$w" -ge 200 ] || fail "200 writes through the mount reached lode-fuse as $w WRITEs (none cached here)"
+# each WRITE is answered by the thread that read it, so each is timed; dd writes one at a
+# time, so their time in lode-fuse adds up to less than dd's own
+echo "   of them $t timed, $secs s in lode-fuse (dd took $((elapsed / 1000000)) ms)"
+[ "$t" = "$w" ] || fail "$t of $w WRITEs were timed (lode_fuse_requests_timed_total)"
+awk -v s="$secs" -v e="$elapsed" 'BEGIN { exit !(s > 0 && s * 1e9 < e) }' ||
+	fail "200 WRITEs spent $secs s in lode-fuse (lode_fuse_request_seconds_total), dd took $elapsed ns"
 if [ "$(feature killpriv_v2)" = 1 ]; then
 	[ "$x" -le 1 ] || fail "200 writes to one file cost $x GETXATTRs of security.capability (one at most)"
 else
