@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "mds_spec.h"
 #include "placement.h"
+#include "records.h"
 #include "store.h"
 #include "writer.h"
 
@@ -41,9 +42,8 @@ static int degraded_one(void *arg, const void *k, size_t klen, const void *v, si
 
 	(void)k;
 	(void)klen;
-	if (vlen != sizeof(in))
+	if (lode_rec_inode_decode(v, vlen, &in))
 		return 0; /* a damaged record is the store's business, not a metric's */
-	memcpy(&in, v, sizeof(in));
 	if (!S_ISREG(in.mode) || !in.degraded)
 		return 0;
 	copies = (unsigned)in.layout.stripe_count * in.layout.mirror_count;

@@ -11,7 +11,8 @@
  *             "cluster_id"                          u64, random at first open
  *             "next_ino"                            u64, next inode number to hand out
  *             "next_target_id"                      u32, next storage target id
- *   inodes    ino BE64                              struct lode_disk_inode
+ *   inodes    ino BE64                              struct lode_disk_inode, cut short
+ *                                                   (below)
  *   dirents   parent BE64 + name                    struct lode_disk_dirent
  *   cookies   parent BE64 + cookie BE64             struct lode_disk_dirent + name
  *   symlinks  ino BE64                              target bytes
@@ -20,8 +21,16 @@
  *   orphans   ino BE64 + generation BE64            struct lode_disk_orphan
  *   moves     ino, generation BE64 + stripe, target BE32  struct lode_disk_move
  *
+ * An inode's record is the struct up to the last nonzero entry of its layout's targets
+ * (LODE_DISK_INODE_HEAD bytes, then 4 per target): 120 bytes for a file of two copies
+ * instead of 368, so three times as many inodes share a page, a tree of millions of files
+ * is a level shallower, and the store takes half the bytes per file. The targets left off
+ * are zero. Version 1 stored the whole struct, the case of a last target at index 63, so
+ * its records read as they are.
+ *
  * Bump LODE_MDS_FORMAT_VERSION for any change an older server would misread; a server
- * refuses a data directory whose version is newer than its own.
+ * refuses a data directory whose version is newer than its own, and stamps an older one
+ * with its own version when it opens it (version 1 -> 2: records cut short from then on).
  */
 #ifndef LODE_MDS_SPEC_H
 #define LODE_MDS_SPEC_H
@@ -30,7 +39,7 @@
 
 #include "wire_spec.h"
 
-#define LODE_MDS_FORMAT_VERSION 1u
+#define LODE_MDS_FORMAT_VERSION 2u
 
 #define LODE_MDS_ROOT_INO 1ull
 /* Cookies 1 and 2 are left to the client for "." and ".."; real entries start here. */
@@ -72,6 +81,10 @@ struct lode_disk_inode {
 };
 _Static_assert(sizeof(struct lode_disk_inode) == 96 + sizeof(struct lode_disk_layout),
 	       "disk inode");
+/* An inode record's fixed part: everything before the layout's targets. */
+#define LODE_DISK_INODE_HEAD (96u + 16u)
+_Static_assert(sizeof(struct lode_disk_inode) == LODE_DISK_INODE_HEAD + 4 * LODE_LAYOUT_TARGETS_MAX,
+	       "disk inode head");
 
 struct lode_disk_dirent {
 	uint64_t ino;

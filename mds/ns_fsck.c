@@ -273,12 +273,11 @@ static int inode_cb(void *arg, const void *k, size_t klen, const void *v, size_t
 	struct lode_wire_fsck_finding f = {0};
 	uint64_t ino, i;
 
-	if (klen != 8 || vlen != sizeof(in))
+	if (klen != 8 || lode_rec_inode_decode(v, vlen, &in))
 		return -EIO;
 	ino = lode_be64_get(k);
 	if (ino >= p->hi)
 		return 1;
-	memcpy(&in, v, sizeof(in));
 	i = ino - p->lo;
 	p->checked++;
 	f.ino = ino;
@@ -447,7 +446,7 @@ static int file_cb(void *arg, const void *k, size_t klen, const void *v, size_t 
 	struct lode_disk_inode in;
 	uint64_t ino;
 
-	if (klen != 8 || vlen != sizeof(in))
+	if (klen != 8 || lode_rec_inode_decode(v, vlen, &in))
 		return -EIO;
 	ino = lode_be64_get(k);
 	if (s->p->count >= s->p->max) {
@@ -455,7 +454,6 @@ static int file_cb(void *arg, const void *k, size_t klen, const void *v, size_t 
 		s->full = true;
 		return 1;
 	}
-	memcpy(&in, v, sizeof(in));
 	s->p->checked++;
 	if (S_ISREG(in.mode) && in.nlink > 0 && layout_sane(&in.layout))
 		put_file(s->p, ino, in.layout.generation, in.size, in.degraded, in.nlink,

@@ -283,9 +283,8 @@ static int inode_uses(void *arg, const void *k, size_t klen, const void *v, size
 	unsigned n;
 
 	(void)k, (void)klen;
-	if (vlen != sizeof(in))
+	if (lode_rec_inode_decode(v, vlen, &in))
 		return -EIO;
-	memcpy(&in, v, sizeof(in));
 	if (!S_ISREG(in.mode))
 		return 0;
 	n = (unsigned)in.layout.stripe_count * in.layout.mirror_count;

@@ -59,13 +59,36 @@ static bool file_layout_ok(const struct lode_disk_inode *in)
 		(unsigned)l->stripe_count * l->mirror_count <= LODE_LAYOUT_TARGETS_MAX);
 }
 
+size_t lode_rec_inode_encode(const struct lode_disk_inode *in, void *buf)
+{
+	unsigned n = LODE_LAYOUT_TARGETS_MAX;
+
+	while (n && !in->layout.targets[n - 1])
+		n--;
+	memcpy(buf, in, LODE_DISK_INODE_HEAD + 4 * n);
+	return LODE_DISK_INODE_HEAD + 4 * n;
+}
+
+int lode_rec_inode_decode(const void *v, size_t vlen, struct lode_disk_inode *out)
+{
+	if (vlen < LODE_DISK_INODE_HEAD || vlen > sizeof(*out) || (vlen - LODE_DISK_INODE_HEAD) % 4)
+		return -EIO;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, v, vlen);
+	return 0;
+}
+
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out)
 {
+	struct lode_disk_inode in;
 	unsigned char key[8];
+	size_t len;
 	int rc;
 
 	ino_key(key, ino);
-	rc = get_fixed(t, LODE_DB_INODES, key, sizeof(key), out, sizeof(*out));
+	rc = lode_kv_get(t, LODE_DB_INODES, key, sizeof(key), &in, sizeof(in), &len);
+	if (!rc)
+		rc = lode_rec_inode_decode(&in, len, out);
 	if (!rc && !file_layout_ok(out))
 		rc = -EIO;
 	return rc;
@@ -73,10 +96,12 @@ int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode 
 
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in)
 {
+	struct lode_disk_inode buf;
 	unsigned char key[8];
+	size_t len = lode_rec_inode_encode(in, &buf);
 
 	ino_key(key, ino);
-	return lode_kv_put(t, LODE_DB_INODES, key, sizeof(key), in, sizeof(*in), 0);
+	return lode_kv_put(t, LODE_DB_INODES, key, sizeof(key), &buf, len, 0);
 }
 
 int lode_rec_inode_erase(struct lode_txn *t, uint64_t ino)

@@ -25,8 +25,15 @@
 
 /* ---- inodes ---- */
 
-/* -ENOENT if absent; -EIO if damaged: another length, or a regular file whose stripe and
- * mirror counts are 0 or address more than LODE_LAYOUT_TARGETS_MAX copies. */
+/* An inode's record as stored (mds_spec.h): the struct cut after its last target in use.
+ * Fills buf (sizeof(struct lode_disk_inode) bytes at least); returns the length. */
+size_t lode_rec_inode_encode(const struct lode_disk_inode *in, void *buf);
+/* A stored inode record, of any length encode gives (version 1's whole struct included),
+ * into out with the targets left off as zero. -EIO for another length. */
+int lode_rec_inode_decode(const void *v, size_t vlen, struct lode_disk_inode *out);
+
+/* -ENOENT if absent; -EIO if damaged: a length decode refuses, or a regular file whose
+ * stripe and mirror counts are 0 or address more than LODE_LAYOUT_TARGETS_MAX copies. */
 int lode_rec_inode_get(struct lode_txn *t, uint64_t ino, struct lode_disk_inode *out);
 int lode_rec_inode_put(struct lode_txn *t, uint64_t ino, const struct lode_disk_inode *in);
 /* Deletes the inode record and its xattrs (not a symlink's target: lode_rec_symlink_del). */

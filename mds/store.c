@@ -662,6 +662,25 @@ static int open_dbs(struct lode_store *st, int was_empty, int format, char *why,
 		rc = get_cluster_id(&t, &st->cluster_id, why, why_len);
 		if (rc)
 			goto abort_txn;
+		if (version < LODE_MDS_FORMAT_VERSION) {
+			/* what this server writes from now on, an older one would misread
+			 * (mds_spec.h): stamped before anything is written */
+			uint32_t now = LODE_MDS_FORMAT_VERSION;
+
+			rc = lode_kv_put(&t, LODE_DB_META, "format_version", 14, &now, sizeof(now),
+					 0);
+			if (rc) {
+				snprintf(why, why_len, "cannot update the format version: %s",
+					 strerror(-rc));
+				goto abort_txn;
+			}
+			size_t n = strlen(st->note);
+
+			snprintf(st->note + n, sizeof(st->note) - n,
+				 "%sdata format version %u updated to %u (an older lode-mds will "
+				 "refuse this store from now on)",
+				 n ? "; " : "", version, LODE_MDS_FORMAT_VERSION);
+		}
 	}
 
 	rc = lode_store_commit(&t);

@@ -22,7 +22,8 @@ except ImportError:
     sys.exit(77)
 
 # struct lode_disk_inode: mode uid gid nlink (4 x u32), size..., then the layout at 96:
-# stripe_size u32, stripe_count u16, mirror_count u16, generation u64, targets[64] u32
+# stripe_size u32, stripe_count u16, mirror_count u16, generation u64, targets[64] u32,
+# stored up to the last nonzero target only (the rest read as zero)
 NLINK_OFF = 12
 TARGETS_OFF = 96 + 16
 
@@ -54,7 +55,9 @@ def main():
             if action == "nlink":
                 struct.pack_into("<I", rec, NLINK_OFF, int(args[1]))
             else:
-                struct.pack_into("<I", rec, TARGETS_OFF + 4 * int(args[1]), int(args[2]))
+                at = TARGETS_OFF + 4 * int(args[1])
+                rec.extend(bytes(max(0, at + 4 - len(rec))))
+                struct.pack_into("<I", rec, at, int(args[2]))
             txn.put(be64(ino), bytes(rec), db=inodes)
         elif action == "remove-target":
             # struct lode_disk_target: target_id u32, addr_len u16, admin u16, ...

@@ -24,6 +24,7 @@
 #include "mds_spec.h"
 #include "namespace.h"
 #include "placement.h"
+#include "records.h"
 #include "store.h"
 #include "writer.h"
 
@@ -324,6 +325,119 @@ static void test_store_keeps_everything_across_close_and_reopen(void **state)
 	/* inode numbers go on where they stopped */
 	assert_int_equal(do_create(f, d, "config.json", &ino2), 0);
 	assert_int_equal(ino2, ino + 1);
+}
+
+/* ---- inode records (mds_spec.h) ---- */
+
+static size_t inode_rec_len(struct fx *f, uint64_t ino)
+{
+	unsigned char key[8], buf[512];
+	struct lode_txn t = R(f);
+	size_t len = 0;
+
+	lode_be64_put(key, ino);
+	assert_int_equal(lode_kv_get(&t, LODE_DB_INODES, key, sizeof(key), buf, sizeof(buf), &len),
+			 0);
+	lode_store_abort(&t);
+	return len;
+}
+
+static struct lode_disk_inode inode_rec(struct fx *f, uint64_t ino)
+{
+	struct lode_disk_inode in;
+	struct lode_txn t = R(f);
+
+	assert_int_equal(lode_rec_inode_get(&t, ino, &in), 0);
+	lode_store_abort(&t);
+	return in;
+}
+
+/* A record ends at its layout's last target in use: a file's at its copies (120 bytes for
+ * two, not the 368 of the whole struct), a directory's before its targets; targets left off
+ * or in a gap read back as zero, and a length no record has is damaged. */
+static void test_inode_records_end_at_their_last_target(void **state)
+{
+	struct fx *f = *state;
+	struct lode_disk_inode in, back;
+	unsigned char buf[sizeof(in)];
+	uint64_t d, ino;
+	unsigned n;
+
+	assert_int_equal(do_mkdir(f, ROOT, "d", &d), 0);
+	assert_int_equal(do_create(f, d, "f", &ino), 0);
+	in = inode_rec(f, ino);
+	n = (unsigned)in.layout.stripe_count * in.layout.mirror_count;
+	assert_true(n >= 2 && n <= 8); /* the gap below is past them */
+	assert_int_equal(inode_rec_len(f, ino), LODE_DISK_INODE_HEAD + 4 * n);
+	assert_int_equal(inode_rec_len(f, d), LODE_DISK_INODE_HEAD);
+	assert_int_equal(inode_rec(f, d).layout.targets[0], 0);
+
+	in.layout.targets[63] = 7; /* the last slot in use: the whole struct, as version 1 */
+	assert_int_equal(lode_rec_inode_encode(&in, buf), sizeof(in));
+	assert_int_equal(lode_rec_inode_decode(buf, sizeof(in), &back), 0);
+	assert_memory_equal(&back, &in, sizeof(in));
+	in.layout.targets[63] = 0;
+	in.layout.targets[9] = 5; /* a gap of zeros before it is kept */
+	assert_int_equal(lode_rec_inode_encode(&in, buf), LODE_DISK_INODE_HEAD + 40);
+	memset(&back, 0xff, sizeof(back));
+	assert_int_equal(lode_rec_inode_decode(buf, LODE_DISK_INODE_HEAD + 40, &back), 0);
+	assert_memory_equal(&back, &in, sizeof(in));
+
+	assert_int_equal(lode_rec_inode_decode(buf, LODE_DISK_INODE_HEAD - 4, &back), -EIO);
+	assert_int_equal(lode_rec_inode_decode(buf, LODE_DISK_INODE_HEAD + 2, &back), -EIO);
+	assert_int_equal(lode_rec_inode_decode(buf, sizeof(in) + 4, &back), -EIO);
+}
+
+/* A store of format version 1, whose records are whole structs, opens and is stamped
+ * version 2 (an older MDS would misread the short records written from then on), saying
+ * so; its whole records read as they were, and a change to one writes it short. */
+static void test_a_version_1_store_reads_and_is_stamped_2(void **state)
+{
+	struct fx *f = *state;
+	struct lode_disk_inode dir, file;
+	unsigned char key[8];
+	uint32_t v = 1;
+	struct lode_txn t;
+	size_t len;
+	uint64_t d, ino, g;
+
+	assert_int_equal(do_mkdir(f, ROOT, "v1", &d), 0);
+	assert_int_equal(do_create(f, d, "old", &ino), 0);
+	dir = inode_rec(f, d);
+	file = inode_rec(f, ino);
+	t = W(f);
+	lode_be64_put(key, d);
+	assert_int_equal(lode_kv_put(&t, LODE_DB_INODES, key, 8, &dir, sizeof(dir), 0), 0);
+	lode_be64_put(key, ino);
+	assert_int_equal(lode_kv_put(&t, LODE_DB_INODES, key, 8, &file, sizeof(file), 0), 0);
+	assert_int_equal(lode_kv_put(&t, LODE_DB_META, "format_version", 14, &v, sizeof(v), 0), 0);
+	assert_int_equal(lode_store_commit(&t), 0);
+	assert_int_equal(inode_rec_len(f, ino), sizeof(file));
+
+	lode_store_close(f->st);
+	open_store(f);
+	assert_non_null(strstr(lode_store_open_note(f->st), "format version 1 updated to 2"));
+	t = R(f);
+	assert_int_equal(lode_kv_get(&t, LODE_DB_META, "format_version", 14, &v, sizeof(v), &len),
+			 0);
+	lode_store_abort(&t);
+	assert_int_equal(len, sizeof(v));
+	assert_int_equal(v, LODE_MDS_FORMAT_VERSION);
+	assert_int_equal(LODE_MDS_FORMAT_VERSION, 2);
+
+	file = inode_rec(f, ino);
+	assert_int_equal(inode_rec_len(f, ino), sizeof(file)); /* untouched: still whole */
+	assert_int_equal(getattr(f, ino).ino, ino);
+	assert_int_equal(do_create(f, d, "new", &g), 0); /* rewrites the directory's record */
+	assert_int_equal(inode_rec_len(f, d), LODE_DISK_INODE_HEAD);
+	assert_int_equal(inode_rec(f, d).nlink, dir.nlink);
+	assert_memory_equal(inode_rec(f, ino).layout.targets, file.layout.targets,
+			    sizeof(file.layout.targets));
+
+	/* and the next open has nothing to say */
+	lode_store_close(f->st);
+	open_store(f);
+	assert_string_equal(lode_store_open_note(f->st), "");
 }
 
 static void test_store_refuses_a_newer_format_version(void **state)
@@ -1885,6 +1999,8 @@ int main(void)
 	    T(test_a_draining_target_takes_no_new_copy_and_its_copies_are_counted),
 	    T(test_store_keeps_everything_across_close_and_reopen),
 	    T(test_store_refuses_a_newer_format_version),
+	    T(test_inode_records_end_at_their_last_target),
+	    T(test_a_version_1_store_reads_and_is_stamped_2),
 	    T(test_lookup_finds_a_created_file),
 	    T(test_lookup_fails_with_enoent_for_a_missing_name),
 	    T(test_lookup_fails_with_enotdir_when_parent_is_a_file),
