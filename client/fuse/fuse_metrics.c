@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -133,48 +134,42 @@ void lf_metrics_request_done(uint32_t opcode, uint64_t ns)
 	atomic_fetch_add_explicit(&st.timed[opcode], 1, memory_order_relaxed);
 }
 
-static void collect_requests(struct lode_metrics_buf *b)
+/* A counter family by FUSE opcode: the ops whose v[] is not 0, counted or (ns) as seconds. */
+static void collect_by_op(struct lode_metrics_buf *b, const char *name, const char *help,
+			  _Atomic uint64_t *v, bool ns)
 {
 	char l[64];
 
-	lode_metrics_family(b, "lode_fuse_requests_total", "counter",
-			    "Requests the kernel sent this mount, by FUSE opcode (one per round "
-			    "trip through lode-fuse, whether or not it went on to a server).");
+	lode_metrics_family(b, name, "counter", help);
 	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
-		uint64_t n = atomic_load_explicit(&st.requests[op], memory_order_relaxed);
+		uint64_t n = atomic_load_explicit(&v[op], memory_order_relaxed);
 		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
 
 		if (!n)
 			continue;
 		lode_metrics_labels(l, sizeof(l), 1, kv);
-		lode_metrics_sample_u64(b, "lode_fuse_requests_total", l, n);
+		if (ns)
+			lode_metrics_sample(b, name, l, (double)n / 1e9);
+		else
+			lode_metrics_sample_u64(b, name, l, n);
 	}
-	lode_metrics_family(b, "lode_fuse_request_seconds_total", "counter",
-			    "Seconds requests spent in lode-fuse, from the read of each to its "
-			    "reply, by FUSE opcode; of the requests counted in "
-			    "lode_fuse_requests_timed_total.");
-	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
-		uint64_t ns = atomic_load_explicit(&st.request_ns[op], memory_order_relaxed);
-		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
+}
 
-		if (!atomic_load_explicit(&st.timed[op], memory_order_relaxed))
-			continue;
-		lode_metrics_labels(l, sizeof(l), 1, kv);
-		lode_metrics_sample(b, "lode_fuse_request_seconds_total", l, (double)ns / 1e9);
-	}
-	lode_metrics_family(b, "lode_fuse_requests_timed_total", "counter",
-			    "Requests answered by the thread that read them, by FUSE opcode: "
-			    "those lode_fuse_request_seconds_total timed (not FORGETs, which have "
-			    "no reply, nor deferred replies).");
-	for (unsigned op = 0; op <= OPCODE_MAX; op++) {
-		uint64_t n = atomic_load_explicit(&st.timed[op], memory_order_relaxed);
-		const char *kv[2] = {"op", op < OPCODE_MAX ? op_names[op] : "other"};
-
-		if (!n)
-			continue;
-		lode_metrics_labels(l, sizeof(l), 1, kv);
-		lode_metrics_sample_u64(b, "lode_fuse_requests_timed_total", l, n);
-	}
+static void collect_requests(struct lode_metrics_buf *b)
+{
+	collect_by_op(b, "lode_fuse_requests_total",
+		      "Requests the kernel sent this mount, by FUSE opcode (one per round trip "
+		      "through lode-fuse, whether or not it went on to a server).",
+		      st.requests, false);
+	collect_by_op(b, "lode_fuse_request_seconds_total",
+		      "Seconds requests spent in lode-fuse, from the read of each to its reply, "
+		      "by FUSE opcode; of the requests counted in lode_fuse_requests_timed_total.",
+		      st.request_ns, true);
+	collect_by_op(b, "lode_fuse_requests_timed_total",
+		      "Requests answered by the thread that read them, by FUSE opcode: those "
+		      "lode_fuse_request_seconds_total timed (not FORGETs, which have no reply, "
+		      "nor deferred replies).",
+		      st.timed, false);
 }
 
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
