@@ -210,6 +210,27 @@ static int put_wait(struct put *p)
 	return p->status;
 }
 
+/* Submits g, the put of "gate", and returns once the writer thread runs it and waits:
+ * what is submitted next queues behind it, into one batch, until gate_open(). */
+static void gate_hold(struct lode_writer *w, struct put *g)
+{
+	gate_closed = true;
+	gate_reached = false;
+	put_submit(w, g, "gate", false);
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_reached)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static void gate_open(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = false;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
 /* Submits the put of key (lazy or not) and waits for its answer. */
 static int put(struct lode_writer *w, const char *key, bool lazy)
 {
@@ -522,20 +543,11 @@ static void test_lazy_changes_wait_behind_queued_ones(void **state)
 	st = open_store(dir);
 	assert_int_equal(lode_writer_start(&w, st), 0);
 	n_ran = 0;
-	gate_closed = true;
-	gate_reached = false;
-	put_submit(w, &a, "gate", false);
-	pthread_mutex_lock(&gate_lock);
-	while (!gate_reached) /* the writer runs "gate" and waits */
-		pthread_cond_wait(&gate_cond, &gate_lock);
-	pthread_mutex_unlock(&gate_lock);
+	gate_hold(w, &a);
 	put_submit(w, &b, "queued", false);
 	put_submit(w, &c, "lazy", true);
 	assert_false(c.done);
-	pthread_mutex_lock(&gate_lock);
-	gate_closed = false;
-	pthread_cond_broadcast(&gate_cond);
-	pthread_mutex_unlock(&gate_lock);
+	gate_open();
 	assert_int_equal(put_wait(&a), 0);
 	assert_int_equal(put_wait(&b), 0);
 	assert_int_equal(put_wait(&c), 0);
@@ -615,19 +627,10 @@ static void test_a_failed_change_leaves_nothing(void **state)
 	assert_false(has_key(st, "broken-durable"));
 
 	/* a batch: "gate" holds the writer while the other two queue behind it */
-	gate_closed = true;
-	gate_reached = false;
-	put_submit(w, &g, "gate", false);
-	pthread_mutex_lock(&gate_lock);
-	while (!gate_reached)
-		pthread_cond_wait(&gate_cond, &gate_lock);
-	pthread_mutex_unlock(&gate_lock);
+	gate_hold(w, &g);
 	put_submit(w, &f, "broken-batched", false);
 	put_submit(w, &ok, "batched", false);
-	pthread_mutex_lock(&gate_lock);
-	gate_closed = false;
-	pthread_cond_broadcast(&gate_cond);
-	pthread_mutex_unlock(&gate_lock);
+	gate_open();
 	assert_int_equal(put_wait(&g), 0);
 	assert_int_equal(put_wait(&f), -EDQUOT);
 	assert_int_equal(put_wait(&ok), 0);
