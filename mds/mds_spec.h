@@ -23,7 +23,7 @@
  *
  * An inode's record is the struct up to the last nonzero entry of its layout's targets
  * (LODE_DISK_INODE_HEAD bytes, then 4 per target): 120 bytes for a file of two copies
- * instead of 368, so three times as many inodes share a page, a tree of millions of files
+ * instead of 368, so nearly three times as many inodes share a page, a tree of millions of files
  * is a level shallower, and the store takes half the bytes per file. The targets left off
  * are zero. Version 1 stored the whole struct, the case of a last target at index 63, so
  * its records read as they are.

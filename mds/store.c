@@ -666,6 +666,7 @@ static int open_dbs(struct lode_store *st, int was_empty, int format, char *why,
 			/* what this server writes from now on, an older one would misread
 			 * (mds_spec.h): stamped before anything is written */
 			uint32_t now = LODE_MDS_FORMAT_VERSION;
+			size_t n = strlen(st->note);
 
 			rc = lode_kv_put(&t, LODE_DB_META, "format_version", 14, &now, sizeof(now),
 					 0);
@@ -674,8 +675,6 @@ static int open_dbs(struct lode_store *st, int was_empty, int format, char *why,
 					 strerror(-rc));
 				goto abort_txn;
 			}
-			size_t n = strlen(st->note);
-
 			snprintf(st->note + n, sizeof(st->note) - n,
 				 "%sdata format version %u updated to %u (an older lode-mds will "
 				 "refuse this store from now on)",
