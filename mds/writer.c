@@ -35,8 +35,8 @@
 #define INLINE_BACKOFF_MS 1000u
 /* The writer thread starts writing the store's dirty pages (lode_store_writeback) once this
  * many commits (transactions, lode_store_last_txnid), or any commit and this many ms, went
- * by since it last did: a quarter of a
- * checkpoint's commits (CKPT_COMMITS in store.c), and ten times in a lazy sync's second. */
+ * by since it last did: a quarter of a checkpoint's commits (CKPT_COMMITS in store.c), and
+ * ten times in a lazy sync's second. */
 #define WRITEBACK_COMMITS 32u
 #define WRITEBACK_MS	  100u
 
@@ -116,6 +116,9 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 	struct lode_wop *op, *next;
 	uint64_t last = lode_store_last_txnid(w->st);
 	bool lazy = true; /* every op of the batch is */
+	/* an op alone in its batch (every inline one) runs in the batch's transaction, aborted
+	 * below if it fails: a child would only copy its pages once more */
+	bool alone = !batch->next;
 	unsigned n = 0;
 	int rc;
 
@@ -127,9 +130,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 			op->status = rc;
 			continue;
 		}
-		if (!batch->next) {
-			/* alone in its batch (every inline one): the batch's transaction is its
-			 * own, aborted below if it fails; a child would only copy its pages */
+		if (alone) {
 			op->status = op->run(op, &top);
 			continue;
 		}
@@ -142,7 +143,7 @@ static void run_batch(struct lode_writer *w, struct lode_wop *batch)
 		else
 			op->status = lode_store_commit(&child);
 	}
-	if (!rc && !batch->next && batch->status) {
+	if (!rc && alone && batch->status) {
 		lode_store_abort(&top);
 	} else if (!rc) {
 		bool changed;
