@@ -157,6 +157,7 @@ static bool gate_closed, gate_reached;
 static int put_run(struct lode_wop *wop, struct lode_txn *t)
 {
 	struct put *p = (struct put *)wop;
+	int rc;
 
 	p->ran_on = pthread_self();
 	if (n_ran < sizeof(ran) / sizeof(ran[0]))
@@ -171,13 +172,11 @@ static int put_run(struct lode_wop *wop, struct lode_txn *t)
 			pthread_cond_wait(&gate_cond, &gate_lock);
 		pthread_mutex_unlock(&gate_lock);
 	}
-	if (!strncmp(p->key, "broken", 6)) {
-		/* a change that fails after it wrote: none of it may stay */
-		int rc = lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
-
-		return rc ? rc : -EDQUOT;
-	}
-	return lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
+	rc = lode_kv_put(t, LODE_DB_META, p->key, strlen(p->key), "v", 1, 0);
+	/* a "broken..." change fails after it wrote: none of it may stay */
+	if (!rc && !strncmp(p->key, "broken", 6))
+		rc = -EDQUOT;
+	return rc;
 }
 
 static void put_done(struct lode_wop *wop, int status)
