@@ -3,6 +3,7 @@
 """storm.py: one point of the checkpoint-storm benchmark (tools/bench/storm.sh drives it).
 
     storm.py --procs N --files F --size BYTES --dir DIR [--dir DIR2 ...] [--rank-dirs]
+             [--creates-only]
 
 N processes, spread round-robin over the given directories (one per mount), each write F
 shard files of BYTES into the same checkpoint directory, as ranks of a training job do at
@@ -16,6 +17,9 @@ storm alone).
 They start together (a barrier). Prints one JSON document: files/s over the whole storm
 (files / (last rename - start)) and p50/p99 in milliseconds of each step and of a whole
 file. Nothing is removed: storm.sh removes the directory between points.
+With --creates-only each file is only created and closed (O_CREAT | O_EXCL, empty, its
+final name): concurrent creators in one directory, the MDS's and the mounts' create path
+alone.
 """
 import argparse
 import json
@@ -39,6 +43,15 @@ def rank(i, args, barrier, out):
         for k in range(args.files):
             name = os.path.join(d, "shard-%05d-%04d" % (i, k))
             t0 = time.monotonic()
+            if args.creates_only:
+                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                t1 = time.monotonic()
+                os.close(fd)
+                t2 = time.monotonic()
+                lat["create"].append(t1 - t0)
+                lat["close"].append(t2 - t1)
+                lat["file"].append(t2 - t0)
+                continue
             fd = os.open(name + ".tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             t1 = time.monotonic()
             left = args.size
@@ -75,6 +88,7 @@ def main():
     ap.add_argument("--tag", default="ckpt")
     ap.add_argument("--rank-dirs", action="store_true")
     ap.add_argument("--setup-only", action="store_true")
+    ap.add_argument("--creates-only", action="store_true")
     args = ap.parse_args()
     if args.procs < 1 or args.files < 1 or args.size < 0:
         ap.error("--procs and --files must be at least 1, --size at least 0")

@@ -2,16 +2,18 @@
 # storm.sh: the checkpoint storm (metadata and small files), Lode next to MooseFS in the
 # same run on the same machine.
 #
-#   tools/bench/storm.sh [--procs "1 8 64"] [--sizes "65536 1048576"] [--files N]
-#                        [--single N] [--copies N] [--rank-dirs] [--no-moosefs] [--no-lazy]
-#                        [--rounds N] [--out FILE] [--work DIR]
+#   tools/bench/storm.sh [--procs "1 8 64"] [--sizes "create 65536 1048576"] [--files N]
+#                        [--create-files N] [--single N] [--copies N] [--rank-dirs]
+#                        [--no-moosefs] [--no-lazy] [--rounds N] [--out FILE] [--work DIR]
 #
 # Storm: for each shard size (bytes; default 64 KiB and 1 MiB) and each process count,
 # that many processes spread over two mounts each create, write, fsync, close and rename
 # into place their own shard files in one checkpoint directory (tools/bench/storm.py), N
 # files in all per point (default 256); with --rank-dirs, in a directory per rank inside
 # it (Megatron's layout; in one directory the kernel runs one create or rename at a time
-# per mount). Printed per point: files/s and p50/p99 of a whole file and of each step,
+# per mount). The size "create" is concurrent creators instead: each process only creates
+# and closes empty files (O_CREAT | O_EXCL, their final names), --create-files N in all
+# per point (default 4096). Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
 # metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
 # lode_mds_checkpoints_total: the data file's and the sync record's), group commits per
@@ -52,7 +54,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LODE_BUILD:-$root/build}
-procs="1 8 64" sizes="65536 1048576" files=256 single=2000 copies="" rank_dirs="" rounds=1
+procs="1 8 64" sizes="create 65536 1048576" files=256 create_files=4096 single=2000 copies="" rank_dirs="" rounds=1
 moosefs=1 lazy=1 out="" workbase=/var/tmp
 num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
 while (($#)); do
@@ -60,6 +62,7 @@ while (($#)); do
 	--procs) procs=${2:?--procs needs a list}; shift 2 ;;
 	--sizes) sizes=${2:?--sizes needs a list}; shift 2 ;;
 	--files) num "$1" "${2:-}"; files=$2; shift 2 ;;
+	--create-files) num "$1" "${2:-}"; create_files=$2; shift 2 ;;
 	--single) num "$1" "${2:-}"; single=$2; shift 2 ;;
 	--copies)
 		[[ ${2:-} =~ ^[1-3]$ ]] || { echo "storm.sh: --copies is 1, 2 or 3" >&2; exit 2; }
@@ -75,7 +78,7 @@ while (($#)); do
 	esac
 done
 for p in $procs; do num --procs "$p"; done
-for z in $sizes; do num --sizes "$z"; done
+for z in $sizes; do [[ $z == create ]] || num --sizes "$z"; done
 [[ $(id -u) == 0 ]] || { echo "storm.sh: needs root (mounts, network namespaces)" >&2; exit 2; }
 for f in mds/lode-mds oss/lode-oss tools/lodectl client/fuse/lode-fuse tools/bench/fs_io; do
 	[[ -x $build/$f ]] || { echo "storm.sh: $build/$f missing: build first" >&2; exit 2; }
@@ -206,17 +209,19 @@ cpu_fig() {
 }
 lode_procs=(lode-mds lode-oss lode-fuse)
 mfs_procs=(mfsmaster mfschunkserver mfsmount)
+# storm_args SIZE: storm.py's arguments for a point of that size ("create": creators)
+storm_args() { if [[ $1 == create ]]; then echo "--size 0 --creates-only"; else echo "--size $1"; fi; }
 # lode_point DIR1 DIR2 SIZE N PER TAG: storm.py's JSON, a line of the MDS's figures, and
 # one of CPU ms per file (cpu_fig)
 lode_point() {
 	local c0 s0 k0 c1 s1 k1 j d0 m0 d1 m1
 	pause_peer mfs
 	# the checkpoint's directories first, so that the MDS's figures are the storm's alone
-	python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
+	python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" $(storm_args "$3") \
 		--dir "$1" --dir "$2" --tag "$6" $rank_dirs --setup-only
 	read -r c0 s0 k0 < <(mds_counts)
 	read -r d0 m0 < <(cpu_ticks "${lode_procs[@]}")
-	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" --size "$3" \
+	j=$(python3 "$root/tools/bench/storm.py" --procs "$4" --files "$5" $(storm_args "$3") \
 		--dir "$1" --dir "$2" --tag "$6" $rank_dirs)
 	read -r d1 m1 < <(cpu_ticks "${lode_procs[@]}")
 	read -r c1 s1 k1 < <(mds_counts)
@@ -243,6 +248,8 @@ emit() { printf '%s\n' "$*" | tee -a "$table"; }
 where="one directory"
 [[ -n $rank_dirs ]] && where="a directory per rank"
 emit "# checkpoint storm: N processes over 2 mounts, each: create, write, fsync, close, rename its own shard files; $files files per point; $where"
+[[ " $sizes " == *" create "* ]] &&
+	emit "# size create: concurrent creators, each process only creates and closes empty files; $create_files files per point"
 emit "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) CPUs; Lode $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?') ${copies:-2} copies; MooseFS goal ${copies:-1} $( ((moosefs)) && dpkg-query -W -f '${Version}' moosefs-master 2>/dev/null)"
 single_fig() { # DIR OTHER PEER: "create stat unlink write64k read64k readvia64k statvia"
 	local d=$1/single m s
@@ -267,7 +274,11 @@ for round in $(seq "$rounds"); do
 		'CPU ms/file, servers+clients/machine: Lode, lazy, MooseFS')"
 	for size in $sizes; do
 		for n in $procs; do
-			per=$(((files + n - 1) / n))
+			if [[ $size == create ]]; then
+				per=$(((create_files + n - 1) / n)) label=create
+			else
+				per=$(((files + n - 1) / n)) label=$((size / 1024))K
+			fi
 			tag=ckpt-$size-$n
 			{ read -r lj; read -r mdsfig; read -r cpufig; } < <(lode_point "${lode_mnt[0]}" "${lode_mnt[1]}" "$size" "$n" "$per" "$tag")
 			steps=$(step_times "$lj")
@@ -282,10 +293,10 @@ for round in $(seq "$rounds"); do
 			mf="-" m50="-" m99="-" ratio="-"
 			if ((moosefs)); then
 				pause_peer lode
-				python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+				python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" $(storm_args "$size") \
 					--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs --setup-only
 				read -r d0 m0 < <(cpu_ticks "${mfs_procs[@]}")
-				mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" --size "$size" \
+				mj=$(python3 "$root/tools/bench/storm.py" --procs "$n" --files "$per" $(storm_args "$size") \
 					--dir "${mfs_mnt[0]}" --dir "${mfs_mnt[1]}" --tag "$tag" $rank_dirs)
 				read -r d1 m1 < <(cpu_ticks "${mfs_procs[@]}")
 				cpufig+=" $(cpu_fig "$d0" "$m0" "$d1" "$m1" "$(jget "$mj" files)")"
@@ -296,9 +307,9 @@ for round in $(seq "$rounds"); do
 				((lazy)) && zratio=$(awk -v a="$zf" -v b="$mf" 'BEGIN { printf "%.2f", a / b }')
 			fi
 			emit "$(printf '%-6s %5s | %9s %9s %9s | %9s %9s %9s | %6s | %9s %6s | %-88s | %-94s | %s' \
-				"$((size / 1024))K" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
+				"$label" "$n" "$(jget "$lj" files_per_s)" "$(jget "$lj" file_p50_ms)" \
 				"$(jget "$lj" file_p99_ms)" "$mf" "$m50" "$m99" "$ratio" "$zf" "$zratio" "$steps" "$mdsfig" "$cpufig")"
-			echo "$((size / 1024))K $n $(jget "$lj" files_per_s) $mf $ratio $zf $zratio" >>"$figs"
+			echo "$label $n $(jget "$lj" files_per_s) $mf $ratio $zf $zratio" >>"$figs"
 		done
 	done
 
