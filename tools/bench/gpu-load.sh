@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) runs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--fetch) mkdir -p .device/debs; (cd .device/debs && apt-get download $debs); exit 0 ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^[^#]/p' tools/bench/gpu-load.sh | sed '$d'; exit 0 ;;
 	*) echo "gpu-load.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

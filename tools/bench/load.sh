@@ -44,7 +44,7 @@ while [[ $# -gt 0 ]]; do
 	--runs) runs=$2; shift 2 ;;
 	--moosefs) moosefs=1; shift ;;
 	--out) out=$2; shift 2 ;;
-	-h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^[^#]/p' tools/bench/load.sh | sed '$d'; exit 0 ;;
 	*) echo "load.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

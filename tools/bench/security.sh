@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
 	--size-mib) size_mib=$2; shift 2 ;;
 	--files) files=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^[^#]/p' tools/bench/security.sh | sed '$d'; exit 0 ;;
 	*) echo "security.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

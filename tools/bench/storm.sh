@@ -73,7 +73,7 @@ while (($#)); do
 	--rounds) num "$1" "${2:-}"; rounds=$2; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "storm.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
