@@ -31,7 +31,7 @@ while (($#)); do
 	--size) num "$1" "${2:-}"; size=$2; shift 2 ;;
 	--rounds) num "$1" "${2:-}"; rounds=$2; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "after-delete.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

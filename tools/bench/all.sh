@@ -23,7 +23,7 @@ while (($#)); do
 	--growth-gib) growth_gib=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--work) workbase=$2; shift 2 ;;
-	*) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+	*) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 mkdir -p "$out"

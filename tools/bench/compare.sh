@@ -14,7 +14,7 @@
 # baselines are printed for each run, since each run measured its own.
 set -euo pipefail
 
-(($# >= 2)) || { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
+(($# >= 2)) || { sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 for a in "$1" "${@:2}"; do
 	f=${a#*=}
 	[[ -r $f ]] || { echo "compare.sh: cannot read $f" >&2; exit 2; }

@@ -32,7 +32,7 @@ while (($#)); do
 		[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "fsync-trace.sh: --files needs a positive number" >&2; exit 2; }
 		files=$2; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "fsync-trace.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

@@ -37,7 +37,7 @@ while (($#)); do
 	--work) workbase=$2; shift 2 ;;
 	--peer) [[ ${2:-} == *=* && -d ${2#*=} ]] || { echo "limits.sh: --peer NAME=MOUNT" >&2; exit 2; }; peers+=("$2"); shift 2 ;;
 	--perf) do_perf=1; shift ;;
-	*) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+	*) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 [[ $(id -u) == 0 ]] || { echo "limits.sh: needs root" >&2; exit 2; }

@@ -38,7 +38,7 @@ writes_only=0
 label_opt=""
 
 usage() {
-	sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+	sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 2
 }
 bad() {

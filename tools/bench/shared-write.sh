@@ -20,7 +20,7 @@ build=${LODE_BUILD:-$root/build}
 writers=8 size_mib=64 rec_kib=1024 runs=1 workbase=/var/tmp
 
 usage() {
-	sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2
 }
 while [[ $# -gt 0 ]]; do

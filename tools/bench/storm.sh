@@ -11,9 +11,10 @@
 # into place their own shard files in one checkpoint directory (tools/bench/storm.py), N
 # files in all per point (default 256); with --rank-dirs, in a directory per rank inside
 # it (Megatron's layout; in one directory the kernel runs one create or rename at a time
-# per mount). The size "create" is concurrent creators instead: each process only creates
-# and closes empty files (O_CREAT | O_EXCL, their final names), --create-files N in all
-# per point (default 4096). Printed per point: files/s and p50/p99 of a whole file and of each step,
+# per mount). The size "create" (also a default) is concurrent creators instead: each
+# process only creates and closes empty files (O_CREAT | O_EXCL, their final names),
+# --create-files N in all per point (default 4096); its write, fsync and rename steps
+# print 0. Printed per point: files/s and p50/p99 of a whole file and of each step,
 # MooseFS's files/s and Lode's ratio to it (above 1: Lode is faster); and from the MDS's
 # metrics during the point: fdatasyncs per file (lode_mds_log_syncs_total, plus two per
 # lode_mds_checkpoints_total: the data file's and the sync record's), group commits per
