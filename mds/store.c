@@ -44,7 +44,8 @@ struct lode_store {
 	 * transaction on it, keeps commits from reusing its pages. Writer thread only. */
 	struct lode_sync_record *rec;
 	MDB_txn *pin;
-	int sync_failed; /* the first failed sync's -errno: no sync nor write is tried again */
+	int sync_failed;  /* the first failed sync's -errno: no sync nor write is tried again */
+	int flush_failed; /* atomic: a failed lode_store_flush()'s -errno, for the checkpoint */
 	/* The commit log (store_log.h), on once the store is open: the changes of the write
 	 * txn in progress (LODE_LOG_HDR bytes of room first), commits and time since the last
 	 * checkpoint. Writer thread only. */
@@ -52,10 +53,10 @@ struct lode_store {
 	bool log_on;
 	uint8_t *redo;
 	size_t redo_len, redo_cap;
-	uint64_t ckpt_commits, ckpt_ms;
-	unsigned ckpt_every;	       /* commits: CKPT_COMMITS or the opts' */
-	struct lode_store_stats stats; /* written by the writer, read atomically */
-	char note[512];		       /* what lode_store_open() found worth saying, or "" */
+	uint64_t ckpt_commits, ckpt_ms; /* written by the writer, read atomically */
+	unsigned ckpt_every;		/* commits: CKPT_COMMITS or the opts' */
+	struct lode_store_stats stats;	/* written by the writer, read atomically */
+	char note[512];			/* what lode_store_open() found worth saying, or "" */
 };
 
 static const char *const db_names[LODE_DB_COUNT_] = {
@@ -224,6 +225,10 @@ static int checkpoint(struct lode_store *st)
 	MDB_envinfo info;
 	int rc;
 
+	/* a write error that a flush saw is reported to no later fdatasync of the file */
+	rc = __atomic_exchange_n(&st->flush_failed, 0, __ATOMIC_RELAXED);
+	if (rc)
+		return sync_failed(st, rc);
 	rc = lode_store_errno(mdb_env_sync(st->env, 1));
 	if (!rc)
 		rc = lode_store_errno(mdb_env_info(st->env, &info));
@@ -234,8 +239,8 @@ static int checkpoint(struct lode_store *st)
 	__atomic_store_n(&st->stats.checkpoints, st->stats.checkpoints + 1, __ATOMIC_RELAXED);
 	if (st->log)
 		lode_store_log_rewind(st->log);
-	st->ckpt_commits = 0;
-	st->ckpt_ms = mono_ms();
+	__atomic_store_n(&st->ckpt_commits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->ckpt_ms, mono_ms(), __ATOMIC_RELAXED);
 	/* The pin moves to the snapshot just made durable. Without it a commit could reuse
 	 * that snapshot's pages: if it cannot be taken, the store takes no more changes (the
 	 * snapshot itself is durable, so nothing needs rolling back). */
@@ -269,7 +274,7 @@ int lode_store_commit(struct lode_txn *t)
 	/* In the log, or (too big for what is left of it, or its write failed) made durable
 	 * in the data file now: a commit the log misses must never be followed by one it
 	 * holds (store_log.h). */
-	st->ckpt_commits++;
+	__atomic_store_n(&st->ckpt_commits, st->ckpt_commits + 1, __ATOMIC_RELAXED);
 	if (lode_store_log_fits(st->log, payload) &&
 	    !lode_store_log_append(st->log, lode_store_last_txnid(st), st->redo, payload))
 		rc = 0;
@@ -291,8 +296,7 @@ int lode_store_sync(struct lode_store *st)
 	/* a later success would vouch for pages the failed one could not write */
 	if (st->sync_failed)
 		return st->sync_failed;
-	if (!st->log_on || st->ckpt_commits >= st->ckpt_every ||
-	    lode_store_log_used(st->log) > LODE_LOG_SIZE / 2 || mono_ms() - st->ckpt_ms >= CKPT_MS)
+	if (lode_store_checkpoint_due(st) || lode_store_log_used(st->log) > LODE_LOG_SIZE / 2)
 		return checkpoint(st);
 	rc = lode_store_log_sync(st->log);
 	if (rc)
@@ -314,6 +318,21 @@ void lode_store_writeback(struct lode_store *st)
 	if (mdb_env_get_fd(st->env, &fd))
 		return;
 	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+bool lode_store_checkpoint_due(struct lode_store *st)
+{
+	return !st->log_on ||
+	       __atomic_load_n(&st->ckpt_commits, __ATOMIC_RELAXED) >= st->ckpt_every ||
+	       mono_ms() - __atomic_load_n(&st->ckpt_ms, __ATOMIC_RELAXED) >= CKPT_MS;
+}
+
+void lode_store_flush(struct lode_store *st)
+{
+	int rc = lode_store_errno(mdb_env_sync(st->env, 1));
+
+	if (rc)
+		__atomic_store_n(&st->flush_failed, rc, __ATOMIC_RELAXED);
 }
 
 void lode_store_stats(struct lode_store *st, struct lode_store_stats *out)

@@ -54,10 +54,10 @@ enum { LOG, DATA_FILE, RECORD };
 static volatile bool fail_syncs;
 static int failing;
 static unsigned failed_syncs;
-/* The writer's writebacks of the data file (lode_store_writeback): how many, how many
- * checkpoints of it (mdb_env_sync) came before the first since counting started, and how
- * many asked for more than starting the writes (SYNC_FILE_RANGE_WRITE). */
-static unsigned writebacks, data_syncs, data_syncs_at_first, wrong_flags;
+/* The writer's writebacks of the data file (lode_store_writeback): how many, and how many
+ * asked for more than starting the writes (SYNC_FILE_RANGE_WRITE); its syncs of the data
+ * file (mdb_env_sync: checkpoints, and the flushes before lazy ones). */
+static unsigned writebacks, data_syncs, wrong_flags;
 
 int __real_fdatasync(int fd);
 int __wrap_fdatasync(int fd);
@@ -75,9 +75,34 @@ int __wrap_fdatasync(int fd)
 	return __real_fdatasync(fd);
 }
 
+/* While hold_data_syncs, a sync of the data file says so (in_data_sync) and waits until
+ * it is cleared; fail_data_syncs of them fail with EIO. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool hold_data_syncs, in_data_sync;
+static unsigned fail_data_syncs;
+
+static void data_syncs_release(void)
+{
+	pthread_mutex_lock(&hold_lock);
+	hold_data_syncs = false;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
+
 int __wrap_mdb_env_sync(MDB_env *env, int force)
 {
 	__atomic_add_fetch(&data_syncs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&hold_lock);
+	in_data_sync = hold_data_syncs;
+	while (hold_data_syncs)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	in_data_sync = false;
+	pthread_mutex_unlock(&hold_lock);
+	if (__atomic_load_n(&fail_data_syncs, __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&fail_data_syncs, 1, __ATOMIC_RELAXED);
+		return EIO;
+	}
 	if (fail_syncs && failing == DATA_FILE) {
 		__atomic_add_fetch(&failed_syncs, 1, __ATOMIC_RELAXED);
 		return EIO;
@@ -91,8 +116,7 @@ int __wrap_sync_file_range(int fd, off_t off, off_t n, unsigned flags);
 int __wrap_sync_file_range(int fd, off_t off, off_t n, unsigned flags)
 {
 	if (fixture_fd_named(fd, "/data.mdb")) {
-		if (!__atomic_fetch_add(&writebacks, 1, __ATOMIC_RELAXED))
-			data_syncs_at_first = __atomic_load_n(&data_syncs, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&writebacks, 1, __ATOMIC_RELAXED);
 		if (flags != SYNC_FILE_RANGE_WRITE)
 			__atomic_add_fetch(&wrong_flags, 1, __ATOMIC_RELAXED);
 	}
@@ -482,11 +506,12 @@ static unsigned writebacks_now(void)
 	return __atomic_load_n(&writebacks, __ATOMIC_RELAXED);
 }
 
-/* The writer writes a lazy change's pages ahead of the checkpoint that syncs them, and
- * those of durable ones every WRITEBACK_COMMITS (32) commits: a checkpoint, during which no
- * change can run, then has little left to write. Only by starting the writes: a write
- * error must still reach the checkpoint's fdatasync. */
-static void test_the_writer_writes_pages_ahead_of_checkpoints(void **state)
+/* The writer writes durable changes' pages ahead, every WRITEBACK_COMMITS (32) commits: a
+ * checkpoint, during which no change can run, then has little left to write. Only by
+ * starting the writes: a write error must still reach the checkpoint's fdatasync. Lazy
+ * changes are not written ahead (that cost a quarter of their rate): the flush before
+ * their sync writes them (test_a_lazy_sync_writes_its_pages_while_changes_go_on). */
+static void test_the_writer_writes_durable_pages_ahead_of_checkpoints(void **state)
 {
 	struct lode_writer_stats ws;
 	struct lode_writer *w;
@@ -499,21 +524,20 @@ static void test_the_writer_writes_pages_ahead_of_checkpoints(void **state)
 	st = open_store(dir);
 	assert_int_equal(lode_writer_start(&w, st), 0);
 	__atomic_store_n(&writebacks, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&data_syncs, 0, __ATOMIC_RELAXED);
 	wrong_flags = 0;
 
-	/* lazy: written back before the sync, due LODE_WRITER_LAZY_MS after the change */
-	assert_int_equal(put(w, "lazy", true), 0);
-	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && !writebacks_now(); i++)
-		usleep(10 * 1000);
-	assert_true(writebacks_now() >= 1);
-	assert_int_equal(data_syncs_at_first, 0);
+	/* lazy: synced after LODE_WRITER_LAZY_MS, never written back */
+	for (int i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "lazy-%d", i);
+		assert_int_equal(put(w, key, true), 0);
+	}
 	lode_writer_stats(w, &ws);
 	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
 		usleep(10 * 1000);
 		lode_writer_stats(w, &ws);
 	}
 	assert_int_equal(ws.syncs, 1);
+	assert_int_equal(writebacks_now(), 0);
 
 	/* durable, one batch each: at least one writeback per 32 commits */
 	before = writebacks_now();
@@ -524,6 +548,116 @@ static void test_the_writer_writes_pages_ahead_of_checkpoints(void **state)
 	assert_true(writebacks_now() - before >= 3);
 	assert_int_equal(wrong_flags, 0);
 	lode_writer_stop(w);
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
+/* Polls for up to 5 lazy sync delays until *flag (read under hold_lock) is true. */
+static bool wait_for(bool *flag)
+{
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10; i++) {
+		bool v;
+
+		pthread_mutex_lock(&hold_lock);
+		v = *flag;
+		pthread_mutex_unlock(&hold_lock);
+		if (v)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* A lazy sync writes the data file's pages first without the batch lock (lode_store_flush):
+ * while that write is held up, a change still runs and is answered; the checkpoint comes
+ * after it and covers it. Before, the checkpoint's fdatasync wrote them all under the lock,
+ * and every change waited it out. */
+static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
+{
+	struct lode_writer_stats ws;
+	struct lode_writer *w;
+	struct lode_store *st;
+	struct put during;
+	char dir[64];
+	bool answered = false, held;
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store_with(dir, true); /* the lazy sync is a checkpoint */
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	__atomic_store_n(&data_syncs, 0, __ATOMIC_RELAXED);
+	hold_data_syncs = true;
+	assert_int_equal(put(w, "lazy", true), 0);
+	assert_true(wait_for(&in_data_sync)); /* the flush, due LODE_WRITER_LAZY_MS later */
+
+	put_submit(w, &during, "during", true);
+	for (int i = 0; i < 200 && !answered; i++) {
+		pthread_mutex_lock(&during.lock);
+		answered = during.done;
+		pthread_mutex_unlock(&during.lock);
+		if (!answered)
+			usleep(10 * 1000);
+	}
+	pthread_mutex_lock(&hold_lock);
+	held = in_data_sync;
+	pthread_mutex_unlock(&hold_lock);
+	data_syncs_release();  /* before asserting: a failure must not leave the writer held */
+	assert_true(answered); /* within 2 s, while the data file's sync was held */
+	assert_true(held);
+	assert_int_equal(put_wait(&during), 0);
+
+	lode_writer_stats(w, &ws);
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
+		usleep(10 * 1000);
+		lode_writer_stats(w, &ws);
+	}
+	assert_int_equal(ws.syncs, 1);
+	assert_int_equal(ws.failed, 0);
+	/* the flush and the checkpoint; nothing was left unsynced after */
+	assert_int_equal(__atomic_load_n(&data_syncs, __ATOMIC_RELAXED), 2);
+	lode_writer_stop(w);
+	lode_store_close(st);
+
+	/* a crash of the machine now loses neither: the checkpoint recorded them */
+	st = open_store(dir);
+	assert_true(has_key(st, "lazy"));
+	assert_true(has_key(st, "during"));
+	lode_store_close(st);
+	fixture_tmpdir_remove(dir);
+}
+
+/* A write error that the flush before a lazy sync saw is reported to no later fdatasync of
+ * the file (it is taken as seen): the checkpoint after it must fail on it, and the writer
+ * then takes no more changes, as after any failed sync. */
+static void test_a_failed_flush_fails_the_lazy_sync(void **state)
+{
+	struct lode_writer_stats ws;
+	struct lode_writer *w;
+	struct lode_store *st;
+	char dir[64];
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir_make(dir, sizeof(dir), "lode-writer-test"), 0);
+	st = open_store_with(dir, true);
+	assert_int_equal(lode_writer_start(&w, st), 0);
+	__atomic_store_n(&fail_data_syncs, 1, __ATOMIC_RELAXED); /* the flush only */
+	assert_int_equal(put(w, "lazy", true), 0);
+	lode_writer_stats(w, &ws);
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && !ws.failed; i++) {
+		usleep(10 * 1000);
+		lode_writer_stats(w, &ws);
+	}
+	assert_int_equal(ws.failed, -EIO);
+	assert_int_equal(__atomic_load_n(&fail_data_syncs, __ATOMIC_RELAXED), 0);
+	assert_int_equal(put(w, "after", false), -EIO);
+	assert_int_equal(put(w, "lazy-after", true), -EIO);
+	lode_writer_stop(w);
+	lode_store_close(st);
+
+	/* reopened in the same boot: back at the last recorded sync, without the lazy change */
+	st = open_store(dir);
+	assert_non_null(strstr(lode_store_open_note(st), "a sync of the store failed"));
+	assert_false(has_key(st, "lazy"));
 	lode_store_close(st);
 	fixture_tmpdir_remove(dir);
 }
@@ -653,7 +787,9 @@ int main(void)
 	    cmocka_unit_test(test_a_slow_inline_change_sends_the_next_ones_to_the_writer),
 	    cmocka_unit_test(test_a_lazy_change_on_an_idle_writer_runs_here),
 	    cmocka_unit_test(test_lazy_changes_wait_behind_queued_ones),
-	    cmocka_unit_test(test_the_writer_writes_pages_ahead_of_checkpoints),
+	    cmocka_unit_test(test_the_writer_writes_durable_pages_ahead_of_checkpoints),
+	    cmocka_unit_test(test_a_lazy_sync_writes_its_pages_while_changes_go_on),
+	    cmocka_unit_test(test_a_failed_flush_fails_the_lazy_sync),
 	    cmocka_unit_test(test_the_commit_log_sync_fails),
 	    cmocka_unit_test(test_the_data_file_sync_fails),
 	    cmocka_unit_test(test_the_record_sync_fails),
