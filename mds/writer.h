@@ -12,7 +12,9 @@
  * is a batch of lazy ops only (a client's choice, LODE_WIRE_F_LAZY): it is committed
  * (consistent on disk, visible to every reader) and answered before the sync that makes
  * it durable, which the next batch with an op that is not lazy does, or the writer once
- * idle for LODE_WRITER_LAZY_MS.
+ * idle for LODE_WRITER_LAZY_MS (if that sync is a checkpoint, a flusher thread first
+ * writes the data file's pages while batches go on, so that the checkpoint holds up no
+ * change for long).
  *
  * run() and done() are called one op at a time, in submission order: on the writer
  * thread, or, for a lazy op submitted while the writer is idle (nothing queued, no batch

@@ -75,8 +75,8 @@ int __wrap_fdatasync(int fd)
 	return __real_fdatasync(fd);
 }
 
-/* While hold_data_syncs, a sync of the data file says so (in_data_sync) and waits until
- * it is cleared; fail_data_syncs of them fail with EIO. */
+/* While hold_data_syncs, a sync of the data file (one at a time: others go on) says so
+ * (in_data_sync) and waits until it is cleared; fail_data_syncs of them fail with EIO. */
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
 static bool hold_data_syncs, in_data_sync;
@@ -94,10 +94,12 @@ int __wrap_mdb_env_sync(MDB_env *env, int force)
 {
 	__atomic_add_fetch(&data_syncs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&hold_lock);
-	in_data_sync = hold_data_syncs;
-	while (hold_data_syncs)
-		pthread_cond_wait(&hold_cond, &hold_lock);
-	in_data_sync = false;
+	if (hold_data_syncs && !in_data_sync) {
+		in_data_sync = true;
+		while (hold_data_syncs)
+			pthread_cond_wait(&hold_cond, &hold_lock);
+		in_data_sync = false;
+	}
 	pthread_mutex_unlock(&hold_lock);
 	if (__atomic_load_n(&fail_data_syncs, __ATOMIC_RELAXED)) {
 		__atomic_sub_fetch(&fail_data_syncs, 1, __ATOMIC_RELAXED);
@@ -568,16 +570,17 @@ static bool wait_for(bool *flag)
 	return false;
 }
 
-/* A lazy sync writes the data file's pages first without the batch lock (lode_store_flush):
- * while that write is held up, a change still runs and is answered; the checkpoint comes
- * after it and covers it. Before, the checkpoint's fdatasync wrote them all under the lock,
- * and every change waited it out. */
+/* A lazy sync writes the data file's pages first, without the batch lock and on the
+ * flusher thread (lode_store_flush): while that write is held up, a lazy change and a
+ * durable one still run and are answered, and the durable one's sync covers both. Before,
+ * the checkpoint's fdatasync wrote them all under the lock, and every change waited it
+ * out; then, with the flush on the writer thread, a durable change waited for the flush. */
 static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 {
 	struct lode_writer_stats ws;
 	struct lode_writer *w;
 	struct lode_store *st;
-	struct put during;
+	struct put during, durable;
 	char dir[64];
 	bool answered = false, held;
 
@@ -591,10 +594,14 @@ static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 	assert_true(wait_for(&in_data_sync)); /* the flush, due LODE_WRITER_LAZY_MS later */
 
 	put_submit(w, &during, "during", true);
+	put_submit(w, &durable, "durable", false);
 	for (int i = 0; i < 200 && !answered; i++) {
 		pthread_mutex_lock(&during.lock);
 		answered = during.done;
 		pthread_mutex_unlock(&during.lock);
+		pthread_mutex_lock(&durable.lock);
+		answered = answered && durable.done;
+		pthread_mutex_unlock(&durable.lock);
 		if (!answered)
 			usleep(10 * 1000);
 	}
@@ -605,6 +612,7 @@ static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 	assert_true(answered); /* within 2 s, while the data file's sync was held */
 	assert_true(held);
 	assert_int_equal(put_wait(&during), 0);
+	assert_int_equal(put_wait(&durable), 0);
 
 	lode_writer_stats(w, &ws);
 	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
@@ -613,7 +621,7 @@ static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 	}
 	assert_int_equal(ws.syncs, 1);
 	assert_int_equal(ws.failed, 0);
-	/* the flush and the checkpoint; nothing was left unsynced after */
+	/* the flush and the durable change's checkpoint; nothing was left unsynced after */
 	assert_int_equal(__atomic_load_n(&data_syncs, __ATOMIC_RELAXED), 2);
 	lode_writer_stop(w);
 	lode_store_close(st);
@@ -622,6 +630,7 @@ static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 	st = open_store(dir);
 	assert_true(has_key(st, "lazy"));
 	assert_true(has_key(st, "during"));
+	assert_true(has_key(st, "durable"));
 	lode_store_close(st);
 	fixture_tmpdir_remove(dir);
 }
