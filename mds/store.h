@@ -108,10 +108,11 @@ int lode_store_sync(struct lode_store *st);
  * pages, and a write error still reaches its fdatasync. Any thread, no lock needed. */
 void lode_store_writeback(struct lode_store *st);
 /* Writes the data file's dirty pages and waits for them (an fdatasync), without the lock a
- * checkpoint holds: the writer calls it just before a lazy sync that checkpoints, so that
- * the checkpoint's own fdatasync has only what was changed meanwhile to write. Vouches for
- * nothing; a write error it sees (which no later fdatasync of the file would report) fails
- * the next checkpoint. Any thread, no lock needed, concurrently with commits. */
+ * checkpoint holds: the writer's flusher thread calls it just before a lazy sync that
+ * checkpoints, so that the checkpoint's own fdatasync has only what was changed meanwhile
+ * to write. Vouches for nothing; a write error it sees (which no later fdatasync of the
+ * file would report) fails the next checkpoint. Any thread, no lock needed, concurrently
+ * with commits. */
 void lode_store_flush(struct lode_store *st);
 /* Whether the next lode_store_sync() will be a checkpoint by its count of commits or its
  * time (it may also be one because the log is half full). Any thread; a hint only. */

@@ -465,6 +465,20 @@ static void test_a_failed_mark_after_a_failed_sync_is_said(void **state)
 /* A lazy change on an idle writer runs on the submitting thread, answered before any
  * sync; the idle writer syncs it within LODE_WRITER_LAZY_MS all the same. A change that is
  * not lazy runs on the writer thread and is synced before it is answered. */
+/* The writer's stats once it made `syncs` syncs or one failed: the idle writer syncs lazy
+ * changes within LODE_WRITER_LAZY_MS; this waits 5 times that at most. */
+static struct lode_writer_stats stats_after_syncs(struct lode_writer *w, unsigned long syncs)
+{
+	struct lode_writer_stats ws;
+
+	lode_writer_stats(w, &ws);
+	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < syncs && !ws.failed; i++) {
+		usleep(10 * 1000);
+		lode_writer_stats(w, &ws);
+	}
+	return ws;
+}
+
 static void test_a_lazy_change_on_an_idle_writer_runs_here(void **state)
 {
 	struct lode_writer_stats ws;
@@ -491,11 +505,7 @@ static void test_a_lazy_change_on_an_idle_writer_runs_here(void **state)
 	assert_true(has_key(st, "lazy"));
 	lode_writer_stats(w, &ws);
 	assert_int_equal(ws.syncs, 1); /* not synced yet */
-	/* the idle writer syncs it: within LODE_WRITER_LAZY_MS; a bound 5 times that */
-	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 2; i++) {
-		usleep(10 * 1000);
-		lode_writer_stats(w, &ws);
-	}
+	ws = stats_after_syncs(w, 2);  /* the idle writer syncs it */
 	assert_int_equal(ws.syncs, 2);
 	assert_int_equal(ws.ops, 2);
 	lode_writer_stop(w);
@@ -533,11 +543,7 @@ static void test_the_writer_writes_durable_pages_ahead_of_checkpoints(void **sta
 		snprintf(key, sizeof(key), "lazy-%d", i);
 		assert_int_equal(put(w, key, true), 0);
 	}
-	lode_writer_stats(w, &ws);
-	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
-		usleep(10 * 1000);
-		lode_writer_stats(w, &ws);
-	}
+	ws = stats_after_syncs(w, 1);
 	assert_int_equal(ws.syncs, 1);
 	assert_int_equal(writebacks_now(), 0);
 
@@ -614,11 +620,7 @@ static void test_a_lazy_sync_writes_its_pages_while_changes_go_on(void **state)
 	assert_int_equal(put_wait(&during), 0);
 	assert_int_equal(put_wait(&durable), 0);
 
-	lode_writer_stats(w, &ws);
-	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && ws.syncs < 1; i++) {
-		usleep(10 * 1000);
-		lode_writer_stats(w, &ws);
-	}
+	ws = stats_after_syncs(w, 1);
 	assert_int_equal(ws.syncs, 1);
 	assert_int_equal(ws.failed, 0);
 	/* the flush and the durable change's checkpoint; nothing was left unsynced after */
@@ -651,11 +653,7 @@ static void test_a_failed_flush_fails_the_lazy_sync(void **state)
 	assert_int_equal(lode_writer_start(&w, st), 0);
 	__atomic_store_n(&fail_data_syncs, 1, __ATOMIC_RELAXED); /* the flush only */
 	assert_int_equal(put(w, "lazy", true), 0);
-	lode_writer_stats(w, &ws);
-	for (int i = 0; i < 5 * LODE_WRITER_LAZY_MS / 10 && !ws.failed; i++) {
-		usleep(10 * 1000);
-		lode_writer_stats(w, &ws);
-	}
+	ws = stats_after_syncs(w, 1); /* a failed sync is not counted */
 	assert_int_equal(ws.failed, -EIO);
 	assert_int_equal(__atomic_load_n(&fail_data_syncs, __ATOMIC_RELAXED), 0);
 	assert_int_equal(put(w, "after", false), -EIO);
