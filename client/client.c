@@ -135,6 +135,7 @@ static bool no_answer(int rc)
 /* A call's directory grant (grant.c): the token sent (LODE_WIRE_F_GRANT), what came back */
 struct grant_io {
 	uint64_t token;
+	bool answered; /* the MDS answered: renewed is its word */
 	bool renewed;
 	uint64_t new_grant;
 };
@@ -197,6 +198,7 @@ static int mds_call(struct lode_client *c, uint8_t op, bool lazy, const void *bo
 		    atomic_load_explicit(&c->mds_gone_since_ms, memory_order_relaxed))
 			atomic_store(&c->mds_gone_since_ms, 0); /* the MDS answered */
 		if (g) {
+			g->answered = !no_answer(rc);
 			g->renewed = call.reply_grant_flag;
 			g->new_grant = call.reply_grant;
 		}
@@ -231,6 +233,18 @@ int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const 
 			reply, reply_max, NULL, 0, NULL, NULL, NULL);
 }
 
+/* Gives back the grant of dir just dropped: another client's name there, which ended it,
+ * waits at the MDS until then (or until it lapses). One try: a failure only leaves that
+ * name waiting out the lapse. */
+static void grant_return(struct lode_client *c, uint64_t dir, uint64_t token)
+{
+	struct lode_wire_grant_return_req q = {.dir = dir, .token = token};
+	struct lode_call call = {.opcode = LODE_OP_GRANT_RETURN, .body = &q, .body_len = sizeof(q)};
+
+	if (!lode_rpc_call_direct(c->mds, &call))
+		atomic_fetch_add_explicit(&c->grants_returned, 1, memory_order_relaxed);
+}
+
 int lode_client_mds_call_name(struct lode_client *c, uint8_t op, uint64_t dir, const char *name,
 			      size_t len, const void *body, uint32_t body_len, void *reply,
 			      uint32_t reply_max, uint64_t *new_grant, uint64_t *sent_ms)
@@ -241,7 +255,8 @@ int lode_client_mds_call_name(struct lode_client *c, uint8_t op, uint64_t dir, c
 
 	rc = mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, NULL, 0, reply,
 		      reply_max, NULL, 0, NULL, NULL, &g);
-	lode_client_grant_added(c, dir, g.token, sent, g.renewed);
+	if (lode_client_grant_added(c, dir, g.token, sent, g.renewed) && g.answered)
+		grant_return(c, dir, g.token);
 	if (new_grant)
 		*new_grant = rc ? 0 : g.new_grant;
 	if (sent_ms)

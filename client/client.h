@@ -96,8 +96,9 @@ struct lode_client {
 	pthread_mutex_t grant_lock;
 	struct lode_grant *grants[64];
 	unsigned ngrants;
-	uint64_t grants_swept_ms;	/* lapsed grants were last dropped then */
-	_Atomic uint64_t grant_answers; /* lookups answered ENOENT from a grant */
+	uint64_t grants_swept_ms;	  /* lapsed grants were last dropped then */
+	_Atomic uint64_t grant_answers;	  /* lookups answered ENOENT from a grant */
+	_Atomic uint64_t grants_returned; /* grants given back (GRANT_RETURN) */
 
 	pthread_mutex_t lock;
 	struct target_slot targets[LODE_TARGETS_MAX]; /* protected by lock */
@@ -229,8 +230,10 @@ void lode_client_grant_new(struct lode_client *c, const struct lode_wire_attr *d
  * returned (0: no grant of dir held). */
 uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const char *name,
 				  size_t len);
-/* After it: the grant of token is renewed from sent_ms, or dropped. */
-void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
+/* After it: the grant of token is renewed from sent_ms, or dropped. Returns true when it
+ * was held until now and dropped: the caller gives it back (GRANT_RETURN) if the MDS said
+ * it was not renewed, so that another client's name waiting for it goes on. */
+bool lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
 			     bool renewed);
 /* The grant of dir, if held, is dropped (a change of the directory's permissions). */
 void lode_client_grant_drop(struct lode_client *c, uint64_t dir);

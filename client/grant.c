@@ -12,9 +12,11 @@
  * before the request that adds the name is sent: a name that may exist is always in the
  * set (a hash collision or a failed request only sends a lookup to the MDS). The request
  * carries the grant's token and its reply says whether the MDS renewed the grant; one
- * that was not renewed is dropped at once. A grant is valid LODE_GRANT_MS from the send
- * of the request that made or last renewed it: the MDS counts from later, when it handled
- * it, and holds another client's new name there until its own count has run out.
+ * that was not renewed is dropped at once, and given back (GRANT_RETURN): another client's
+ * name that ended it waits at the MDS until then, or until the grant lapses. A grant is valid
+ * LODE_GRANT_MS from the send of the request that made or last renewed it: the MDS counts from
+ * later, when it handled it, and holds another client's new name there until its own count has run
+ * out.
  *
  * Only the credentials that made the directory (its owner, with search permission on it
  * then) are answered here: anyone else asks the MDS, which checks their permissions.
@@ -185,23 +187,27 @@ uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const cha
 	return token;
 }
 
-void lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
+bool lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
 			     bool renewed)
 {
 	struct lode_grant **at;
+	bool dropped = false;
 
 	if (!token)
-		return;
+		return false;
 	pthread_mutex_lock(&c->grant_lock);
 	at = grant_find(c, dir);
 	if (*at && (*at)->token == token) {
 		/* not renewed: another client's name ended it, or a new MDS knows none */
-		if (!renewed)
+		if (!renewed) {
 			grant_free(c, at);
-		else if ((*at)->until_ms < sent_ms + LODE_GRANT_MS)
+			dropped = true;
+		} else if ((*at)->until_ms < sent_ms + LODE_GRANT_MS) {
 			(*at)->until_ms = sent_ms + LODE_GRANT_MS;
+		}
 	}
 	pthread_mutex_unlock(&c->grant_lock);
+	return dropped;
 }
 
 void lode_client_grant_drop(struct lode_client *c, uint64_t dir)

@@ -124,7 +124,11 @@ unsigned lode_grants_enter(struct lode_grants *g, uint64_t dir, uint64_t token, 
 	*renewed = false;
 	if (!e) /* none known: none valid, unless an MDS before this one gave it */
 		return now_ms < g->fence_ms ? (unsigned)(g->fence_ms - now_ms) : 0;
-	if (token && token == e->token && !e->ended) {
+	if (token && token == e->token) {
+		/* ended: the holder's own name waits for nothing, and its reply, not renewed,
+		 * makes it drop the grant and give it back */
+		if (e->ended)
+			return 0;
 		e->until_ms = now_ms + g->life_ms;
 		*renewed = true;
 		return 0;
@@ -134,6 +138,18 @@ unsigned lode_grants_enter(struct lode_grants *g, uint64_t dir, uint64_t token, 
 		return (unsigned)(e->until_ms - now_ms);
 	drop(g, at);
 	return 0;
+}
+
+bool lode_grants_return(struct lode_grants *g, uint64_t dir, uint64_t token)
+{
+	struct grant *e = *find(g, dir);
+
+	if (!e || !token || e->token != token)
+		return false;
+	/* kept (lapsed) until the next enter drops it: a new grant of dir is never given */
+	e->ended = true;
+	e->until_ms = 0;
+	return true;
 }
 
 unsigned lode_grants_count(const struct lode_grants *g)

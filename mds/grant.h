@@ -9,8 +9,10 @@
  * holder adds there carries the token and renews the grant. A request of anyone else that
  * would add a name there ends the grant: it is renewed no more, and the request waits
  * until it has lapsed (held by the MDS, not refused), so that the holder has stopped
- * answering from what it knew before the new name exists. A grant is never given again
- * for a directory it ended for, nor for one that was not just made.
+ * answering from what it knew before the new name exists. A holder that adds a name
+ * meanwhile learns from the reply that its grant was not renewed, drops it and gives it
+ * back (GRANT_RETURN): the grant has then lapsed at once, and what waited goes on. A grant
+ * is never given again for a directory it ended for, nor for one that was not just made.
  *
  * The table is memory only. A restarted MDS knows no grant: for LODE_GRANT_MS after its
  * start, every name added anywhere waits for what grants of the MDS before may still be
@@ -36,11 +38,17 @@ uint64_t lode_grants_give(struct lode_grants *g, uint64_t dir, uint64_t now_ms);
 
 /*
  * A request would add a name in dir and carries token (0: none). Returns 0 when it may go
- * on (*renewed: the token's grant was renewed), or the milliseconds it must wait first for
- * another holder's grant, ended by this call, to lapse.
+ * on (*renewed: the token's grant was renewed; the holder of an ended grant goes on, not
+ * renewed), or the milliseconds it must wait first for another holder's grant, ended by
+ * this call or an earlier one, to lapse.
  */
 unsigned lode_grants_enter(struct lode_grants *g, uint64_t dir, uint64_t token, uint64_t now_ms,
 			   bool *renewed);
+
+/* The holder of dir's grant with this token dropped it (GRANT_RETURN): it has lapsed, and
+ * is never renewed. Returns whether a grant with that token was there (any other token,
+ * or none: nothing changes). */
+bool lode_grants_return(struct lode_grants *g, uint64_t dir, uint64_t token);
 
 /* Grants in the table (valid, or ended and not yet lapsed). */
 unsigned lode_grants_count(const struct lode_grants *g);

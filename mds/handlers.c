@@ -164,6 +164,7 @@ struct wreq {
 	uint64_t wait_until_ms;	  /* CREATE held for placement: answered EIO after this */
 	int place_err;		  /* CREATE: what placement answered, if it failed */
 	unsigned grant_wait_ms;	  /* a name to add: held this long for another's grant */
+	bool grant_held;	  /* held for another's grant before (counted once) */
 	bool grant_renewed;	  /* the token the request carried renewed its grant */
 	uint32_t target_id;
 	union {
@@ -215,7 +216,9 @@ struct rreply {
  * transaction that rolls back alone when run fails; the reply waits for the durable commit;
  * - done: in the writer's batch after the commit (status 0) or the rollback: state that must
  *   follow durability (leases, the in-memory target table). It may turn status into an error.
- * A row with both read and run sends a request to the writer when mutates() says so.
+ * A row with both read and run sends a request to the writer when mutates() says so. A run
+ * with memory_only set changes the writer's memory state alone (grants): it is answered
+ * as a lazy change is, with no sync of what lazy changes left unsynced.
  */
 struct mds_op {
 	int (*read)(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
@@ -224,6 +227,7 @@ struct mds_op {
 	int (*run)(struct wreq *w, struct lode_txn *t);
 	int (*done)(struct wreq *w, int status);
 	bool (*mutates)(const struct lode_msg *msg);
+	bool memory_only;
 };
 
 /* ---- mutations, in the writer's batches ---- */
@@ -799,7 +803,9 @@ static void wreq_done(struct lode_wop *op, int status)
 		unsigned ms = w->grant_wait_ms;
 
 		w->grant_wait_ms = 0;
-		__atomic_add_fetch(&w->m->grant_waits, 1, __ATOMIC_RELAXED);
+		if (!w->grant_held)
+			__atomic_add_fetch(&w->m->grant_waits, 1, __ATOMIC_RELAXED);
+		w->grant_held = true;
 		if (!lode_liveness_hold_ms(w->m->live, &w->op, ms))
 			return;
 		status = -EIO; /* the MDS is stopping */
@@ -836,7 +842,7 @@ static void submit(struct lode_mds *m, struct lode_req *req, const struct mds_op
 	}
 	w->op.run = wreq_run;
 	w->op.done = wreq_done;
-	w->op.lazy = lode_req_hdr(req)->flags & LODE_WIRE_F_LAZY;
+	w->op.lazy = (lode_req_hdr(req)->flags & LODE_WIRE_F_LAZY) || row->memory_only;
 	w->m = m;
 	w->req = req;
 	w->row = row;
@@ -1087,6 +1093,20 @@ static int run_sync(struct wreq *w, struct lode_txn *t)
 	return 0;
 }
 
+/* The grants live in the writer's memory (mds/grant.h): the request runs in a batch, as a
+ * lazy change, and what waited for the grant to lapse goes on now. */
+static int run_grant_return(struct wreq *w, struct lode_txn *t)
+{
+	const struct lode_wire_grant_return_req *q = w->msg.fixed;
+
+	(void)t;
+	if (lode_grants_return(w->m->grants, q->dir, q->token)) {
+		__atomic_add_fetch(&w->m->grants_returned, 1, __ATOMIC_RELAXED);
+		lode_liveness_release_all(w->m->live);
+	}
+	return 0;
+}
+
 /* Health lives in memory only: it is not durable, and never waits for the writer. */
 static int read_heartbeat(struct lode_mds *m, struct lode_txn *t, const struct lode_msg *msg,
 			  struct rreply *r)
@@ -1268,6 +1288,7 @@ static const struct mds_op mds_ops[LODE_OP_MAX_] = {
     [LODE_OP_LAYOUT_GET] = READ(read_layout),
     [LODE_OP_LAYOUT_SET_COPY] = MUTATE(run_set_copy),
     [LODE_OP_SYNC] = {.run = run_sync},
+    [LODE_OP_GRANT_RETURN] = {.run = run_grant_return, .memory_only = true},
     [LODE_OP_CAP_GET] = {.read = read_cap, .txn = true, .run = run_cap, .mutates = cap_mutates},
     /* admin only (the role column comes with cluster keys) */
     [LODE_OP_FSCK] = READ(read_fsck),

@@ -62,10 +62,11 @@ struct lode_mds {
 	unsigned write_cap_lifetime_ms; /* of write rights: under a lease (cap_make) */
 	/* Counted after commit, for metrics (atomic; the writer's done() adds, any thread reads).
 	 */
-	uint64_t copy_reports; /* REPORT_COPY accepted: a copy marked degraded (or again) */
-	uint64_t copies_moved; /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */
-	uint64_t grants_given; /* directory grants given (MKDIR) */
-	uint64_t grant_waits;  /* names held until another client's grant lapsed */
+	uint64_t copy_reports;	  /* REPORT_COPY accepted: a copy marked degraded (or again) */
+	uint64_t copies_moved;	  /* LAYOUT_SET_COPY done: a copy rebuilt elsewhere (repair) */
+	uint64_t grants_given;	  /* directory grants given (MKDIR) */
+	uint64_t grant_waits;	  /* names held until another client's grant lapsed */
+	uint64_t grants_returned; /* grants their holders gave back (GRANT_RETURN) */
 };
 
 /* Opens the store, loads the targets, starts the writer. Returns 0 or -errno with a

@@ -79,6 +79,19 @@ int lode_liveness_hold(struct lode_liveness *lv, struct lode_wop *op)
 	return lode_liveness_hold_ms(lv, op, LODE_LIVENESS_RETRY_MS);
 }
 
+void lode_liveness_release_all(struct lode_liveness *lv)
+{
+	uint64_t now = lode_now_ms();
+
+	pthread_mutex_lock(&lv->lock);
+	/* the list stays in due order: the ones due later all become due now */
+	for (struct held *h = lv->held; h; h = h->next)
+		if (h->due_ms > now)
+			h->due_ms = now;
+	pthread_cond_broadcast(&lv->cond);
+	pthread_mutex_unlock(&lv->lock);
+}
+
 static void *waiter_main(void *arg)
 {
 	struct lode_liveness *lv = arg;

@@ -45,6 +45,11 @@ int lode_liveness_hold(struct lode_liveness *lv, struct lode_wop *op);
 /* The same after ms (ops held are handed back in due order). */
 int lode_liveness_hold_ms(struct lode_liveness *lv, struct lode_wop *op, unsigned ms);
 
+/* Hands every held op back to the writer now: what some of them waited for may be over
+ * early (a grant given back, mds/grant.h). One that must still wait is held again by its
+ * done(). Any thread. */
+void lode_liveness_release_all(struct lode_liveness *lv);
+
 /* Wakes the prober now (a client reported a failed write to a target). Any thread. */
 void lode_liveness_kick(struct lode_liveness *lv);
 

@@ -208,6 +208,10 @@ void lode_mds_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "Names held until another client's directory grant had lapsed.");
 	lode_metrics_sample_u64(b, "lode_mds_dir_grant_waits_total", NULL,
 				__atomic_load_n(&m->grant_waits, __ATOMIC_RELAXED));
+	lode_metrics_family(b, "lode_mds_dir_grants_returned_total", "counter",
+			    "Directory grants given back by holders told they had ended.");
+	lode_metrics_sample_u64(b, "lode_mds_dir_grants_returned_total", NULL,
+				__atomic_load_n(&m->grants_returned, __ATOMIC_RELAXED));
 
 	struct degraded_count d;
 

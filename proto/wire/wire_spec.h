@@ -65,7 +65,8 @@
  */
 #define LODE_WIRE_F_GRANT 0x0008u
 /* How long a grant lasts past the request that made or renewed it. Another client's name
- * in the directory waits at the MDS until the grant has lapsed (mds/grant.h). */
+ * in the directory waits at the MDS until the grant has lapsed (mds/grant.h), or until
+ * its holder, told so by a reply that did not renew it, gives it back (GRANT_RETURN). */
 #define LODE_GRANT_MS 100u
 
 enum lode_opcode {
@@ -115,6 +116,7 @@ enum lode_opcode {
 	LODE_OP_MOVE_LIST = 46,	      /* admin only: moves begun and never finished */
 	LODE_OP_SYNC = 48,	      /* every change answered so far is durable */
 	LODE_OP_CLOSE_MANY = 49,      /* release write handles whose commits are done */
+	LODE_OP_GRANT_RETURN = 60,    /* a directory grant the holder dropped (grant.h) */
 
 	/* object storage server */
 	LODE_OP_OBJ_WRITE = 50,
@@ -751,6 +753,14 @@ struct lode_wire_move_list_req {
 	uint64_t generation;
 };
 _Static_assert(sizeof(struct lode_wire_move_list_req) == 24, "move list req");
+
+/* GRANT_RETURN: the client holds no grant of dir with this token any more, and answers no
+ * lookup there from it. The reply has no body. */
+struct lode_wire_grant_return_req {
+	uint64_t dir;
+	uint64_t token;
+};
+_Static_assert(sizeof(struct lode_wire_grant_return_req) == 16, "grant return req");
 
 struct lode_wire_move_entry {
 	uint64_t ino;

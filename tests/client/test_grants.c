@@ -250,6 +250,50 @@ static void test_names_raced_in_by_two_clients_are_all_found_by_both(void **stat
 	lode_disconnect(a);
 }
 
+/* Another client's name, held at the MDS while the grant it ended may still be valid. */
+static void *create_other(void *arg)
+{
+	struct lode_file *f;
+
+	if (lode_open(arg, "/given/b", O_CREAT | O_EXCL | O_WRONLY, 0644, &f) || lode_close(f))
+		return (void *)1;
+	return NULL;
+}
+
+/*
+ * A holder still adding names when another client's name ends its grant learns it from its
+ * next name's reply (not renewed, and not held: only the others wait). It drops the grant
+ * and gives it back (GRANT_RETURN), so the other name goes on then instead of waiting out
+ * the grant's life; once, and the holder asks the MDS from then on.
+ */
+static void test_a_holder_told_its_grant_ended_gives_it_back(void **state)
+{
+	struct lode_client *a = client(), *b = client();
+	pthread_t tb;
+	void *eb;
+	int sent, i;
+
+	(void)state;
+	assert_int_equal(mkdir_held(a, "/given", 0755), 0);
+	assert_int_equal(pthread_create(&tb, NULL, create_other, b), 0);
+	for (i = 0; i < 20000 && !atomic_load(&a->grants_returned); i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/given/a-%d", i);
+		create(a, path);
+	}
+	pthread_join(tb, &eb);
+	assert_null(eb);
+	assert_int_equal(atomic_load(&a->grants_returned), 1);
+	assert_int_equal(lode_stat(a, "/given/b", &(struct lode_stat){0}), 0);
+	create(a, "/given/a-last");
+	assert_int_equal(stat_sent(a, "/given/c", &sent), -ENOENT);
+	assert_int_equal(sent, 1);
+	assert_int_equal(atomic_load(&a->grants_returned), 1);
+	lode_disconnect(b);
+	lode_disconnect(a);
+}
+
 /* Only the credentials that made the directory are answered from its grant. */
 static void test_other_credentials_ask_the_mds(void **state)
 {
@@ -300,6 +344,7 @@ int main(void)
 	    cmocka_unit_test(test_the_maker_of_a_directory_answers_missing_names_itself),
 	    cmocka_unit_test(test_another_clients_name_is_seen_by_the_holder_as_soon_as_it_is_made),
 	    cmocka_unit_test(test_names_raced_in_by_two_clients_are_all_found_by_both),
+	    cmocka_unit_test(test_a_holder_told_its_grant_ended_gives_it_back),
 	    cmocka_unit_test(test_other_credentials_ask_the_mds),
 	    cmocka_unit_test(test_a_restarted_mds_ends_every_grant),
 	};

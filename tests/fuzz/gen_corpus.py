@@ -92,6 +92,7 @@ def requests():
         (21, 'readdirplus', struct.pack('<QQ', 1, 0) + CRED + struct.pack('<II', 64, 1), 0),
         (22, 'statfs', b'', 0),
         (48, 'sync', b'', 0),
+        (60, 'grant_return', struct.pack('<QQ', 1, 7), 0),
         (23, 'setxattr', xattr_req(1, b'user.a', 5), 5),
         (24, 'getxattr', xattr_req(1, b'user.a', 64), 0),
         (25, 'listxattr', xattr_req(1, b'', 256), 0),

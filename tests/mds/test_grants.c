@@ -42,8 +42,9 @@ static void test_the_holder_renews_and_everyone_else_waits_for_the_lapse(void **
 	/* another grant's token is not this one's: it waits out the life from the renewal */
 	assert_int_equal(lode_grants_enter(g, 42, other, LATER + 310, &renewed), 240);
 	assert_false(renewed);
-	/* the grant is ended: the holder is renewed no more, and waits like anyone */
-	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 320, &renewed), 230);
+	/* the grant is ended: the holder is renewed no more, and its own name goes on (its
+	 * reply tells it so); everyone else waits */
+	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 320, &renewed), 0);
 	assert_false(renewed);
 	assert_int_equal(lode_grants_enter(g, 42, 0, LATER + 549, &renewed), 1);
 	/* lapsed: gone, and never renewed again */
@@ -51,6 +52,43 @@ static void test_the_holder_renews_and_everyone_else_waits_for_the_lapse(void **
 	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 560, &renewed), 0);
 	assert_false(renewed);
 	assert_int_equal(lode_grants_count(g), 1);
+	lode_grants_destroy(g);
+}
+
+/* A holder told its grant ended gives it back (GRANT_RETURN): it has lapsed at once, and
+ * what waited for it goes on. Any other token, or none, gives nothing back. */
+static void test_a_grant_given_back_has_lapsed_at_once(void **state)
+{
+	struct lode_grants *g;
+	uint64_t tok;
+	bool renewed;
+
+	(void)state;
+	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	tok = lode_grants_give(g, 42, LATER);
+	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 10, &renewed), 0);
+	assert_true(renewed);
+	/* another client's name ends it, and waits out the life from the renewal */
+	assert_int_equal(lode_grants_enter(g, 42, 0, LATER + 20, &renewed), 240);
+	assert_false(lode_grants_return(g, 42, tok + 1));
+	assert_false(lode_grants_return(g, 42, 0));
+	assert_false(lode_grants_return(g, 43, tok));
+	assert_int_equal(lode_grants_enter(g, 42, 0, LATER + 30, &renewed), 230);
+	/* the holder's next name goes on, not renewed; it gives the grant back */
+	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 40, &renewed), 0);
+	assert_false(renewed);
+	assert_true(lode_grants_return(g, 42, tok));
+	assert_int_equal(lode_grants_enter(g, 42, 0, LATER + 41, &renewed), 0);
+	assert_false(renewed);
+	/* never renewed again */
+	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 42, &renewed), 0);
+	assert_false(renewed);
+	/* given back before anyone ended it (a chmod by the holder): the same */
+	tok = lode_grants_give(g, 44, LATER);
+	assert_true(lode_grants_return(g, 44, tok));
+	assert_int_equal(lode_grants_enter(g, 44, 0, LATER + 1, &renewed), 0);
+	assert_int_equal(lode_grants_enter(g, 44, tok, LATER + 2, &renewed), 0);
+	assert_false(renewed);
 	lode_grants_destroy(g);
 }
 
@@ -115,6 +153,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_the_holder_renews_and_everyone_else_waits_for_the_lapse),
+	    cmocka_unit_test(test_a_grant_given_back_has_lapsed_at_once),
 	    cmocka_unit_test(test_a_lapsed_grant_nobody_touched_is_renewed_by_its_holder),
 	    cmocka_unit_test(test_a_new_mds_holds_every_name_for_a_life_after_its_start),
 	    cmocka_unit_test(test_the_table_drops_only_lapsed_grants_when_full),

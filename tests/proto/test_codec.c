@@ -299,7 +299,7 @@ static void test_hdr_check_takes_grants_only_where_a_name_is_added(void **state)
 
 static void test_hdr_check_rejects_an_unknown_opcode(void **state)
 {
-	static const unsigned bad[] = {0, 4, 9, 60, 63, 64, 200, 255};
+	static const unsigned bad[] = {0, 4, 9, 61, 63, 64, 200, 255};
 	struct lode_wire_hdr h = good_hdr(0);
 
 	(void)state;
@@ -504,6 +504,7 @@ static const struct req_case reqs[] = {
     {LODE_OP_READDIR, FIXED(struct lode_wire_readdir_req, .ino = 1, .max_entries = 1)},
     {LODE_OP_STATFS, NULL, 0},
     {LODE_OP_SYNC, NULL, 0},
+    {LODE_OP_GRANT_RETURN, FIXED(struct lode_wire_grant_return_req, .dir = 1, .token = 7)},
     XATTR(LODE_OP_SETXATTR, LODE_XATTR_CREATE, "user.a", 10),
     XATTR(LODE_OP_GETXATTR, 0, "user.a", 0),
     {LODE_OP_LISTXATTR, FIXED(struct lode_wire_xattr_req, .ino = 1, .size = 100),
