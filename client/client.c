@@ -233,10 +233,7 @@ int lode_client_mds_call_as(struct lode_client *c, uint8_t op, bool lazy, const 
 			reply, reply_max, NULL, 0, NULL, NULL, NULL);
 }
 
-/* Gives back the grant of dir just dropped: another client's name there, which ended it,
- * waits at the MDS until then (or until it lapses). One try: a failure only leaves that
- * name waiting out the lapse. */
-static void grant_return(struct lode_client *c, uint64_t dir, uint64_t token)
+void lode_client_grant_return(struct lode_client *c, uint64_t dir, uint64_t token)
 {
 	struct lode_wire_grant_return_req q = {.dir = dir, .token = token};
 	struct lode_call call = {.opcode = LODE_OP_GRANT_RETURN, .body = &q, .body_len = sizeof(q)};
@@ -256,7 +253,7 @@ int lode_client_mds_call_name(struct lode_client *c, uint8_t op, uint64_t dir, c
 	rc = mds_call(c, op, c->lazy && lode_op_may_be_lazy(op), body, body_len, NULL, 0, reply,
 		      reply_max, NULL, 0, NULL, NULL, &g);
 	if (lode_client_grant_added(c, dir, g.token, sent, g.renewed) && g.answered)
-		grant_return(c, dir, g.token);
+		lode_client_grant_return(c, dir, g.token);
 	if (new_grant)
 		*new_grant = rc ? 0 : g.new_grant;
 	if (sent_ms)

@@ -235,8 +235,13 @@ uint64_t lode_client_grant_adding(struct lode_client *c, uint64_t dir, const cha
  * it was not renewed, so that another client's name waiting for it goes on. */
 bool lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token, uint64_t sent_ms,
 			     bool renewed);
-/* The grant of dir, if held, is dropped (a change of the directory's permissions). */
-void lode_client_grant_drop(struct lode_client *c, uint64_t dir);
+/* The grant of dir, if held, is dropped (a change of the directory's permissions). Returns
+ * its token, 0 if none was held. */
+uint64_t lode_client_grant_drop(struct lode_client *c, uint64_t dir);
+/* Gives back the grant of dir with token, just dropped (GRANT_RETURN): another client's name
+ * there waits at the MDS until then, or until the grant lapses. One try: a failure only
+ * leaves such a name waiting out the lapse. */
+void lode_client_grant_return(struct lode_client *c, uint64_t dir, uint64_t token);
 /* True when a valid grant of dir says name is not there, for credentials cred. */
 bool lode_client_grant_says_missing(struct lode_client *c, uint64_t dir, const char *name,
 				    size_t len, const struct lode_wire_cred *cred);

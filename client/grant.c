@@ -210,15 +210,19 @@ bool lode_client_grant_added(struct lode_client *c, uint64_t dir, uint64_t token
 	return dropped;
 }
 
-void lode_client_grant_drop(struct lode_client *c, uint64_t dir)
+uint64_t lode_client_grant_drop(struct lode_client *c, uint64_t dir)
 {
 	struct lode_grant **at;
+	uint64_t token = 0;
 
 	pthread_mutex_lock(&c->grant_lock);
 	at = grant_find(c, dir);
-	if (*at)
+	if (*at) {
+		token = (*at)->token;
 		grant_free(c, at);
+	}
 	pthread_mutex_unlock(&c->grant_lock);
+	return token;
 }
 
 bool lode_client_grant_says_missing(struct lode_client *c, uint64_t dir, const char *name,

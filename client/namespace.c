@@ -462,8 +462,13 @@ int lode_ll_setattr(struct lode_client *c, uint64_t ino, const struct lode_setat
 	req.atime_ns = sa->atime_ns;
 	req.mtime_ns = sa->mtime_ns;
 	req.ctime_ns = sa->ctime_ns;
-	if (sa->valid & (LODE_SETATTR_MODE | LODE_SETATTR_UID | LODE_SETATTR_GID))
-		lode_client_grant_drop(c, ino); /* who may look names up there changes */
+	if (sa->valid & (LODE_SETATTR_MODE | LODE_SETATTR_UID | LODE_SETATTR_GID)) {
+		/* who may look names up there changes */
+		uint64_t token = lode_client_grant_drop(c, ino);
+
+		if (token)
+			lode_client_grant_return(c, ino, token);
+	}
 	rc = lode_client_mds_call(c, LODE_OP_SETATTR, &req, sizeof(req), NULL, 0, &attr,
 				  sizeof(attr), NULL, 0, NULL);
 	return attr_reply(rc, &attr, st);

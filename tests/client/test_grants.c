@@ -308,8 +308,10 @@ static void test_other_credentials_ask_the_mds(void **state)
 	assert_int_equal(sent, 1);
 	lode_thread_creds_clear();
 	expect_missing_here(a, "/private/x");
-	/* a change of its permissions ends what the holder answers itself */
+	/* a change of its permissions ends what the holder answers itself, and it gives the
+	 * grant back */
 	assert_int_equal(lode_chmod(a, "/private", 0755), 0);
+	assert_int_equal(atomic_load(&a->grants_returned), 1);
 	answers = atomic_load(&a->grant_answers);
 	assert_int_equal(stat_sent(a, "/private/x", &sent), -ENOENT);
 	assert_int_equal(sent, 1);
