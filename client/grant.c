@@ -12,11 +12,11 @@
  * before the request that adds the name is sent: a name that may exist is always in the
  * set (a hash collision or a failed request only sends a lookup to the MDS). The request
  * carries the grant's token and its reply says whether the MDS renewed the grant; one
- * that was not renewed is dropped at once, and given back (GRANT_RETURN): another client's
- * name that ended it waits at the MDS until then, or until the grant lapses. A grant is valid
- * LODE_GRANT_MS from the send of the request that made or last renewed it: the MDS counts from
- * later, when it handled it, and holds another client's new name there until its own count has run
- * out.
+ * that was not renewed is dropped at once, and given back (GRANT_RETURN): another
+ * client's name that ended it waits at the MDS until then, or until the grant lapses. A
+ * grant is valid LODE_GRANT_MS from the send of the request that made or last renewed it:
+ * the MDS counts from later, when it handled it, and holds another client's new name there
+ * until its own count has run out.
  *
  * Only the credentials that made the directory (its owner, with search permission on it
  * then) are answered here: anyone else asks the MDS, which checks their permissions.
