@@ -27,14 +27,15 @@ struct lode_grants {
 	struct grant *bucket[BUCKETS];
 };
 
-int lode_grants_create(struct lode_grants **out, unsigned life_ms, uint64_t start_ms)
+int lode_grants_create(struct lode_grants **out, unsigned life_ms, unsigned fence_ms,
+		       uint64_t start_ms)
 {
 	struct lode_grants *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return -ENOMEM;
 	g->life_ms = life_ms;
-	g->fence_ms = start_ms + life_ms;
+	g->fence_ms = start_ms + fence_ms;
 	*out = g;
 	return 0;
 }

@@ -28,8 +28,11 @@
 
 struct lode_grants;
 
-/* life_ms: how long a grant lasts from its last renewal (LODE_GRANT_MS); start_ms: now. */
-int lode_grants_create(struct lode_grants **out, unsigned life_ms, uint64_t start_ms);
+/* life_ms: how long a grant lasts from its last renewal (LODE_GRANT_MS; longer in tests);
+ * fence_ms: how long after start_ms (now) every name waits for grants of an MDS before,
+ * as long as their holders may still answer from them (LODE_GRANT_MS). */
+int lode_grants_create(struct lode_grants **out, unsigned life_ms, unsigned fence_ms,
+		       uint64_t start_ms);
 void lode_grants_destroy(struct lode_grants *g);
 
 /* A directory just made (its MKDIR committed): a grant of it, or 0 when none can be given

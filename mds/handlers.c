@@ -75,7 +75,10 @@ int lode_mds_init(struct lode_mds *m, const struct lode_mds_opts *opts, char *wh
 	rc = lode_leases_create(&m->leases, opts->lease_ms);
 	if (rc)
 		goto destroy_pl;
-	rc = lode_grants_create(&m->grants, LODE_GRANT_MS, lode_now_ms());
+	/* never shorter than a client counts: the MDS must hold names until then */
+	rc = lode_grants_create(&m->grants,
+				opts->grant_ms > LODE_GRANT_MS ? opts->grant_ms : LODE_GRANT_MS,
+				LODE_GRANT_MS, lode_now_ms());
 	if (rc)
 		goto destroy_leases;
 	m->write_cap_lifetime_ms = lode_leases_ms(m->leases) / 4 * 3;

@@ -33,6 +33,7 @@ struct lode_mds_opts {
 	unsigned down_ms;	  /* 0: LODE_PLACEMENT_DOWN_MS */
 	int no_probe;		  /* 1: late targets are not probed (tests) */
 	unsigned lease_ms;	  /* 0: LODE_LEASE_MS */
+	unsigned grant_ms;	  /* 0 (or less): LODE_GRANT_MS; longer for tests only */
 	int64_t orphan_grace_ns;  /* < 0: LODE_NS_ORPHAN_GRACE_NS */
 	int format;		  /* 1: format a store with data but no version (lode_store_opts) */
 	const uint8_t *cap_key;	  /* signs capabilities (proto/net/cap.h); NULL: --insecure */

@@ -25,7 +25,7 @@ static void test_the_holder_renews_and_everyone_else_waits_for_the_lapse(void **
 	bool renewed;
 
 	(void)state;
-	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	assert_int_equal(lode_grants_create(&g, LIFE, LIFE, START), 0);
 	tok = lode_grants_give(g, 42, LATER);
 	assert_true(tok != 0);
 	other = lode_grants_give(g, 43, LATER);
@@ -64,7 +64,7 @@ static void test_a_grant_given_back_has_lapsed_at_once(void **state)
 	bool renewed;
 
 	(void)state;
-	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	assert_int_equal(lode_grants_create(&g, LIFE, LIFE, START), 0);
 	tok = lode_grants_give(g, 42, LATER);
 	assert_int_equal(lode_grants_enter(g, 42, tok, LATER + 10, &renewed), 0);
 	assert_true(renewed);
@@ -101,7 +101,7 @@ static void test_a_lapsed_grant_nobody_touched_is_renewed_by_its_holder(void **s
 	bool renewed;
 
 	(void)state;
-	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	assert_int_equal(lode_grants_create(&g, LIFE, LIFE, START), 0);
 	tok = lode_grants_give(g, 9, LATER);
 	assert_int_equal(lode_grants_enter(g, 9, tok, LATER + 5000, &renewed), 0);
 	assert_true(renewed);
@@ -116,7 +116,7 @@ static void test_a_new_mds_holds_every_name_for_a_life_after_its_start(void **st
 	bool renewed;
 
 	(void)state;
-	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	assert_int_equal(lode_grants_create(&g, LIFE, LIFE, START), 0);
 	assert_int_equal(lode_grants_enter(g, 5, 0, START, &renewed), LIFE);
 	assert_int_equal(lode_grants_enter(g, 5, 12345, START + 200, &renewed), 50);
 	assert_false(renewed);
@@ -134,7 +134,7 @@ static void test_the_table_drops_only_lapsed_grants_when_full(void **state)
 	unsigned given = 0;
 
 	(void)state;
-	assert_int_equal(lode_grants_create(&g, LIFE, START), 0);
+	assert_int_equal(lode_grants_create(&g, LIFE, LIFE, START), 0);
 	first = lode_grants_give(g, 1, LATER);
 	for (uint64_t d = 2; d < 200000; d++)
 		given += lode_grants_give(g, d, LATER) != 0;

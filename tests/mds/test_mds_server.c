@@ -8,6 +8,8 @@
 #include <errno.h>
 
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -458,9 +460,96 @@ static void test_a_malformed_body_gets_an_error_and_the_server_goes_on(void **st
 			 -EOPNOTSUPP);
 }
 
+/* A name-adding call with LODE_WIRE_F_GRANT and token; *renewed and *given from its reply. */
+static int call_granted(uint8_t opc, const void *fixed, size_t flen, const char *name,
+			uint64_t token, void *rep, uint32_t rep_max, bool *renewed, uint64_t *given)
+{
+	char body[512];
+	struct lode_call c = {.opcode = opc,
+			      .body = body,
+			      .body_len = (uint32_t)(flen + strlen(name)),
+			      .grant_flag = true,
+			      .grant = token,
+			      .reply_body = rep,
+			      .reply_body_max = rep_max};
+	int rc;
+
+	memcpy(body, fixed, flen);
+	memcpy(body + flen, name, strlen(name));
+	rc = lode_rpc_call(conn, &c);
+	*renewed = c.reply_grant_flag;
+	*given = c.reply_grant;
+	return rc;
+}
+
+static _Atomic int other_done; /* 0: in flight; 1: answered */
+
+static void other_create_done(struct lode_call *c)
+{
+	(void)c;
+	atomic_store(&other_done, 1);
+}
+
+/*
+ * Grants live a minute in this MDS (opts.grant_ms), so only a grant given back can let
+ * another client's name, held for it, go on within the test. The holder's own name after
+ * the end is neither held (the rpc's 5 s timeout would fail it) nor renewed.
+ */
+static void test_a_name_held_for_a_grant_goes_on_when_the_holder_gives_it_back(void **state)
+{
+	struct lode_wire_mkdir_req mr = {.parent = 1, .mode = 0755, .name_len = 7};
+	struct lode_wire_create_req cr = {.mode = 0644,
+					  .flags =
+					      LODE_OPEN_WRITE | LODE_OPEN_CREATE | LODE_OPEN_EXCL,
+					  .name_len = 5};
+	struct lode_wire_attr dir_attr;
+	struct lode_wire_open_rep mine, theirs;
+	struct lode_wire_grant_return_req gr;
+	char other_body[512];
+	struct lode_call other = {.opcode = LODE_OP_CREATE,
+				  .body = other_body,
+				  .body_len = (uint32_t)(sizeof(cr) + 5),
+				  .reply_body = &theirs,
+				  .reply_body_max = sizeof(theirs),
+				  .timeout_ms = 120000,
+				  .done = other_create_done};
+	uint64_t token, given, waits = __atomic_load_n(&mds.grant_waits, __ATOMIC_RELAXED);
+	bool renewed;
+
+	(void)state;
+	assert_int_equal(call_granted(LODE_OP_MKDIR, &mr, sizeof(mr), "granted", 0, &dir_attr,
+				      sizeof(dir_attr), &renewed, &token),
+			 0);
+	assert_true(token != 0);
+	/* another client's name: it ends the grant and is held */
+	cr.parent = dir_attr.ino;
+	memcpy(other_body, &cr, sizeof(cr));
+	memcpy(other_body + sizeof(cr), "other", 5);
+	lode_rpc_submit(conn, &other);
+	for (int i = 0; i < 10000 && __atomic_load_n(&mds.grant_waits, __ATOMIC_RELAXED) == waits;
+	     i++)
+		usleep(1000);
+	assert_int_equal(__atomic_load_n(&mds.grant_waits, __ATOMIC_RELAXED), waits + 1);
+	/* the holder's next name goes on at once, not renewed */
+	assert_int_equal(call_granted(LODE_OP_CREATE, &cr, sizeof(cr), "mine1", token, &mine,
+				      sizeof(mine), &renewed, &given),
+			 0);
+	assert_false(renewed);
+	assert_int_equal(atomic_load(&other_done), 0);
+	/* given back: the held name goes on now, a minute before the grant would lapse */
+	gr = (struct lode_wire_grant_return_req){.dir = dir_attr.ino, .token = token};
+	assert_int_equal(lode_rpc_simple(conn, LODE_OP_GRANT_RETURN, &gr, sizeof(gr), NULL, 0), 0);
+	for (int i = 0; i < 30000 && !atomic_load(&other_done); i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&other_done), 1);
+	assert_int_equal(other.status, 0);
+	assert_int_equal(__atomic_load_n(&mds.grants_returned, __ATOMIC_RELAXED), 1);
+}
+
 int main(void)
 {
-	struct lode_mds_opts mo = {.map_size = 256ull << 20, .orphan_grace_ns = 0};
+	struct lode_mds_opts mo = {
+	    .map_size = 256ull << 20, .orphan_grace_ns = 0, .grant_ms = 60000};
 	struct lode_server_opts so = {
 	    .listen = {"tcp://127.0.0.1:0"}, .threads = 2, .ops = &ops, .ctx = &mds};
 	const struct CMUnitTest tests[] = {
@@ -473,6 +562,7 @@ int main(void)
 	    cmocka_unit_test(test_pipelined_creates_share_group_commits),
 	    cmocka_unit_test(test_a_malformed_body_gets_an_error_and_the_server_goes_on),
 	    cmocka_unit_test(test_a_backup_is_served_in_pages_until_its_last_byte),
+	    cmocka_unit_test(test_a_name_held_for_a_grant_goes_on_when_the_holder_gives_it_back),
 	};
 	char why[256];
 	int rc;
