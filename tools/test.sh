@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 tools/check-format.sh
 
+# The fuse-io-uring-* tests need the kernel's FUSE over io_uring turned on (a module
+# parameter, off by default): on for the suite where this may set it, as it was after.
+uring=/sys/module/fuse/parameters/enable_uring
+if [ -w "$uring" ] && [ "$(cat "$uring")" != Y ]; then
+	trap 'echo N >"$uring"' EXIT
+	echo Y >"$uring"
+fi
+
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup build --reconfigure
 ninja -C build
 meson test -C build --print-errorlogs --num-processes 2

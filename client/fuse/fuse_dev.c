@@ -47,6 +47,7 @@
 #include <linux/fuse.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@
 #define LF_FUSE_HANDLE_KILLPRIV_V2   (1ull << 28)
 #define LF_FUSE_INIT_EXT	     (1ull << 30)
 #define LF_FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
+#define LF_FUSE_OVER_IO_URING	     (1ull << 41)
 /* the flags our INIT reply takes where the kernel offers them */
 #define LF_INIT_WANT                                                                               \
 	(LF_FUSE_PARALLEL_DIROPS | LF_FUSE_HANDLE_KILLPRIV_V2 | LF_FUSE_DIRECT_IO_ALLOW_MMAP)
@@ -64,6 +66,7 @@
 static _Atomic uint64_t init_unique; /* INIT's unique id once seen, while its reply is due */
 static _Atomic uint64_t offered;     /* of LF_INIT_WANT, those the kernel offered */
 static _Atomic uint64_t took;	     /* and our INIT reply took */
+static bool want_uring;		     /* -o io_uring: LF_FUSE_OVER_IO_URING too */
 
 static bool taken(uint64_t flag)
 {
@@ -78,6 +81,18 @@ bool lf_dio_mmap(void)
 bool lf_killpriv_v2(void)
 {
 	return taken(LF_FUSE_HANDLE_KILLPRIV_V2);
+}
+
+static atomic_bool uring_refused; /* the kernel refused a ring entry: /dev/fuse after all */
+
+void lf_dev_uring_refused(void)
+{
+	atomic_store(&uring_refused, true);
+}
+
+bool lf_io_uring(void)
+{
+	return taken(LF_FUSE_OVER_IO_URING) && !atomic_load(&uring_refused);
 }
 
 bool lf_parallel_dirops(void)
@@ -112,18 +127,55 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 
 		if (flags & LF_FUSE_INIT_EXT)
 			flags |= (uint64_t)in->flags2 << 32;
-		atomic_store(&offered, flags & LF_INIT_WANT);
+		atomic_store(&offered,
+			     flags & (LF_INIT_WANT | (want_uring ? LF_FUSE_OVER_IO_URING : 0)));
 		atomic_store(&init_unique, h->unique);
 	}
 	errno = err; /* libfuse reads errno after this returns */
 	return n;
 }
 
+/* With -o io_uring, after the INIT reply: the queues' threads, if the reply took
+ * FUSE_OVER_IO_URING (the kernel then holds every request until each queue has an entry);
+ * else why not, and with io_uring=require, no mount. */
+static void uring_after_init(struct lode_fuse *lf, int prepared)
+{
+	enum lf_level lv = lf->o.io_uring > 1 ? LF_ERR : LF_WARN;
+
+	if (taken(LF_FUSE_OVER_IO_URING)) {
+		lf_uring_start(lf);
+		lf_log(LF_INFO, "serving the mount over io_uring");
+		return;
+	}
+	if (!(atomic_load(&offered) & LF_FUSE_OVER_IO_URING))
+		lf_log(lv, "io_uring: the kernel does not offer FUSE over io_uring (Linux 6.14 and "
+			   "later, with /sys/module/fuse/parameters/enable_uring set to Y)");
+	else
+		lf_log(lv, "io_uring: %s", strerror(-prepared));
+	if (lf->o.io_uring > 1) {
+		lf_log(LF_ERR, "io_uring=require: unmounting");
+		fuse_session_exit(lf->se);
+	} else {
+		lf_log(LF_INFO, "serving the mount through /dev/fuse");
+	}
+}
+
+void lf_dev_request_begin(uint64_t unique, uint32_t opcode)
+{
+	lf_metrics_request(opcode);
+	reading.unique = unique;
+	reading.opcode = opcode;
+	reading.start_ns = lf_metrics_now_ns();
+}
+
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	uint64_t want = atomic_load_explicit(&init_unique, memory_order_relaxed);
+	struct lode_fuse *lf = userdata;
+	bool init_reply = false;
+	int prepared = 0;
+	ssize_t n;
 
-	(void)userdata;
 	if (reading.unique && count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
 	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == reading.unique) {
 		lf_metrics_request_done(reading.opcode, lf_metrics_now_ns() - reading.start_ns);
@@ -136,7 +188,18 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 		if (oh->unique == want && oh->error == 0) {
 			uint64_t add = atomic_load(&offered);
+			/* the kernel's max_payload_sz: at least 8 KiB, max_write, max_pages */
+			size_t payload = (size_t)out->max_pages * (size_t)sysconf(_SC_PAGESIZE);
 
+			if (payload < out->max_write)
+				payload = out->max_write;
+			if (payload < FUSE_MIN_READ_BUFFER)
+				payload = FUSE_MIN_READ_BUFFER;
+			/* the queues are made before the reply takes the flag: once it has, the
+			 * kernel serves no request until they are registered */
+			if ((add & LF_FUSE_OVER_IO_URING) &&
+			    (prepared = lf_uring_prepare(lf, fuse_session_fd(lf->se), payload)))
+				add &= ~LF_FUSE_OVER_IO_URING;
 			atomic_store(&init_unique, 0);
 			out->flags |= (uint32_t)add;
 			if (add >> 32) {
@@ -144,13 +207,24 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 				out->flags2 |= (uint32_t)(add >> 32);
 			}
 			atomic_store(&took, add);
+			init_reply = true;
 		}
 	}
-	return writev(fd, iov, count);
+	if (lf->uring && lf_uring_reply(lf, iov, count, &n))
+		return n;
+	n = writev(fd, iov, count);
+	if (init_reply && lf->o.io_uring) {
+		if (n < 0 && taken(LF_FUSE_OVER_IO_URING))
+			lf_uring_stop(lf); /* no INIT reply, no mount */
+		else if (n >= 0)
+			uring_after_init(lf, prepared);
+	}
+	return n;
 }
 
 int lf_dev_hook(struct lode_fuse *lf)
 {
+	want_uring = lf->o.io_uring;
 	static const struct fuse_custom_io io = {.read = dev_read, .writev = dev_writev};
 
 	return fuse_session_custom_io(lf->se, &io, fuse_session_fd(lf->se));

@@ -222,11 +222,13 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	lode_metrics_family(b, "lode_fuse_kernel_feature", "gauge",
 			    "1 where the kernel took the feature in the mount's INIT exchange: "
 			    "direct_io_mmap (O_DIRECT opens bypass the page cache in FUSE's "
-			    "direct_io mode, and can still be mapped), killpriv_v2 (no GETXATTR "
-			    "of security.capability before every write), parallel_dirops (lookups "
+			    "direct_io mode, and can still be mapped), io_uring (requests over "
+			    "io_uring, -o io_uring), killpriv_v2 (no GETXATTR of "
+			    "security.capability before every write), parallel_dirops (lookups "
 			    "in one directory run in parallel).");
 	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"direct_io_mmap\"",
 			    lf_dio_mmap());
+	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"io_uring\"", lf_io_uring());
 	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"killpriv_v2\"",
 			    lf_killpriv_v2());
 	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"parallel_dirops\"",

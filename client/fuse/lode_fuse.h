@@ -66,6 +66,8 @@ struct lf_opts {
 	int root_squash;
 	int lazy_namespace; /* -o namespace=lazy: changes durable at fsync, fsyncdir or 1 s */
 	int lazy_data;	    /* -o data=lazy: fsync returns with the data on every copy's server */
+	int io_uring;	    /* -o io_uring: requests over io_uring where the kernel offers (1), or
+			     * else no mount (2, io_uring=require) */
 	int ro;
 	int foreground;
 	int debug;
@@ -190,6 +192,7 @@ struct lode_fuse {
 	 * Never waited for on a request thread (open_finish_or_defer, fuse_file.c). */
 	pthread_mutex_t olock[LF_OLOCKS];
 	struct lf_defer defer;
+	struct lf_uring *uring;		   /* FUSE-over-io_uring's queues (fuse_uring.c), or NULL */
 	atomic_uint hopen[LF_HOPEN_SLOTS]; /* open handles, by inode (ino % LF_HOPEN_SLOTS) */
 
 	pthread_mutex_t dlock;
@@ -264,6 +267,27 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b);
  * FUSE_HANDLE_KILLPRIV_V2, FUSE_DIRECT_IO_ALLOW_MMAP), and requests are counted. 0 or
  * -errno. */
 int lf_dev_hook(struct lode_fuse *lf);
+/* A ring thread's request (fuse_uring.c), timed as fuse_dev.c times what it reads. */
+void lf_dev_request_begin(uint64_t unique, uint32_t opcode);
+/* The kernel refused a ring entry, and serves the mount through /dev/fuse. */
+void lf_dev_uring_refused(void);
+
+/* ---- fuse_uring.c: requests over io_uring (-o io_uring) ---- */
+
+/* Threads per CPU queue at most, each serving one request at a time. */
+#define LF_URING_THREADS 4
+struct lf_uring;
+/* Makes the queues' rings and buffers for /dev/fuse fd, before the INIT reply takes
+ * FUSE_OVER_IO_URING; payload_max is the kernel's largest request or reply body. Returns 0
+ * or -errno. */
+int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max);
+/* After that INIT reply: registers their entries and starts their threads. */
+void lf_uring_start(struct lode_fuse *lf);
+/* Stops and joins the threads. */
+void lf_uring_stop(struct lode_fuse *lf);
+/* If iov (a reply) answers a ring request: puts it in its entry and commits it, setting
+ * *written as writev would. Returns whether it did. */
+bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ssize_t *written);
 /* Whether the kernel lets MAP_SHARED map a direct_io (O_DIRECT) open: FOPEN_DIRECT_IO
  * then; otherwise O_DIRECT opens use page-cache mode (the kernel still bypasses it). */
 bool lf_dio_mmap(void);
@@ -271,6 +295,7 @@ bool lf_dio_mmap(void);
  * and chown to us and stops asking for security.capability before every write. */
 bool lf_killpriv_v2(void);
 /* Whether the kernel looks names up in one directory in parallel. */
+bool lf_io_uring(void);
 bool lf_parallel_dirops(void);
 
 /* Set once daemonized without --log: lf_log() goes to syslog from then on; else it

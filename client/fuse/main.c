@@ -212,6 +212,10 @@ static void parse_o(struct lf_opts *o, const char *arg, char **fuse_opts)
 			o->metrics = strdup(v); /* for the life of the process, like argv */
 			if (!o->metrics)
 				bad("out of memory");
+		} else if (!strcmp(opt, "io_uring")) {
+			if (v && strcmp(v, "require"))
+				bad("io_uring: expected no value or require, got '%s'", v);
+			o->io_uring = v ? 2 : 1;
 		} else if (!strcmp(opt, "root_squash") && !v)
 			o->root_squash = 1;
 		else if (!strcmp(opt, "no_root_squash") && !v)
@@ -672,6 +676,7 @@ int main(int argc, char **argv)
 	rc = fuse_session_loop_mt(lf->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	lf_defer_stop(lf); /* the request threads are gone: nothing more is deferred */
+	lf_uring_stop(lf); /* after the deferred replies, which may go to a ring */
 	ret = rc < 0 ? 1 : 0;
 	lf_log(LF_INFO, "unmounting %s%s", lf->o.mountpoint, rc < 0 ? " after an error" : "");
 

@@ -73,11 +73,13 @@ start_cluster() {
 	export LODE_KEY_FILE=$CLUSTER_DIR/cluster.key # lode-fuse, lodectl and the tools prove it
 }
 
-# mount_lode MNT [OPTS]: mounts the cluster at MNT (created) with lode-fuse -f.
+# mount_lode MNT [OPTS]: mounts the cluster at MNT (created) with lode-fuse -f, with
+# OPTS and $LODE_TEST_FUSE_OPTS (io_uring.sh runs tests with io_uring=require).
 mount_lode() {
-	local mnt=$1 pid rc=0
+	local mnt=$1 pid rc=0 opts=${2:-}
+	[ -n "${LODE_TEST_FUSE_OPTS:-}" ] && opts=${opts:+$opts,}$LODE_TEST_FUSE_OPTS
 	mkdir -p "$mnt"
-	pid=$("$FIXTURE" mount "$CLUSTER_DIR" "$MDS" "$mnt" ${2:+"$2"}) || rc=$?
+	pid=$("$FIXTURE" mount "$CLUSTER_DIR" "$MDS" "$mnt" ${opts:+"$opts"}) || rc=$?
 	[ $rc -eq 77 ] && exit 77
 	[ $rc -eq 0 ] || fail "mounting at $mnt failed"
 	MOUNTS+=("$mnt $pid")
@@ -144,12 +146,13 @@ own_cluster() {
 	done
 	A=$WORK/a B=$WORK/b
 	mkdir "$A" "$B"
+	local extra=${LODE_TEST_FUSE_OPTS:+"-o $LODE_TEST_FUSE_OPTS"}
 	# shellcheck disable=SC2086 # the options are words
-	"$LODE_FUSE" --mds "$MDS" "$A" -f $1 2>"$WORK/fuse-a.log" &
+	"$LODE_FUSE" --mds "$MDS" "$A" -f $1 $extra 2>"$WORK/fuse-a.log" &
 	pids+=($!)
 	mnts+=("$A")
 	# shellcheck disable=SC2086
-	"$LODE_FUSE" --mds "$MDS" "$B" -f $2 2>"$WORK/fuse-b.log" &
+	"$LODE_FUSE" --mds "$MDS" "$B" -f $2 $extra 2>"$WORK/fuse-b.log" &
 	pids+=($!)
 	mnts+=("$B")
 	for m in "$A" "$B"; do

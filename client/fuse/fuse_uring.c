@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lode-fuse: the kernel's requests over io_uring (FUSE-over-io_uring, Linux 6.14 and
+ * later, with the fuse module's enable_uring parameter set), for a mount with -o io_uring.
+ *
+ * Why: through /dev/fuse a request wakes one of libfuse's request threads, wherever the
+ * scheduler puts it, and the reply wakes the caller again. On a virtual machine a wakeup
+ * of an idle CPU costs tens of microseconds (a halted virtual CPU), and a metadata call
+ * through the mount is mostly such wakeups. Over io_uring the kernel keeps one queue per
+ * CPU and hands a request to the queue of the CPU its caller runs on; here each queue is
+ * served by threads bound to that CPU, so the request and its reply switch between two
+ * threads of one CPU, which the caller was leaving anyway.
+ *
+ * How: the INIT reply takes FUSE_OVER_IO_URING only once a ring per thread is made
+ * (fuse_dev.c; lf_uring_prepare); then up to LF_URING_THREADS threads per possible CPU,
+ * bound to it, each register an entry: a 288-byte header buffer (the request's
+ * fuse_in_header, its first argument, and the ring's own fields) and a payload buffer (the
+ * other arguments). The kernel holds every request of the mount until each queue has an
+ * entry, and falls back to /dev/fuse if it refuses one. A request is laid out as
+ * /dev/fuse would have delivered it (header, first argument, payload, contiguous: the
+ * payload buffer has room for the other two in front of it) and handed to libfuse, whose
+ * reply comes back through fuse_dev.c's writev hook: if it answers a ring request, it goes
+ * into that entry's buffers and is committed with the fetch of the next request (one
+ * system call). FORGETs and INTERRUPTs still come through /dev/fuse, and notifications go
+ * there.
+ *
+ * Entries and threads. The kernel gives a request only to an entry waiting for one, and
+ * a thread serves its entries one request at a time: a thread busy with a slow request
+ * (an MDS failover, a read from a dead OSS until its timeout) holds back only what came
+ * to its own entries, and a CPU's threads (up to LF_URING_THREADS) are its concurrency.
+ * A request answered later by another thread (fuse_defer.c: an open that waits for a
+ * lock, or hands the kernel pages) keeps its entry until then, and that wait may be for a
+ * READ on the same queue (a page the store needs is locked until its READ is answered):
+ * so a thread left with no entry waiting registers another, and each keeps one waiting
+ * while its others are held. And the kernel does the work of a command (copying the next
+ * request into the entry) on the thread that submitted it, so only an entry's own thread
+ * commits its replies: a deferred reply wakes it to do so.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lode_fuse.h"
+
+/* The kernel's interface (include/uapi/linux/fuse.h, protocol 7.42), absent from older
+ * headers such as Debian 12's. */
+#define LF_URING_HDR_IN_OUT 128
+#define LF_URING_OP_IN	    128
+#define LF_URING_REGISTER   1
+#define LF_URING_COMMIT	    2
+
+struct lf_uring_ent_in_out {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint32_t payload_sz;
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+struct lf_uring_req_header {
+	char in_out[LF_URING_HDR_IN_OUT]; /* fuse_in_header, or our fuse_out_header */
+	char op_in[LF_URING_OP_IN];	  /* the request's first argument */
+	struct lf_uring_ent_in_out ring;
+};
+
+struct lf_uring_cmd_req {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+_Static_assert(sizeof(struct lf_uring_req_header) == 288, "FUSE ring header");
+_Static_assert(sizeof(struct lf_uring_cmd_req) == 24, "FUSE ring command");
+
+/* Room in front of the payload for the header and the first argument, laid out there. */
+#define HEADROOM (sizeof(struct fuse_in_header) + LF_URING_OP_IN)
+/* The most entries a thread registers (each a payload buffer, touched as used). */
+#define ENTS_MAX 256
+
+/* What a NOP's user_data says to the thread it wakes (a command's is its entry). */
+#define WAKE_STOP   0
+#define WAKE_COMMIT 1
+
+struct lf_uring_ent {
+	struct lf_uring_thread *t;
+	struct lf_uring_req_header *hdr;
+	char *payload;
+	char *region; /* hdr, then HEADROOM, then the payload (mmap) */
+	size_t region_len;
+	struct iovec iov[2];
+	_Atomic uint64_t unique; /* the request in service; 0: none */
+	_Atomic uint64_t commit; /* its reply, made on another thread, to commit */
+	bool served;		 /* a request came: the kernel took the entry */
+};
+
+struct lf_uring_thread {
+	struct lf_uring *u;
+	unsigned qid;
+	pthread_t th;
+	bool started;
+	struct io_uring ring;
+	bool ring_ok;
+	pthread_mutex_t sq_lock; /* the ring's submission queue: a deferred reply's thread too */
+	unsigned waiting;	 /* entries waiting for a request (ring_main's thread) */
+	unsigned nents;		 /* entries registered (ring_main's thread) */
+	unsigned errors;	 /* entries registered again (ring_main) */
+};
+
+struct lf_uring {
+	struct lode_fuse *lf;
+	int fd;
+	size_t payload_max;
+	unsigned nq, per_q;
+	_Atomic bool stopping;
+	struct lf_uring_thread *t; /* nq * per_q */
+	pthread_mutex_t lock;	   /* ents */
+	struct lf_uring_ent **ents;
+	unsigned nents, cap;
+};
+
+static _Thread_local struct lf_uring_ent *serving; /* the ring thread's request now */
+
+/* The possible CPUs: the kernel's queue count (num_possible_cpus). */
+static unsigned possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	unsigned lo, hi, n = 0;
+
+	if (!f)
+		return (unsigned)sysconf(_SC_NPROCESSORS_CONF);
+	/* "0-63" or "0" (or a list, "0-3,8-11"): the highest one plus one */
+	for (int c; fscanf(f, "%u", &lo) == 1;) {
+		hi = lo;
+		c = fgetc(f);
+		if (c == '-' && fscanf(f, "%u", &hi) == 1)
+			c = fgetc(f);
+		if (hi + 1 > n)
+			n = hi + 1;
+		if (c != ',')
+			break;
+	}
+	fclose(f);
+	return n ? n : 1;
+}
+
+/* A free SQE of t's ring, with its submission lock held (any thread); NULL if none. */
+static struct io_uring_sqe *sqe_take(struct lf_uring_thread *t)
+{
+	struct io_uring_sqe *sqe;
+
+	pthread_mutex_lock(&t->sq_lock);
+	sqe = io_uring_get_sqe(&t->ring);
+	if (!sqe)
+		pthread_mutex_unlock(&t->sq_lock);
+	return sqe;
+}
+
+/* Submits what sqe_take gave, and drops the lock. Returns 0 or -errno. */
+static int sqe_submit(struct lf_uring_thread *t)
+{
+	int rc = io_uring_submit(&t->ring);
+
+	pthread_mutex_unlock(&t->sq_lock);
+	return rc < 0 ? rc : 0;
+}
+
+/* Submits a command for e (REGISTER or COMMIT_AND_FETCH) on its thread's ring: only
+ * that thread. Returns 0 or -errno. */
+static int submit_cmd(struct lf_uring_ent *e, uint32_t op, uint64_t commit_id)
+{
+	struct lf_uring_thread *t = e->t;
+	struct io_uring_sqe *sqe = sqe_take(t);
+	struct lf_uring_cmd_req *cr;
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, 128);
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = t->u->fd;
+	sqe->cmd_op = op;
+	sqe->user_data = (uintptr_t)e;
+	cr = (struct lf_uring_cmd_req *)sqe->cmd;
+	cr->qid = (uint16_t)t->qid;
+	cr->commit_id = commit_id;
+	if (op == LF_URING_REGISTER) {
+		sqe->addr = (uintptr_t)e->iov;
+		sqe->len = 2;
+	}
+	return sqe_submit(t);
+}
+
+/* Wakes t's thread (any thread). */
+static int submit_nop(struct lf_uring_thread *t, uint64_t why)
+{
+	struct io_uring_sqe *sqe = sqe_take(t);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_nop(sqe);
+	sqe->user_data = why;
+	return sqe_submit(t);
+}
+
+static void ent_free(struct lf_uring_ent *e)
+{
+	if (e->region)
+		munmap(e->region, e->region_len);
+	free(e);
+}
+
+/* A new entry of t, listed (not registered). */
+static struct lf_uring_ent *ent_new(struct lf_uring_thread *t)
+{
+	struct lf_uring *u = t->u;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t front = (sizeof(struct lf_uring_req_header) + HEADROOM + page - 1) / page * page;
+	struct lf_uring_ent *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->t = t;
+	e->region_len = front + u->payload_max;
+	e->region =
+	    mmap(NULL, e->region_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e->region == MAP_FAILED) {
+		free(e);
+		return NULL;
+	}
+	e->hdr = (struct lf_uring_req_header *)e->region;
+	e->payload = e->region + front;
+	e->iov[0] = (struct iovec){e->hdr, sizeof(*e->hdr)};
+	e->iov[1] = (struct iovec){e->payload, u->payload_max};
+	pthread_mutex_lock(&u->lock);
+	if (u->nents == u->cap) {
+		unsigned cap = u->cap ? 2 * u->cap : 64;
+		struct lf_uring_ent **n = realloc(u->ents, cap * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&u->lock);
+			ent_free(e);
+			return NULL;
+		}
+		u->ents = n;
+		u->cap = cap;
+	}
+	u->ents[u->nents++] = e;
+	pthread_mutex_unlock(&u->lock);
+	return e;
+}
+
+/* Registers a new entry of t (its thread). Returns 0 or -errno. */
+static int ent_add(struct lf_uring_thread *t)
+{
+	struct lf_uring_ent *e;
+	int rc;
+
+	if (t->nents >= ENTS_MAX)
+		return -ENOSPC;
+	e = ent_new(t);
+	if (!e)
+		return -ENOMEM;
+	rc = submit_cmd(e, LF_URING_REGISTER, 0);
+	if (!rc) {
+		t->waiting++;
+		t->nents++;
+	}
+	return rc; /* a listed entry never registered stays until the stop */
+}
+
+/* The request now in e's buffers, to libfuse as /dev/fuse would have delivered it. */
+static void serve(struct lf_uring_ent *e)
+{
+	struct lf_uring_thread *t = e->t;
+	struct fuse_in_header ih;
+	uint32_t psz = e->hdr->ring.payload_sz;
+	size_t arg0;
+	char *lin;
+	struct fuse_buf fb = {0};
+
+	memcpy(&ih, e->hdr->in_out, sizeof(ih));
+	if (psz > t->u->payload_max || ih.len < sizeof(ih) + psz ||
+	    (arg0 = ih.len - sizeof(ih) - psz) > LF_URING_OP_IN) {
+		/* not what the kernel sends: answer it EIO rather than guess */
+		struct fuse_out_header oh = {.len = sizeof(oh), .error = -EIO, .unique = ih.unique};
+
+		lf_log(LF_ERR, "io_uring: a request of opcode %u with length %u and payload %u",
+		       ih.opcode, ih.len, psz);
+		memcpy(e->hdr->in_out, &oh, sizeof(oh));
+		e->hdr->ring.payload_sz = 0;
+		if (!submit_cmd(e, LF_URING_COMMIT, ih.unique))
+			t->waiting++;
+		return;
+	}
+	lin = e->payload - sizeof(ih) - arg0;
+	memcpy(lin, &ih, sizeof(ih));
+	memcpy(lin + sizeof(ih), e->hdr->op_in, arg0);
+	fb.mem = lin;
+	fb.size = ih.len;
+	atomic_store_explicit(&e->unique, ih.unique, memory_order_release);
+	serving = e;
+	lf_dev_request_begin(ih.unique, ih.opcode);
+	fuse_session_process_buf(t->u->lf->se, &fb);
+	serving = NULL;
+	/* answered later by another thread: the entry stays the request's until then, and the
+	 * thread must not be left with none waiting (see the top of this file) */
+	if (!t->waiting && ent_add(t)) {
+		static _Atomic bool told;
+
+		if (!atomic_exchange(&told, true))
+			lf_log(LF_ERR,
+			       "io_uring queue %u: no entry to add; requests on this CPU "
+			       "wait for the deferred ones",
+			       t->qid);
+	}
+}
+
+/* Commits the replies other threads made for t's entries (ring_main's thread). */
+static void commit_deferred(struct lf_uring_thread *t)
+{
+	struct lf_uring *u = t->u;
+
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < u->nents; i++) {
+		struct lf_uring_ent *e = u->ents[i];
+		uint64_t id;
+
+		if (e->t != t || !atomic_load_explicit(&e->commit, memory_order_acquire))
+			continue;
+		id = atomic_exchange(&e->commit, 0);
+		if (!submit_cmd(e, LF_URING_COMMIT, id))
+			t->waiting++;
+		else
+			lf_log(LF_ERR, "io_uring queue %u: cannot commit a reply", t->qid);
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+static void *ring_main(void *arg)
+{
+	struct lf_uring_thread *t = arg;
+	struct lf_uring *u = t->u;
+
+	/* registered by this thread, which the kernel's work for the entry then runs on */
+	if (ent_add(t)) {
+		lf_log(LF_ERR, "io_uring queue %u: cannot register an entry", t->qid);
+		return NULL;
+	}
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct lf_uring_ent *e;
+		int rc = io_uring_wait_cqe(&t->ring, &cqe);
+		int res;
+
+		if (rc == -EINTR)
+			continue;
+		if (rc < 0)
+			break;
+		res = cqe->res;
+		e = (struct lf_uring_ent *)(uintptr_t)cqe->user_data;
+		io_uring_cqe_seen(&t->ring, cqe);
+		if (atomic_load(&u->stopping))
+			break;
+		if (cqe->user_data == WAKE_COMMIT) {
+			commit_deferred(t);
+			continue;
+		}
+		if (cqe->user_data == WAKE_STOP)
+			continue;
+		t->waiting--;
+		if (res == -ENOTCONN || res == -ECANCELED || res == -ECONNABORTED)
+			break; /* the mount is going */
+		if (res < 0 && !e->served) {
+			/* the kernel refused the entry: it then serves the mount through
+			 * /dev/fuse */
+			lf_log(LF_ERR, "io_uring queue %u: the kernel refused an entry: %s", t->qid,
+			       strerror(-res));
+			lf_dev_uring_refused();
+			if (u->lf->o.io_uring > 1) {
+				lf_log(LF_ERR, "io_uring=require: unmounting");
+				fuse_session_exit(u->lf->se);
+			}
+			break;
+		}
+		if (res < 0) {
+			/* a commit the kernel refused (its request gone, an interrupted one): the
+			 * entry is the kernel's no more; register it again, as at the start */
+			lf_log(LF_ERR, "io_uring queue %u: %s; registering the entry again", t->qid,
+			       strerror(-res));
+			atomic_store_explicit(&e->unique, 0, memory_order_release);
+			if (++t->errors > 100 || submit_cmd(e, LF_URING_REGISTER, 0)) {
+				lf_log(LF_ERR, "io_uring queue %u: a thread stops", t->qid);
+				break;
+			}
+			t->waiting++;
+			continue;
+		}
+		e->served = true;
+		serve(e);
+	}
+	return NULL;
+}
+
+/* The entry of a request in service, by its unique id; NULL if none. */
+static struct lf_uring_ent *ent_of(struct lf_uring *u, uint64_t unique)
+{
+	struct lf_uring_ent *e = serving, *found = NULL;
+
+	if (e && e->t->u == u && atomic_load_explicit(&e->unique, memory_order_acquire) == unique)
+		return e;
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < u->nents && !found; i++)
+		if (atomic_load_explicit(&u->ents[i]->unique, memory_order_acquire) == unique)
+			found = u->ents[i];
+	pthread_mutex_unlock(&u->lock);
+	return found;
+}
+
+bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ssize_t *written)
+{
+	struct lf_uring *u = lf->uring;
+	const struct fuse_out_header *oh = iov[0].iov_base;
+	size_t body = 0, total = iov[0].iov_len;
+	struct fuse_out_header out;
+	struct lf_uring_ent *e;
+	int rc;
+
+	if (!u || iov[0].iov_len < sizeof(*oh) || !oh->unique)
+		return false;
+	e = ent_of(u, oh->unique);
+	if (!e)
+		return false;
+	for (int i = 1; i < count; i++)
+		total += iov[i].iov_len;
+	if (total - iov[0].iov_len > u->payload_max) {
+		*written = -1;
+		errno = EINVAL;
+		return true;
+	}
+	for (int i = 1; i < count; i++) {
+		memcpy(e->payload + body, iov[i].iov_base, iov[i].iov_len);
+		body += iov[i].iov_len;
+	}
+	out = *oh;
+	out.len = (uint32_t)(sizeof(out) + body);
+	memcpy(e->hdr->in_out, &out, sizeof(out));
+	e->hdr->ring.payload_sz = (uint32_t)body;
+	atomic_store_explicit(&e->unique, 0, memory_order_release);
+	if (e == serving) {
+		rc = submit_cmd(e, LF_URING_COMMIT, oh->unique);
+		if (!rc)
+			e->t->waiting++;
+	} else {
+		/* only the entry's thread may commit (see the top of this file) */
+		atomic_store_explicit(&e->commit, oh->unique, memory_order_release);
+		rc = submit_nop(e->t, WAKE_COMMIT);
+	}
+	if (rc) {
+		*written = -1;
+		errno = EIO;
+		return true;
+	}
+	*written = (ssize_t)total;
+	return true;
+}
+
+void lf_uring_stop(struct lode_fuse *lf)
+{
+	struct lf_uring *u = lf->uring;
+	unsigned n;
+
+	if (!u)
+		return;
+	n = u->nq * u->per_q;
+	atomic_store(&u->stopping, true);
+	for (unsigned i = 0; i < n; i++) {
+		struct lf_uring_thread *t = &u->t[i];
+
+		if (!t->started)
+			continue;
+		submit_nop(t, WAKE_STOP);
+		pthread_join(t->th, NULL);
+	}
+	lf->uring = NULL;
+	for (unsigned i = 0; i < n; i++) {
+		if (u->t[i].ring_ok)
+			io_uring_queue_exit(&u->t[i].ring);
+		pthread_mutex_destroy(&u->t[i].sq_lock);
+	}
+	for (unsigned i = 0; i < u->nents; i++)
+		ent_free(u->ents[i]);
+	free(u->ents);
+	pthread_mutex_destroy(&u->lock);
+	free(u->t);
+	free(u);
+}
+
+int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
+{
+	struct lf_uring *u = calloc(1, sizeof(*u));
+	unsigned n;
+	int rc = 0;
+
+	if (!u)
+		return -ENOMEM;
+	u->lf = lf;
+	u->fd = fd;
+	u->payload_max = payload_max;
+	pthread_mutex_init(&u->lock, NULL);
+	u->nq = possible_cpus();
+	/* up to LF_URING_THREADS a CPU, about 64 in all, at least 2 a CPU */
+	u->per_q = 64 / u->nq;
+	if (u->per_q > LF_URING_THREADS)
+		u->per_q = LF_URING_THREADS;
+	if (u->per_q < 2)
+		u->per_q = 2;
+	n = u->nq * u->per_q;
+	u->t = calloc(n, sizeof(*u->t));
+	if (!u->t) {
+		free(u);
+		return -ENOMEM;
+	}
+	lf->uring = u;
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct lf_uring_thread *t = &u->t[i];
+		struct io_uring_params p = {.flags = IORING_SETUP_SQE128};
+
+		t->u = u;
+		t->qid = i / u->per_q;
+		pthread_mutex_init(&t->sq_lock, NULL);
+		/* a command per entry at most in flight, and the wakeups */
+		rc = io_uring_queue_init_params(64, &t->ring, &p);
+		t->ring_ok = !rc;
+	}
+	if (rc)
+		lf_uring_stop(lf);
+	return rc;
+}
+
+void lf_uring_start(struct lode_fuse *lf)
+{
+	struct lf_uring *u = lf->uring;
+	unsigned n = u->nq * u->per_q;
+
+	/* each thread registers its entry (ring_main); the kernel holds every request of the
+	 * mount until each queue has one, and one it refuses makes it serve the mount
+	 * through /dev/fuse */
+	for (unsigned i = 0; i < n; i++) {
+		struct lf_uring_thread *t = &u->t[i];
+		pthread_attr_t a;
+		cpu_set_t set;
+
+		pthread_attr_init(&a);
+		CPU_ZERO(&set);
+		CPU_SET(t->qid, &set);
+		/* bound to its queue's CPU where the cpuset allows (else anywhere) */
+		if (pthread_attr_setaffinity_np(&a, sizeof(set), &set) ||
+		    pthread_create(&t->th, &a, ring_main, t)) {
+			pthread_attr_destroy(&a);
+			if (pthread_create(&t->th, NULL, ring_main, t))
+				continue;
+		} else {
+			pthread_attr_destroy(&a);
+		}
+		t->started = true;
+	}
+}
