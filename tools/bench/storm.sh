@@ -4,7 +4,8 @@
 #
 #   tools/bench/storm.sh [--procs "1 8 64"] [--sizes "create 65536 1048576"] [--files N]
 #                        [--create-files N] [--single N] [--copies N] [--rank-dirs]
-#                        [--no-moosefs] [--no-lazy] [--rounds N] [--out FILE] [--work DIR]
+#                        [--no-moosefs] [--no-lazy] [--fuse-opts OPTS] [--rounds N]
+#                        [--out FILE] [--work DIR]
 #
 # Storm: for each shard size (bytes; default 64 KiB and 1 MiB) and each process count,
 # that many processes spread over two mounts each create, write, fsync, close and rename
@@ -26,6 +27,8 @@
 # two more with -o namespace=lazy,data=lazy (namespace changes durable at fsync, fsyncdir
 # or within a second; fsync returns with the data on every copy's server, unsynced:
 # MooseFS's contract; docs/fuse.md), unless --no-lazy.
+# --fuse-opts OPTS: more -o options for every Lode mount (io_uring: the kernel's requests
+# over io_uring, docs/fuse.md).
 # Single-threaded: fs_io meta (create, stat, readdir, unlink of --single files, default
 # 2000; and 8 threads stat()ing them all through the other mount, which never had the
 # names: a loader's workers scanning a dataset directory) and fs_io small (64 KiB files
@@ -56,7 +59,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LODE_BUILD:-$root/build}
 procs="1 8 64" sizes="create 65536 1048576" files=256 create_files=4096 single=2000 copies="" rank_dirs="" rounds=1
-moosefs=1 lazy=1 out="" workbase=/var/tmp
+moosefs=1 lazy=1 fuse_opts="" out="" workbase=/var/tmp
 num() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "storm.sh: $1 needs a positive number" >&2; exit 2; }; }
 while (($#)); do
 	case $1 in
@@ -71,6 +74,7 @@ while (($#)); do
 	--rank-dirs) rank_dirs=--rank-dirs; shift ;;
 	--no-moosefs) moosefs=0; shift ;;
 	--no-lazy) lazy=0; shift ;;
+	--fuse-opts) fuse_opts=${2:?--fuse-opts needs options}; shift 2 ;;
 	--rounds) num "$1" "${2:-}"; rounds=$2; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--work) workbase=${2:?--work needs a directory}; shift 2 ;;
@@ -121,10 +125,10 @@ lode_mnt=() lazy_mnt=()
 for m in a b la lb; do
 	[[ $m == l* ]] && ((!lazy)) && continue
 	if [[ $m == l* ]]; then
-		lode_mount "$work/$m" -o namespace=lazy,data=lazy
+		lode_mount "$work/$m" -o "namespace=lazy,data=lazy${fuse_opts:+,$fuse_opts}"
 		lazy_mnt+=("$work/$m")
 	else
-		lode_mount "$work/$m"
+		lode_mount "$work/$m" ${fuse_opts:+-o "$fuse_opts"}
 		lode_mnt+=("$work/$m")
 	fi
 done
