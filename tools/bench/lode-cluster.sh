@@ -41,7 +41,8 @@ bench_wait_file() {
 
 # lode_cluster_up [LODE-MDS ARGS...]: a cluster key, lode-mds (with the extra arguments)
 # and 3 lode-oss under $work, waited for until all 3 targets are up; exports LODE_MDS and
-# LODE_KEY_FILE, and keeps the lode-oss processes in oss_pids.
+# LODE_KEY_FILE, and keeps the lode-oss processes in oss_pids. With oss_metrics set, each
+# lode-oss serves metrics on loopback, its address in $work/ossN.metrics.
 lode_cluster_up() {
 	local i
 	"$build/tools/lodectl" key generate "$work/key" >/dev/null
@@ -53,8 +54,11 @@ lode_cluster_up() {
 	LODE_MDS=$(cat "$work/mds.addr")
 	export LODE_MDS
 	for i in 0 1 2; do
+		# shellcheck disable=SC2086 # words
 		"$build/oss/lode-oss" --data "$work/oss$i" --listen tcp://127.0.0.1:0 --mds "$LODE_MDS" \
-			--key "$work/key" --port-file "$work/oss$i.addr" 2>"$work/oss$i.log" &
+			--key "$work/key" --port-file "$work/oss$i.addr" \
+			${oss_metrics:+--metrics 127.0.0.1:0 --metrics-port-file $work/oss$i.metrics} \
+			2>"$work/oss$i.log" &
 		pids+=($!)
 		oss_pids+=($!)
 	done
