@@ -31,7 +31,7 @@ while (($#)); do
 	*) echo "fuse_ops.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
-((${#opts[@]})) || opts=(namespace=lazy,data=lazy)
+((${#opts[@]})) || opts=("namespace=lazy,data=lazy")
 [[ $(id -u) == 0 ]] || { echo "fuse_ops.sh: needs root (mounts)" >&2; exit 2; }
 
 . "$root/tools/bench/lode-cluster.sh"
