@@ -39,6 +39,13 @@ need_prog curl
 own_cluster "-o attr_timeout=60,entry_timeout=60,negative_timeout=60 --metrics 127.0.0.1:0 --metrics-port-file $WORK/fuse-a.metrics" ""
 wait_file "$WORK/fuse-a.metrics"
 FUSE_URL="http://$(cat "$WORK/fuse-a.metrics")/metrics"
+# over io_uring when io_uring.sh runs this test, through /dev/fuse otherwise: the counts
+# below hold either way
+uring=0
+[[ ${LODE_TEST_FUSE_OPTS:-} == *io_uring* ]] && uring=1
+stat "$A" >/dev/null # the kernel's INIT exchange is over once a request was answered
+curl -sf "$FUSE_URL" | grep -Eq "^lode_fuse_kernel_feature\{feature=\"io_uring\"\} $uring\$" ||
+	fail "lode_fuse_kernel_feature{feature=\"io_uring\"} is not $uring on mount A"
 obj_reads() { # OBJ_READs both OSS answered so far
 	for u in "${OSS_URL[@]}"; do curl -sf "$u"; done |
 		sed -n 's/^lode_requests_total{op="obj_read"} \([0-9]*\)$/\1/p' | awk '{ t += $1 } END { print t + 0 }'
