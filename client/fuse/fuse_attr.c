@@ -30,12 +30,6 @@ static void reply_attr(fuse_req_t req, struct lode_fuse *lf, const struct lode_s
 	reply_attr_for(req, lf, st, lf->o.attr_timeout);
 }
 
-/* A file this mount is writing: its size and mtime are the writer's (lf_getattr). */
-static bool writing(struct lode_fuse *lf, const struct lode_stat *st)
-{
-	return S_ISREG(st->mode) && lf_writer_exists(lf, st->ino);
-}
-
 void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lode_fuse *lf = lf_req(req);
@@ -44,7 +38,12 @@ void lf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	(void)fi;
-	if (lf_dirattr_get(lf, ino, &st, &ttl) && !writing(lf, &st)) {
+	/* Never for a file this mount is writing: its size and mtime are the writer's
+	 * (lf_getattr). The writer first: one that is closing is waited for, and it forgets
+	 * the file's entry before it goes, so the entry is read after that. Read before, an
+	 * open's attributes from before this mount's last write answered a stat after it
+	 * (fuse-posix-more, once under ASan: an append's size lost). */
+	if (!lf_writer_exists(lf, ino) && lf_dirattr_get(lf, ino, &st, &ttl)) {
 		/* a directory a create, unlink or rename of ours just changed, or a file a
 		 * read-only open just found: its reply said how it is now, for the rest of
 		 * attr_timeout */
