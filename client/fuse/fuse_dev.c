@@ -66,7 +66,6 @@
 static _Atomic uint64_t init_unique; /* INIT's unique id once seen, while its reply is due */
 static _Atomic uint64_t offered;     /* of LF_INIT_WANT, those the kernel offered */
 static _Atomic uint64_t took;	     /* and our INIT reply took */
-static bool want_uring;		     /* -o io_uring: LF_FUSE_OVER_IO_URING too */
 
 static bool taken(uint64_t flag)
 {
@@ -106,20 +105,24 @@ static _Thread_local struct {
 	uint32_t opcode;
 } reading;
 
+void lf_dev_request_begin(uint64_t unique, uint32_t opcode)
+{
+	lf_metrics_request(opcode);
+	reading.unique = unique;
+	reading.opcode = opcode;
+	reading.start_ns = lf_metrics_now_ns();
+}
+
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 	int err = errno;
 	const struct fuse_in_header *h = buf;
+	const struct lode_fuse *lf = userdata;
 
-	(void)userdata;
 	reading.unique = 0;
-	if (n >= (ssize_t)sizeof(*h)) {
-		lf_metrics_request(h->opcode);
-		reading.unique = h->unique;
-		reading.opcode = h->opcode;
-		reading.start_ns = lf_metrics_now_ns();
-	}
+	if (n >= (ssize_t)sizeof(*h))
+		lf_dev_request_begin(h->unique, h->opcode);
 	if (n >= (ssize_t)(sizeof(*h) + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    h->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
@@ -128,7 +131,7 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 		if (flags & LF_FUSE_INIT_EXT)
 			flags |= (uint64_t)in->flags2 << 32;
 		atomic_store(&offered,
-			     flags & (LF_INIT_WANT | (want_uring ? LF_FUSE_OVER_IO_URING : 0)));
+			     flags & (LF_INIT_WANT | (lf->o.io_uring ? LF_FUSE_OVER_IO_URING : 0)));
 		atomic_store(&init_unique, h->unique);
 	}
 	errno = err; /* libfuse reads errno after this returns */
@@ -160,12 +163,15 @@ static void uring_after_init(struct lode_fuse *lf, int prepared)
 	}
 }
 
-void lf_dev_request_begin(uint64_t unique, uint32_t opcode)
+/* The largest request or reply body the kernel sends or takes once the INIT reply out is
+ * in (its max_payload_sz): max_write, max_pages' pages, at least 8 KiB. */
+static size_t max_payload(const struct fuse_init_out *out)
 {
-	lf_metrics_request(opcode);
-	reading.unique = unique;
-	reading.opcode = opcode;
-	reading.start_ns = lf_metrics_now_ns();
+	size_t n = (size_t)out->max_pages * (size_t)sysconf(_SC_PAGESIZE);
+
+	if (n < out->max_write)
+		n = out->max_write;
+	return n < FUSE_MIN_READ_BUFFER ? FUSE_MIN_READ_BUFFER : n;
 }
 
 static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -188,17 +194,12 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 		if (oh->unique == want && oh->error == 0) {
 			uint64_t add = atomic_load(&offered);
-			/* the kernel's max_payload_sz: at least 8 KiB, max_write, max_pages */
-			size_t payload = (size_t)out->max_pages * (size_t)sysconf(_SC_PAGESIZE);
 
-			if (payload < out->max_write)
-				payload = out->max_write;
-			if (payload < FUSE_MIN_READ_BUFFER)
-				payload = FUSE_MIN_READ_BUFFER;
 			/* the queues are made before the reply takes the flag: once it has, the
 			 * kernel serves no request until they are registered */
 			if ((add & LF_FUSE_OVER_IO_URING) &&
-			    (prepared = lf_uring_prepare(lf, fuse_session_fd(lf->se), payload)))
+			    (prepared =
+				 lf_uring_prepare(lf, fuse_session_fd(lf->se), max_payload(out))))
 				add &= ~LF_FUSE_OVER_IO_URING;
 			atomic_store(&init_unique, 0);
 			out->flags |= (uint32_t)add;
@@ -224,7 +225,6 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 int lf_dev_hook(struct lode_fuse *lf)
 {
-	want_uring = lf->o.io_uring;
 	static const struct fuse_custom_io io = {.read = dev_read, .writev = dev_writev};
 
 	return fuse_session_custom_io(lf->se, &io, fuse_session_fd(lf->se));

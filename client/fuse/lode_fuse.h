@@ -281,7 +281,7 @@ struct lf_uring;
  * FUSE_OVER_IO_URING; payload_max is the kernel's largest request or reply body. Returns 0
  * or -errno. */
 int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max);
-/* After that INIT reply: registers their entries and starts their threads. */
+/* After that INIT reply: starts their threads, each of which registers its entry. */
 void lf_uring_start(struct lode_fuse *lf);
 /* Stops and joins the threads. */
 void lf_uring_stop(struct lode_fuse *lf);
@@ -294,8 +294,9 @@ bool lf_dio_mmap(void);
 /* Whether the kernel leaves dropping setuid, setgid and capabilities on write, truncate
  * and chown to us and stops asking for security.capability before every write. */
 bool lf_killpriv_v2(void);
-/* Whether the kernel looks names up in one directory in parallel. */
+/* Whether the mount's requests come over io_uring (fuse_uring.c). */
 bool lf_io_uring(void);
+/* Whether the kernel looks names up in one directory in parallel. */
 bool lf_parallel_dirops(void);
 
 /* Set once daemonized without --log: lf_log() goes to syslog from then on; else it
