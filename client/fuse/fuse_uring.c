@@ -514,7 +514,6 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	u->lf = lf;
 	u->fd = fd;
 	u->payload_max = payload_max;
-	pthread_mutex_init(&u->lock, NULL);
 	u->nq = possible_cpus();
 	/* up to LF_URING_THREADS a CPU, about 64 in all, at least 2 a CPU */
 	u->per_q = 64 / u->nq;
@@ -528,6 +527,7 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 		free(u);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&u->lock, NULL);
 	lf->uring = u;
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct lf_uring_thread *t = &u->t[i];
