@@ -57,6 +57,14 @@ grep -q "data: expected durable or lazy, got 'fast'" "$WORK/bad.txt" ||
 	fail "unclear error for -o data=fast: $(cat "$WORK/bad.txt")"
 mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o data=fast"
 
+echo "== so is an io_uring= value other than require"
+if "$LODE_FUSE" --mds "$MDS" "$WORK/x" -f -o io_uring=fast 2>"$WORK/bad.txt"; then
+	fail "lode-fuse took -o io_uring=fast"
+fi
+grep -q "io_uring: expected no value or require, got 'fast'" "$WORK/bad.txt" ||
+	fail "unclear error for -o io_uring=fast: $(cat "$WORK/bad.txt")"
+mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o io_uring=fast"
+
 mkdir "$A/d"
 create "$A/d" lazy 100
 create "$B/d" durable 50
