@@ -680,6 +680,10 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_destroy(cfg);
 	lf_defer_stop(lf); /* the request threads are gone: nothing more is deferred */
 	lf_uring_stop(lf); /* after the deferred replies, which may go to a ring */
+	/* io_uring=require without io_uring (the kernel did not offer it, or refused an
+	 * entry) ended the session: that mount failed, which the exit status says too */
+	if (lf->o.io_uring > 1 && !lf_io_uring())
+		rc = -1;
 	ret = rc < 0 ? 1 : 0;
 	lf_log(LF_INFO, "unmounting %s%s", lf->o.mountpoint, rc < 0 ? " after an error" : "");
 
