@@ -19,7 +19,7 @@ param=/sys/module/fuse/parameters/enable_uring
 old=$(cat $param)
 own_cluster "" ""
 # from here on the parameter is put back however the test ends
-trap 'rc=$?; echo "$old" > $param; (exit $rc); own_cluster_cleanup' EXIT
+at_cleanup "echo $old > $param"
 echo N > $param || skip "cannot turn $param off"
 
 echo "== -o io_uring where it is not offered: a mount through /dev/fuse"

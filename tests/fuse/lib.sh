@@ -24,11 +24,27 @@ CLUSTER_DIR=
 MDS=
 MOUNTS=()	# "MNT PID" pairs
 TMPFS=()
+AT_CLEANUP=()	# commands run first when the test ends (at_cleanup)
+
+# at_cleanup CMD: runs CMD (eval) first when the test ends, however it ends, before its
+# mounts and servers go: to put back what the test changed outside its own directory, or
+# to let processes it stopped go on.
+at_cleanup() {
+	AT_CLEANUP+=("$1")
+}
+
+run_at_cleanup() {
+	local c
+	for c in "${AT_CLEANUP[@]}"; do
+		eval "$c"
+	done
+}
 
 cleanup() {
 	local rc=$? m
 	set +e
 	trap - EXIT INT TERM
+	run_at_cleanup
 	for m in "${MOUNTS[@]}"; do
 		"$FIXTURE" umount ${m% *} ${m#* } || echo "cleanup: unmounting ${m% *} failed" >&2
 	done
@@ -169,6 +185,7 @@ own_cluster_cleanup() {
 	local rc=$? m p
 	set +e
 	trap - EXIT INT TERM
+	run_at_cleanup
 	for m in "${mnts[@]}"; do
 		findmnt -M "$m" >/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
