@@ -27,7 +27,17 @@
  * Entries and threads. The kernel gives a request only to an entry waiting for one, and
  * a thread serves its entries one request at a time: a thread busy with a slow request
  * (an MDS failover, a read from a dead OSS until its timeout) holds back only what came
- * to its own entries, and a CPU's threads (up to LF_URING_THREADS) are its concurrency.
+ * to its own entries. A CPU's queue starts with LF_URING_THREADS threads and keeps
+ * LF_URING_SPARE entries waiting: a thread that takes a request leaving fewer starts
+ * more (up to max_threads a queue), as libfuse keeps idle threads. The kernel hands a new
+ * request straight to a waiting entry; with none waiting it queues the request, and hands
+ * queued ones out only when a reply is committed on that queue, not when an entry is
+ * registered. So a queue that ran out while its threads were stuck on a server (reads
+ * from a stopped OSS, until the mount's timeout) would hold every other call made on
+ * that CPU until one came back. So a thread that takes a queue's last waiting entry does
+ * not serve it itself: the request goes to a thread of its own (up to max_threads such
+ * at once, as libfuse's), and the ring thread registers another entry at once. The
+ * spares keep that rare, and each reply on the queue hands out one queued request.
  * A request answered later by another thread (fuse_defer.c: an open that waits for a
  * lock, or hands the kernel pages) keeps its entry until then, and that wait may be for a
  * READ on the same queue (a page the store needs is locked until its READ is answered):
@@ -105,6 +115,7 @@ struct lf_uring_ent {
 struct lf_uring_thread {
 	struct lf_uring *u;
 	unsigned qid;
+	bool grown; /* started by queue_keep_spare, after the mount's start */
 	pthread_t th;
 	bool started;
 	struct io_uring ring;
@@ -115,19 +126,36 @@ struct lf_uring_thread {
 	unsigned errors;	 /* entries registered again (ring_main) */
 };
 
+/* A CPU's queue: its threads and how many of their entries wait for a request. */
+struct lf_uring_queue {
+	_Atomic int waiting; /* entries registered or committed, no request in them yet */
+	_Atomic int pending; /* threads started that have not registered their entry yet */
+	unsigned threads;    /* started (lf_uring's lock) */
+};
+
 struct lf_uring {
 	struct lode_fuse *lf;
 	int fd;
 	size_t payload_max;
-	unsigned nq, per_q;
+	unsigned nq, per_q, max_q; /* queues, threads a queue at the start and at most */
 	_Atomic bool stopping;
-	struct lf_uring_thread *t; /* nq * per_q */
-	pthread_mutex_t lock;	   /* ents */
+	struct lf_uring_queue *q;   /* nq */
+	struct lf_uring_thread **t; /* nq * max_q, queue by queue; NULL: none there yet */
+	pthread_mutex_t lock;	    /* ents */
 	struct lf_uring_ent **ents;
 	unsigned nents, cap;
+	unsigned handoffs;	     /* requests served on threads of their own (lock) */
+	pthread_cond_t handoffs_end; /* handoffs fell to 0 */
 };
 
 static _Thread_local struct lf_uring_ent *serving; /* the ring thread's request now */
+
+/* t's entries waiting for a request change by d (t's thread). */
+static void waiting_add(struct lf_uring_thread *t, int d)
+{
+	t->waiting += (unsigned)d;
+	atomic_fetch_add(&t->u->q[t->qid].waiting, d);
+}
 
 /* The possible CPUs: the kernel's queue count (num_possible_cpus). */
 static unsigned possible_cpus(void)
@@ -270,14 +298,75 @@ static int ent_add(struct lf_uring_thread *t)
 		return -ENOMEM;
 	rc = submit_cmd(e, LF_URING_REGISTER, 0);
 	if (!rc) {
-		t->waiting++;
+		waiting_add(t, 1);
 		t->nents++;
 	}
 	return rc; /* a listed entry never registered stays until the stop */
 }
 
-/* The request now in e's buffers, to libfuse as /dev/fuse would have delivered it. */
-static void serve(struct lf_uring_ent *e)
+/* A request handed off: served on a thread of its own (hand_off). */
+struct lf_uring_handoff {
+	struct lf_uring *u;
+	struct fuse_buf fb;
+	uint64_t unique;
+	uint32_t opcode;
+};
+
+static void *handoff_main(void *arg)
+{
+	struct lf_uring_handoff *h = arg;
+	struct lf_uring *u = h->u;
+
+	lf_dev_request_begin(h->unique, h->opcode);
+	fuse_session_process_buf(u->lf->se, &h->fb); /* its reply goes to its entry's thread */
+	free(h);
+	pthread_mutex_lock(&u->lock);
+	if (--u->handoffs == 0)
+		pthread_cond_broadcast(&u->handoffs_end);
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+/* Serves the request in fb (in its entry's buffers) on a new thread, unless max_threads of
+ * them run or the mount stops. Returns whether it did; else the caller serves it. */
+static bool hand_off(struct lf_uring *u, const struct fuse_buf *fb, uint64_t unique,
+		     uint32_t opcode)
+{
+	struct lf_uring_handoff *h = NULL;
+	pthread_attr_t a;
+	pthread_t th;
+	bool ok;
+
+	pthread_mutex_lock(&u->lock);
+	ok = !atomic_load(&u->stopping) && u->handoffs < u->lf->o.max_threads;
+	if (ok)
+		u->handoffs++;
+	pthread_mutex_unlock(&u->lock);
+	if (!ok)
+		return false;
+	h = malloc(sizeof(*h));
+	if (h) {
+		*h = (struct lf_uring_handoff){u, *fb, unique, opcode};
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		ok = !pthread_create(&th, &a, handoff_main, h);
+		pthread_attr_destroy(&a);
+	}
+	if (!h || !ok) {
+		free(h);
+		pthread_mutex_lock(&u->lock);
+		if (--u->handoffs == 0)
+			pthread_cond_broadcast(&u->handoffs_end);
+		pthread_mutex_unlock(&u->lock);
+		return false;
+	}
+	return true;
+}
+
+/* The request now in e's buffers, to libfuse as /dev/fuse would have delivered it: on
+ * this thread, or with handoff on one of its own (the queue has no other entry waiting, so
+ * a slow call here would leave the kernel nowhere to put the next request). */
+static void serve(struct lf_uring_ent *e, bool handoff)
 {
 	struct lf_uring_thread *t = e->t;
 	struct fuse_in_header ih;
@@ -297,7 +386,7 @@ static void serve(struct lf_uring_ent *e)
 		memcpy(e->hdr->in_out, &oh, sizeof(oh));
 		e->hdr->ring.payload_sz = 0;
 		if (!submit_cmd(e, LF_URING_COMMIT, ih.unique))
-			t->waiting++;
+			waiting_add(t, 1);
 		return;
 	}
 	lin = e->payload - sizeof(ih) - arg0;
@@ -306,12 +395,15 @@ static void serve(struct lf_uring_ent *e)
 	fb.mem = lin;
 	fb.size = ih.len;
 	atomic_store_explicit(&e->unique, ih.unique, memory_order_release);
-	serving = e;
-	lf_dev_request_begin(ih.unique, ih.opcode);
-	fuse_session_process_buf(t->u->lf->se, &fb);
-	serving = NULL;
-	/* answered later by another thread: the entry stays the request's until then, and the
-	 * thread must not be left with none waiting (see the top of this file) */
+	if (!handoff || !hand_off(t->u, &fb, ih.unique, ih.opcode)) {
+		serving = e;
+		lf_dev_request_begin(ih.unique, ih.opcode);
+		fuse_session_process_buf(t->u->lf->se, &fb);
+		serving = NULL;
+	}
+	/* answered later by another thread (handed off, or deferred): the entry stays the
+	 * request's until then, and the thread must not be left with none waiting (see the
+	 * top of this file) */
 	if (!t->waiting && ent_add(t)) {
 		static _Atomic bool told;
 
@@ -337,9 +429,89 @@ static void commit_deferred(struct lf_uring_thread *t)
 			continue;
 		id = atomic_exchange(&e->commit, 0);
 		if (!submit_cmd(e, LF_URING_COMMIT, id))
-			t->waiting++;
+			waiting_add(t, 1);
 		else
 			lf_log(LF_ERR, "io_uring queue %u: cannot commit a reply", t->qid);
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+static void *ring_main(void *arg);
+
+/* Thread k of queue qid, its ring made (not started), in its slot. NULL: *err says why. */
+static struct lf_uring_thread *thread_new(struct lf_uring *u, unsigned qid, unsigned k, int *err)
+{
+	struct lf_uring_thread *t = calloc(1, sizeof(*t));
+	struct io_uring_params p = {.flags = IORING_SETUP_SQE128};
+
+	*err = -ENOMEM;
+	if (!t)
+		return NULL;
+	t->u = u;
+	t->qid = qid;
+	pthread_mutex_init(&t->sq_lock, NULL);
+	/* a command per entry at most in flight, and the wakeups */
+	*err = io_uring_queue_init_params(64, &t->ring, &p);
+	if (*err) {
+		pthread_mutex_destroy(&t->sq_lock);
+		free(t);
+		return NULL;
+	}
+	t->ring_ok = true;
+	u->t[qid * u->max_q + k] = t;
+	return t;
+}
+
+/* Starts t's thread, bound to its queue's CPU where the cpuset allows (else anywhere).
+ * Returns whether it runs. */
+static bool thread_start(struct lf_uring_thread *t)
+{
+	pthread_attr_t a;
+	cpu_set_t set;
+	int rc;
+
+	pthread_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(t->qid, &set);
+	rc = pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+	if (!rc)
+		rc = pthread_create(&t->th, &a, ring_main, t);
+	pthread_attr_destroy(&a);
+	if (rc)
+		rc = pthread_create(&t->th, NULL, ring_main, t);
+	t->started = !rc;
+	return t->started;
+}
+
+/* Entries of queue qid waiting for a request, or about to. */
+static int queue_spare(struct lf_uring *u, unsigned qid)
+{
+	return atomic_load(&u->q[qid].waiting) + atomic_load(&u->q[qid].pending);
+}
+
+/* Starts threads for queue qid until LF_URING_SPARE of its entries wait or are about to,
+ * unless it has max_q or the mount stops. Any ring thread. */
+static void queue_keep_spare(struct lf_uring *u, unsigned qid)
+{
+	struct lf_uring_queue *q = &u->q[qid];
+	int err;
+
+	if (queue_spare(u, qid) >= LF_URING_SPARE)
+		return;
+	pthread_mutex_lock(&u->lock);
+	while (!atomic_load(&u->stopping) && q->threads < u->max_q &&
+	       queue_spare(u, qid) < LF_URING_SPARE) {
+		struct lf_uring_thread *t = thread_new(u, qid, q->threads, &err);
+
+		if (!t)
+			break;
+		t->grown = true;
+		q->threads++; /* its slot is taken even if it does not start */
+		atomic_fetch_add(&q->pending, 1);
+		if (!thread_start(t)) {
+			atomic_fetch_sub(&q->pending, 1);
+			break;
+		}
 	}
 	pthread_mutex_unlock(&u->lock);
 }
@@ -350,7 +522,11 @@ static void *ring_main(void *arg)
 	struct lf_uring *u = t->u;
 
 	/* registered by this thread, which the kernel's work for the entry then runs on */
-	if (ent_add(t)) {
+	int rc0 = ent_add(t);
+
+	if (t->grown)
+		atomic_fetch_sub(&u->q[t->qid].pending, 1);
+	if (rc0) {
 		lf_log(LF_ERR, "io_uring queue %u: cannot register an entry", t->qid);
 		return NULL;
 	}
@@ -375,7 +551,7 @@ static void *ring_main(void *arg)
 		}
 		if (cqe->user_data == WAKE_STOP)
 			continue;
-		t->waiting--;
+		waiting_add(t, -1);
 		if (res == -ENOTCONN || res == -ECANCELED || res == -ECONNABORTED)
 			break; /* the mount is going */
 		if (res < 0 && !e->served) {
@@ -400,11 +576,12 @@ static void *ring_main(void *arg)
 				lf_log(LF_ERR, "io_uring queue %u: a thread stops", t->qid);
 				break;
 			}
-			t->waiting++;
+			waiting_add(t, 1);
 			continue;
 		}
 		e->served = true;
-		serve(e);
+		queue_keep_spare(u, t->qid);
+		serve(e, atomic_load(&u->q[t->qid].waiting) <= 0);
 	}
 	return NULL;
 }
@@ -457,7 +634,7 @@ bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ss
 	if (e == serving) {
 		rc = submit_cmd(e, LF_URING_COMMIT, oh->unique);
 		if (!rc)
-			e->t->waiting++;
+			waiting_add(e->t, 1);
 	} else {
 		/* only the entry's thread may commit (see the top of this file) */
 		atomic_store_explicit(&e->commit, oh->unique, memory_order_release);
@@ -479,26 +656,42 @@ void lf_uring_stop(struct lode_fuse *lf)
 
 	if (!u)
 		return;
-	n = u->nq * u->per_q;
+	n = u->nq * u->max_q;
+	/* under the lock: no queue grows after this (queue_keep_spare looks under it) */
+	pthread_mutex_lock(&u->lock);
 	atomic_store(&u->stopping, true);
+	pthread_mutex_unlock(&u->lock);
 	for (unsigned i = 0; i < n; i++) {
-		struct lf_uring_thread *t = &u->t[i];
+		struct lf_uring_thread *t = u->t[i];
 
-		if (!t->started)
+		if (!t || !t->started)
 			continue;
 		submit_nop(t, WAKE_STOP);
 		pthread_join(t->th, NULL);
 	}
 	lf->uring = NULL;
+	/* requests handed off still reply into their entries: wait for them (each call is
+	 * bounded by the mount's timeout) */
+	pthread_mutex_lock(&u->lock);
+	while (u->handoffs)
+		pthread_cond_wait(&u->handoffs_end, &u->lock);
+	pthread_mutex_unlock(&u->lock);
 	for (unsigned i = 0; i < n; i++) {
-		if (u->t[i].ring_ok)
-			io_uring_queue_exit(&u->t[i].ring);
-		pthread_mutex_destroy(&u->t[i].sq_lock);
+		struct lf_uring_thread *t = u->t[i];
+
+		if (!t)
+			continue;
+		if (t->ring_ok)
+			io_uring_queue_exit(&t->ring);
+		pthread_mutex_destroy(&t->sq_lock);
+		free(t);
 	}
 	for (unsigned i = 0; i < u->nents; i++)
 		ent_free(u->ents[i]);
 	free(u->ents);
+	pthread_cond_destroy(&u->handoffs_end);
 	pthread_mutex_destroy(&u->lock);
+	free(u->q);
 	free(u->t);
 	free(u);
 }
@@ -506,7 +699,6 @@ void lf_uring_stop(struct lode_fuse *lf)
 int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 {
 	struct lf_uring *u = calloc(1, sizeof(*u));
-	unsigned n;
 	int rc = 0;
 
 	if (!u)
@@ -515,31 +707,29 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	u->fd = fd;
 	u->payload_max = payload_max;
 	u->nq = possible_cpus();
-	/* up to LF_URING_THREADS a CPU, about 64 in all, at least 2 a CPU */
+	/* at the start up to LF_URING_THREADS a CPU, about 64 in all, at least 2 a CPU; at
+	 * most max_threads a CPU (queue_keep_spare) */
 	u->per_q = 64 / u->nq;
 	if (u->per_q > LF_URING_THREADS)
 		u->per_q = LF_URING_THREADS;
 	if (u->per_q < 2)
 		u->per_q = 2;
-	n = u->nq * u->per_q;
-	u->t = calloc(n, sizeof(*u->t));
-	if (!u->t) {
+	u->max_q = lf->o.max_threads > u->per_q ? lf->o.max_threads : u->per_q;
+	u->q = calloc(u->nq, sizeof(*u->q));
+	u->t = calloc((size_t)u->nq * u->max_q, sizeof(*u->t));
+	if (!u->q || !u->t) {
+		free(u->q);
+		free(u->t);
 		free(u);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->handoffs_end, NULL);
 	lf->uring = u;
-	for (unsigned i = 0; i < n && !rc; i++) {
-		struct lf_uring_thread *t = &u->t[i];
-		struct io_uring_params p = {.flags = IORING_SETUP_SQE128};
-
-		t->u = u;
-		t->qid = i / u->per_q;
-		pthread_mutex_init(&t->sq_lock, NULL);
-		/* a command per entry at most in flight, and the wakeups */
-		rc = io_uring_queue_init_params(64, &t->ring, &p);
-		t->ring_ok = !rc;
-	}
+	for (unsigned qid = 0; qid < u->nq && !rc; qid++)
+		for (unsigned k = 0; k < u->per_q && !rc; k++)
+			if (thread_new(u, qid, k, &rc))
+				u->q[qid].threads++;
 	if (rc)
 		lf_uring_stop(lf);
 	return rc;
@@ -548,28 +738,11 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 void lf_uring_start(struct lode_fuse *lf)
 {
 	struct lf_uring *u = lf->uring;
-	unsigned n = u->nq * u->per_q;
 
 	/* each thread registers its entry (ring_main); the kernel holds every request of the
 	 * mount until each queue has one, and one it refuses makes it serve the mount
 	 * through /dev/fuse */
-	for (unsigned i = 0; i < n; i++) {
-		struct lf_uring_thread *t = &u->t[i];
-		pthread_attr_t a;
-		cpu_set_t set;
-
-		pthread_attr_init(&a);
-		CPU_ZERO(&set);
-		CPU_SET(t->qid, &set);
-		/* bound to its queue's CPU where the cpuset allows (else anywhere) */
-		if (pthread_attr_setaffinity_np(&a, sizeof(set), &set) ||
-		    pthread_create(&t->th, &a, ring_main, t)) {
-			pthread_attr_destroy(&a);
-			if (pthread_create(&t->th, NULL, ring_main, t))
-				continue;
-		} else {
-			pthread_attr_destroy(&a);
-		}
-		t->started = true;
-	}
+	for (unsigned i = 0; i < u->nq * u->max_q; i++)
+		if (u->t[i])
+			thread_start(u->t[i]);
 }

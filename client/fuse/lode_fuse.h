@@ -274,8 +274,10 @@ void lf_dev_uring_refused(void);
 
 /* ---- fuse_uring.c: requests over io_uring (-o io_uring) ---- */
 
-/* Threads per CPU queue at most, each serving one request at a time. */
+/* Threads a CPU queue starts with, each serving one request at a time; and the entries
+ * it keeps waiting for requests, starting threads (up to max_threads) while fewer do. */
 #define LF_URING_THREADS 4
+#define LF_URING_SPARE	 4
 struct lf_uring;
 /* Makes the queues' rings and buffers for /dev/fuse fd, before the INIT reply takes
  * FUSE_OVER_IO_URING; payload_max is the kernel's largest request or reply body. Returns 0
