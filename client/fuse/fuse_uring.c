@@ -150,6 +150,15 @@ struct lf_uring {
 
 static _Thread_local struct lf_uring_ent *serving; /* the ring thread's request now */
 
+/* For metrics, outside struct lf_uring, which is freed at unmount while they may be read */
+static _Atomic uint64_t threads_started, handoffs_made;
+
+void lf_uring_counts(uint64_t *threads, uint64_t *handoffs)
+{
+	*threads = atomic_load(&threads_started);
+	*handoffs = atomic_load(&handoffs_made);
+}
+
 /* t's entries waiting for a request change by d (t's thread). */
 static void waiting_add(struct lf_uring_thread *t, int d)
 {
@@ -351,6 +360,8 @@ static bool hand_off(struct lf_uring *u, const struct fuse_buf *fb, uint64_t uni
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		ok = !pthread_create(&th, &a, handoff_main, h);
 		pthread_attr_destroy(&a);
+		if (ok)
+			atomic_fetch_add(&handoffs_made, 1);
 	}
 	if (!h || !ok) {
 		free(h);
@@ -480,6 +491,8 @@ static bool thread_start(struct lf_uring_thread *t)
 	if (rc)
 		rc = pthread_create(&t->th, NULL, ring_main, t);
 	t->started = !rc;
+	if (t->started)
+		atomic_fetch_add(&threads_started, 1);
 	return t->started;
 }
 

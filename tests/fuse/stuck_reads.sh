@@ -5,12 +5,18 @@
 # files the mount never had, all on one CPU (the io_uring path keeps a request queue per
 # CPU), block in lode-fuse; meanwhile a listing of a directory the mount never saw, from
 # that same CPU, is answered (it needs only the MDS) before any reader returns. Once the
-# servers go on, every reader gets the bytes written on the other mount.
+# servers go on, every reader gets the bytes written on the other mount. Over io_uring,
+# the stuck reads made CPU 0's queue start threads past the ones it began with
+# (lode_fuse_uring_threads).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_prog taskset
-own_cluster "" ""
+need_prog taskset curl
+own_cluster "--metrics 127.0.0.1:0 --metrics-port-file $WORK/fuse-a.metrics" ""
+wait_file "$WORK/fuse-a.metrics"
+metric() {
+	curl -sf "http://$(cat "$WORK/fuse-a.metrics")/metrics" | sed -n "s/^$1 \([0-9]*\)$/\1/p"
+}
 n=12
 mkdir "$B/d" "$B/listed"
 for i in $(seq $n); do
@@ -40,6 +46,17 @@ for p in "${readers[@]}"; do
 	kill -0 "$p" 2>/dev/null || fail "the listing waited for a stuck reader to return"
 done
 echo "listed in $(echo "$end - $start" | bc) s while the readers were still stuck"
+if [[ ${LODE_TEST_FUSE_OPTS:-} == *io_uring* ]]; then
+	# the threads a mount starts with: 4 a possible CPU, 2-4 when there are over 16
+	ncpu=$(($(sed 's/.*[-,]//' /sys/devices/system/cpu/possible) + 1))
+	per=$((64 / ncpu))
+	((per > 4)) && per=4
+	((per < 2)) && per=2
+	threads=$(metric lode_fuse_uring_threads)
+	echo "ring threads: $threads ($((ncpu * per)) at the start)," \
+		"requests handed off: $(metric lode_fuse_uring_handoffs_total)"
+	((threads > ncpu * per)) || fail "CPU 0's queue started no thread for the stuck reads"
+fi
 cont
 for i in $(seq $n); do
 	wait "${readers[i - 1]}" || fail "reader $i failed once the servers went on"
