@@ -13,7 +13,8 @@
  * The threads are started as work comes, up to LF_DEFER_THREADS, and live until the mount
  * ends; work queued while all of them wait goes in order to the first that is free. None
  * of them ever answers a request the holder of a lock waits for, so none can hold back
- * the holder.
+ * the holder. The same kind of pool, a separate one, serves the requests fuse_uring.c
+ * hands off (lf_pool_*): those may be the very READs a lock holder waits for.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -30,8 +31,7 @@ struct lf_deferred {
 
 static void *defer_thread(void *p)
 {
-	struct lode_fuse *lf = p;
-	struct lf_defer *d = &lf->defer;
+	struct lf_defer *d = p;
 
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
@@ -58,9 +58,8 @@ static void *defer_thread(void *p)
 	return NULL;
 }
 
-int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_t len)
+int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size_t len)
 {
-	struct lf_defer *d = &lf->defer;
 	struct lf_deferred *w = malloc(sizeof(*w) + len);
 	int rc = 0;
 
@@ -71,8 +70,10 @@ int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_
 	w->next = NULL;
 	pthread_mutex_lock(&d->lock);
 	/* a thread woken is counted idle until it runs: compare with the work queued */
-	if (d->queued + 1 > d->idle && d->nthreads < LF_DEFER_THREADS) {
-		rc = -pthread_create(&d->threads[d->nthreads], NULL, defer_thread, lf);
+	if (d->stop) {
+		rc = -ESHUTDOWN; /* nothing would join a thread started now */
+	} else if (d->queued + 1 > d->idle && d->nthreads < d->max) {
+		rc = -pthread_create(&d->threads[d->nthreads], NULL, defer_thread, d);
 		if (!rc)
 			d->nthreads++;
 		else if (d->nthreads) /* one is running: it will get to it */
@@ -93,16 +94,22 @@ int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_
 	return rc;
 }
 
-void lf_defer_init(struct lode_fuse *lf)
+int lf_pool_init(struct lf_defer *d, unsigned max)
 {
-	pthread_mutex_init(&lf->defer.lock, NULL);
-	pthread_cond_init(&lf->defer.cond, NULL);
+	memset(d, 0, sizeof(*d));
+	d->threads = calloc(max, sizeof(*d->threads));
+	if (!d->threads)
+		return -ENOMEM;
+	d->max = max;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	return 0;
 }
 
-void lf_defer_stop(struct lode_fuse *lf)
+void lf_pool_stop(struct lf_defer *d)
 {
-	struct lf_defer *d = &lf->defer;
-
+	if (!d->threads)
+		return; /* never made */
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
 	pthread_cond_broadcast(&d->cond);
@@ -112,8 +119,32 @@ void lf_defer_stop(struct lode_fuse *lf)
 	d->nthreads = 0;
 }
 
+void lf_pool_fini(struct lf_defer *d)
+{
+	if (!d->threads)
+		return;
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d->threads);
+	d->threads = NULL;
+}
+
+int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_t len)
+{
+	return lf_pool_run(&lf->defer, fn, arg, len);
+}
+
+int lf_defer_init(struct lode_fuse *lf)
+{
+	return lf_pool_init(&lf->defer, LF_DEFER_THREADS);
+}
+
+void lf_defer_stop(struct lode_fuse *lf)
+{
+	lf_pool_stop(&lf->defer);
+}
+
 void lf_defer_fini(struct lode_fuse *lf)
 {
-	pthread_cond_destroy(&lf->defer.cond);
-	pthread_mutex_destroy(&lf->defer.lock);
+	lf_pool_fini(&lf->defer);
 }

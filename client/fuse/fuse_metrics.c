@@ -234,16 +234,15 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"parallel_dirops\"",
 			    lf_parallel_dirops());
 	lf_uring_counts(&threads, &handoffs);
-	lode_metrics_family(
-	    b, "lode_fuse_uring_threads", "gauge",
-	    "Threads started to serve the kernel's io_uring queues (-o io_uring): each "
-	    "CPU's queue starts with a few and gets more while fewer than "
-	    "LF_URING_SPARE of its entries wait for a request.");
+	lode_metrics_family(b, "lode_fuse_uring_threads", "gauge",
+			    "Threads serving the kernel's io_uring queues (-o io_uring): each "
+			    "CPU's queue starts with a few and gets more while fewer than 4 of "
+			    "its entries wait for a request.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_threads", NULL, threads);
 	lode_metrics_family(b, "lode_fuse_uring_handoffs_total", "counter",
-			    "Requests over io_uring served on a thread of their own: they took "
-			    "their queue's last waiting entry (calls stuck on a server, or a "
-			    "burst of them).");
+			    "Requests over io_uring served by the handoff pool, not their ring "
+			    "thread: their queue had no other entry waiting (calls stuck on a "
+			    "server, or a burst), or their thread had one of its own.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_handoffs_total", NULL, handoffs);
 	lode_metrics_family(b, "lode_fuse_errors_total", "counter",
 			    "Requests of any kind answered with an error, by errno (ENOENT of a "

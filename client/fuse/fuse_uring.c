@@ -29,22 +29,27 @@
  * (an MDS failover, a read from a dead OSS until its timeout) holds back only what came
  * to its own entries. A CPU's queue starts with LF_URING_THREADS threads and keeps
  * LF_URING_SPARE entries waiting: a thread that takes a request leaving fewer starts
- * more (up to max_threads a queue), as libfuse keeps idle threads. The kernel hands a new
- * request straight to a waiting entry; with none waiting it queues the request, and hands
- * queued ones out only when a reply is committed on that queue, not when an entry is
- * registered. So a queue that ran out while its threads were stuck on a server (reads
- * from a stopped OSS, until the mount's timeout) would hold every other call made on
- * that CPU until one came back. So a thread that takes a queue's last waiting entry does
- * not serve it itself: the request goes to a thread of its own (up to max_threads such
- * at once, as libfuse's), and the ring thread registers another entry at once. The
- * spares keep that rare, and each reply on the queue hands out one queued request.
- * A request answered later by another thread (fuse_defer.c: an open that waits for a
- * lock, or hands the kernel pages) keeps its entry until then, and that wait may be for a
- * READ on the same queue (a page the store needs is locked until its READ is answered):
- * so a thread left with no entry waiting registers another, and each keeps one waiting
- * while its others are held. And the kernel does the work of a command (copying the next
- * request into the entry) on the thread that submitted it, so only an entry's own thread
- * commits its replies: a deferred reply wakes it to do so.
+ * more (up to max_threads a queue, max_threads past the first ones in all), as libfuse
+ * keeps idle threads. The kernel hands a new request straight to a waiting entry (the one
+ * that waited least); with none waiting it queues the request, and hands queued ones out
+ * only when a reply is committed on that queue, not when an entry is registered. So a
+ * queue that ran out while its threads were stuck on a server (reads from a stopped OSS,
+ * until the mount's timeout) would hold every other call made on that CPU until one came
+ * back.
+ *
+ * So a thread serves a request itself only if other entries of its queue wait and none of
+ * them is its own; else the request goes to the handoff pool (fuse_defer.c's kind, up to
+ * max_threads, the rest queued there), and the thread registers another entry unless one
+ * of its own waits. The spares keep that rare, and each reply on the queue hands out one
+ * queued request. A request answered later by another thread (a handoff, or fuse_defer.c:
+ * an open that waits for a lock, or hands the kernel pages) keeps its entry until then,
+ * and that wait may be for a READ on the same queue (a page the store needs is locked
+ * until its READ is answered): so a thread left with no entry waiting registers another.
+ * A thread that has two entries waiting once that reply is committed hands off whatever
+ * comes to either from then on: it cannot give one back to the kernel. And the kernel does
+ * the work of a command (copying the next request into the entry) on the thread that
+ * submitted it, so only an entry's own thread commits its replies: a reply made
+ * elsewhere wakes it to do so.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -56,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lode_fuse.h"
@@ -115,7 +121,6 @@ struct lf_uring_ent {
 struct lf_uring_thread {
 	struct lf_uring *u;
 	unsigned qid;
-	bool grown; /* started by queue_keep_spare, after the mount's start */
 	pthread_t th;
 	bool started;
 	struct io_uring ring;
@@ -131,6 +136,7 @@ struct lf_uring_queue {
 	_Atomic int waiting; /* entries registered or committed, no request in them yet */
 	_Atomic int pending; /* threads started that have not registered their entry yet */
 	unsigned threads;    /* started (lf_uring's lock) */
+	double retry_s;	     /* after a thread could not be started: not before (lock) */
 };
 
 struct lf_uring {
@@ -144,19 +150,27 @@ struct lf_uring {
 	pthread_mutex_t lock;	    /* ents */
 	struct lf_uring_ent **ents;
 	unsigned nents, cap;
-	unsigned handoffs;	     /* requests served on threads of their own (lock) */
-	pthread_cond_t handoffs_end; /* handoffs fell to 0 */
+	unsigned grown;	      /* threads started past the first ones, all queues (lock) */
+	struct lf_defer pool; /* the threads requests are handed off to */
 };
 
 static _Thread_local struct lf_uring_ent *serving; /* the ring thread's request now */
 
 /* For metrics, outside struct lf_uring, which is freed at unmount while they may be read */
-static _Atomic uint64_t threads_started, handoffs_made;
+static _Atomic uint64_t threads_running, handoffs_made;
 
 void lf_uring_counts(uint64_t *threads, uint64_t *handoffs)
 {
-	*threads = atomic_load(&threads_started);
+	*threads = atomic_load(&threads_running);
 	*handoffs = atomic_load(&handoffs_made);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* t's entries waiting for a request change by d (t's thread). */
@@ -313,7 +327,7 @@ static int ent_add(struct lf_uring_thread *t)
 	return rc; /* a listed entry never registered stays until the stop */
 }
 
-/* A request handed off: served on a thread of its own (hand_off). */
+/* A request handed off (hand_off): its buffer, in its entry's, and what times it. */
 struct lf_uring_handoff {
 	struct lf_uring *u;
 	struct fuse_buf fb;
@@ -321,62 +335,30 @@ struct lf_uring_handoff {
 	uint32_t opcode;
 };
 
-static void *handoff_main(void *arg)
+static void handoff_run(void *arg)
 {
 	struct lf_uring_handoff *h = arg;
-	struct lf_uring *u = h->u;
 
 	lf_dev_request_begin(h->unique, h->opcode);
-	fuse_session_process_buf(u->lf->se, &h->fb); /* its reply goes to its entry's thread */
-	free(h);
-	pthread_mutex_lock(&u->lock);
-	if (--u->handoffs == 0)
-		pthread_cond_broadcast(&u->handoffs_end);
-	pthread_mutex_unlock(&u->lock);
-	return NULL;
+	fuse_session_process_buf(h->u->lf->se, &h->fb); /* its reply goes to its entry's thread */
 }
 
-/* Serves the request in fb (in its entry's buffers) on a new thread, unless max_threads of
- * them run or the mount stops. Returns whether it did; else the caller serves it. */
+/* Serves the request in fb (in its entry's buffers) on a thread of the handoff pool (up to
+ * max_threads; queued when all are busy), unless the mount stops. Returns whether it did;
+ * else the caller serves it. */
 static bool hand_off(struct lf_uring *u, const struct fuse_buf *fb, uint64_t unique,
 		     uint32_t opcode)
 {
-	struct lf_uring_handoff *h = NULL;
-	pthread_attr_t a;
-	pthread_t th;
-	bool ok;
+	struct lf_uring_handoff h = {u, *fb, unique, opcode};
 
-	pthread_mutex_lock(&u->lock);
-	ok = !atomic_load(&u->stopping) && u->handoffs < u->lf->o.max_threads;
-	if (ok)
-		u->handoffs++;
-	pthread_mutex_unlock(&u->lock);
-	if (!ok)
+	if (atomic_load(&u->stopping) || lf_pool_run(&u->pool, handoff_run, &h, sizeof(h)))
 		return false;
-	h = malloc(sizeof(*h));
-	if (h) {
-		*h = (struct lf_uring_handoff){u, *fb, unique, opcode};
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		ok = !pthread_create(&th, &a, handoff_main, h);
-		pthread_attr_destroy(&a);
-		if (ok)
-			atomic_fetch_add(&handoffs_made, 1);
-	}
-	if (!h || !ok) {
-		free(h);
-		pthread_mutex_lock(&u->lock);
-		if (--u->handoffs == 0)
-			pthread_cond_broadcast(&u->handoffs_end);
-		pthread_mutex_unlock(&u->lock);
-		return false;
-	}
+	atomic_fetch_add(&handoffs_made, 1);
 	return true;
 }
 
 /* The request now in e's buffers, to libfuse as /dev/fuse would have delivered it: on
- * this thread, or with handoff on one of its own (the queue has no other entry waiting, so
- * a slow call here would leave the kernel nowhere to put the next request). */
+ * this thread, or with handoff on the handoff pool's (see ring_main). */
 static void serve(struct lf_uring_ent *e, bool handoff)
 {
 	struct lf_uring_thread *t = e->t;
@@ -492,7 +474,7 @@ static bool thread_start(struct lf_uring_thread *t)
 		rc = pthread_create(&t->th, NULL, ring_main, t);
 	t->started = !rc;
 	if (t->started)
-		atomic_fetch_add(&threads_started, 1);
+		atomic_fetch_add(&threads_running, 1);
 	return t->started;
 }
 
@@ -503,7 +485,8 @@ static int queue_spare(struct lf_uring *u, unsigned qid)
 }
 
 /* Starts threads for queue qid until LF_URING_SPARE of its entries wait or are about to,
- * unless it has max_q or the mount stops. Any ring thread. */
+ * unless the queue has max_q, the mount has started max_threads past the first ones (each
+ * holds a ring's descriptor), or it stops. Any ring thread. */
 static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 {
 	struct lf_uring_queue *q = &u->q[qid];
@@ -513,16 +496,20 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 		return;
 	pthread_mutex_lock(&u->lock);
 	while (!atomic_load(&u->stopping) && q->threads < u->max_q &&
-	       queue_spare(u, qid) < LF_URING_SPARE) {
+	       u->grown < u->lf->o.max_threads && queue_spare(u, qid) < LF_URING_SPARE &&
+	       now_s() >= q->retry_s) {
 		struct lf_uring_thread *t = thread_new(u, qid, q->threads, &err);
 
-		if (!t)
-			break;
-		t->grown = true;
-		q->threads++; /* its slot is taken even if it does not start */
-		atomic_fetch_add(&q->pending, 1);
-		if (!thread_start(t)) {
-			atomic_fetch_sub(&q->pending, 1);
+		if (t) {
+			q->threads++; /* its slot is taken even if it does not start */
+			u->grown++;
+			atomic_fetch_add(&q->pending, 1);
+		}
+		if (!t || !thread_start(t)) {
+			if (t)
+				atomic_fetch_sub(&q->pending, 1);
+			q->retry_s = now_s() + 1; /* not at every request meanwhile */
+			lf_log(LF_WARN, "io_uring queue %u: cannot start another thread", qid);
 			break;
 		}
 	}
@@ -537,10 +524,10 @@ static void *ring_main(void *arg)
 	/* registered by this thread, which the kernel's work for the entry then runs on */
 	int rc0 = ent_add(t);
 
-	if (t->grown)
-		atomic_fetch_sub(&u->q[t->qid].pending, 1);
+	atomic_fetch_sub(&u->q[t->qid].pending, 1);
 	if (rc0) {
 		lf_log(LF_ERR, "io_uring queue %u: cannot register an entry", t->qid);
+		atomic_fetch_sub(&threads_running, 1);
 		return NULL;
 	}
 	for (;;) {
@@ -594,8 +581,14 @@ static void *ring_main(void *arg)
 		}
 		e->served = true;
 		queue_keep_spare(u, t->qid);
-		serve(e, atomic_load(&u->q[t->qid].waiting) <= 0);
+		/* served here only if other entries wait and none of them is this thread's: a
+		 * request the kernel put in one of those would wait for this one */
+		serve(e, t->waiting > 0 || atomic_load(&u->q[t->qid].waiting) <= 0);
 	}
+	/* its entries wait no more (if the mount goes on, what the kernel puts in them is
+	 * lost: the log says why above) */
+	waiting_add(t, -(int)t->waiting);
+	atomic_fetch_sub(&threads_running, 1);
 	return NULL;
 }
 
@@ -662,6 +655,21 @@ bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ss
 	return true;
 }
 
+void lf_uring_quiesce(struct lode_fuse *lf)
+{
+	struct lf_uring *u = lf->uring;
+
+	if (!u)
+		return;
+	/* under the lock: no queue grows after this (queue_keep_spare looks under it) */
+	pthread_mutex_lock(&u->lock);
+	atomic_store(&u->stopping, true);
+	pthread_mutex_unlock(&u->lock);
+	/* what was handed off is answered (each call is bounded by the mount's timeout), its
+	 * replies committed by the ring threads, which still run */
+	lf_pool_stop(&u->pool);
+}
+
 void lf_uring_stop(struct lode_fuse *lf)
 {
 	struct lf_uring *u = lf->uring;
@@ -669,11 +677,8 @@ void lf_uring_stop(struct lode_fuse *lf)
 
 	if (!u)
 		return;
+	lf_uring_quiesce(lf);
 	n = u->nq * u->max_q;
-	/* under the lock: no queue grows after this (queue_keep_spare looks under it) */
-	pthread_mutex_lock(&u->lock);
-	atomic_store(&u->stopping, true);
-	pthread_mutex_unlock(&u->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct lf_uring_thread *t = u->t[i];
 
@@ -683,12 +688,6 @@ void lf_uring_stop(struct lode_fuse *lf)
 		pthread_join(t->th, NULL);
 	}
 	lf->uring = NULL;
-	/* requests handed off still reply into their entries: wait for them (each call is
-	 * bounded by the mount's timeout) */
-	pthread_mutex_lock(&u->lock);
-	while (u->handoffs)
-		pthread_cond_wait(&u->handoffs_end, &u->lock);
-	pthread_mutex_unlock(&u->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct lf_uring_thread *t = u->t[i];
 
@@ -702,7 +701,7 @@ void lf_uring_stop(struct lode_fuse *lf)
 	for (unsigned i = 0; i < u->nents; i++)
 		ent_free(u->ents[i]);
 	free(u->ents);
-	pthread_cond_destroy(&u->handoffs_end);
+	lf_pool_fini(&u->pool);
 	pthread_mutex_destroy(&u->lock);
 	free(u->q);
 	free(u->t);
@@ -737,8 +736,8 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->handoffs_end, NULL);
 	lf->uring = u;
+	rc = lf_pool_init(&u->pool, lf->o.max_threads);
 	for (unsigned qid = 0; qid < u->nq && !rc; qid++)
 		for (unsigned k = 0; k < u->per_q && !rc; k++)
 			if (thread_new(u, qid, k, &rc))
@@ -754,8 +753,18 @@ void lf_uring_start(struct lode_fuse *lf)
 
 	/* each thread registers its entry (ring_main); the kernel holds every request of the
 	 * mount until each queue has one, and one it refuses makes it serve the mount
-	 * through /dev/fuse */
-	for (unsigned i = 0; i < u->nq * u->max_q; i++)
-		if (u->t[i])
-			thread_start(u->t[i]);
+	 * through /dev/fuse. Under the lock: a first request may make a queue grow into the
+	 * slots after these meanwhile (queue_keep_spare), and those are started there. */
+	pthread_mutex_lock(&u->lock);
+	for (unsigned qid = 0; qid < u->nq; qid++)
+		for (unsigned k = 0; k < u->per_q; k++) {
+			struct lf_uring_thread *t = u->t[qid * u->max_q + k];
+
+			if (!t)
+				continue;
+			atomic_fetch_add(&u->q[qid].pending, 1);
+			if (!thread_start(t))
+				atomic_fetch_sub(&u->q[qid].pending, 1);
+		}
+	pthread_mutex_unlock(&u->lock);
 }

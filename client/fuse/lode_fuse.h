@@ -165,15 +165,17 @@ struct lf_dirattr {
 	double learned_s;    /* CLOCK_MONOTONIC */
 };
 
-/* The mount's threads for requests that wait for a lock (fuse_defer.c). */
+/* A pool of the mount's own threads (fuse_defer.c): the one for requests that wait for a
+ * lock, and fuse_uring.c's for requests handed off. */
 struct lf_deferred;
 struct lf_defer {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;		     /* work queued, or stop */
-	struct lf_deferred *head, *tail;     /* protected by lock */
-	unsigned nthreads, idle, queued;     /* protected by lock */
-	bool stop;			     /* protected by lock */
-	pthread_t threads[LF_DEFER_THREADS]; /* [0, nthreads) */
+	pthread_cond_t cond;		 /* work queued, or stop */
+	struct lf_deferred *head, *tail; /* protected by lock */
+	unsigned nthreads, idle, queued; /* protected by lock */
+	bool stop;			 /* protected by lock: no more work taken */
+	unsigned max;			 /* threads at most */
+	pthread_t *threads;		 /* [0, nthreads) of max */
 };
 
 struct lode_fuse {
@@ -237,10 +239,17 @@ bool lf_dirattr_get(struct lode_fuse *lf, uint64_t ino, struct lode_stat *st, do
  * own threads, which may wait for a lock that request threads must not (a request it
  * answers is answered from there). 0, or -errno if it cannot (fn not run). */
 int lf_defer(struct lode_fuse *lf, void (*fn)(void *arg), const void *arg, size_t len);
-void lf_defer_init(struct lode_fuse *lf);
-/* When no request thread is left: runs what is queued, then ends the threads. */
+/* 0 or -ENOMEM. */
+int lf_defer_init(struct lode_fuse *lf);
+/* When no request thread is left: runs what is queued, then ends the threads; work
+ * offered after is refused (-ESHUTDOWN). */
 void lf_defer_stop(struct lode_fuse *lf);
 void lf_defer_fini(struct lode_fuse *lf);
+/* The same for any pool of up to max threads (lf_pool_init: 0 or -ENOMEM). */
+int lf_pool_init(struct lf_defer *d, unsigned max);
+int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size_t len);
+void lf_pool_stop(struct lf_defer *d);
+void lf_pool_fini(struct lf_defer *d);
 
 /* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
 uint64_t lf_metrics_now_ns(void);
@@ -285,7 +294,11 @@ struct lf_uring;
 int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max);
 /* After that INIT reply: starts their threads, each of which registers its entry. */
 void lf_uring_start(struct lode_fuse *lf);
-/* Stops and joins the threads. */
+/* Once the session loop ended, before lf_defer_stop: no more threads or handoffs, and
+ * the requests handed off are answered (their replies may defer work). */
+void lf_uring_quiesce(struct lode_fuse *lf);
+/* After lf_defer_stop (deferred replies go to the rings): stops and joins the threads,
+ * and frees the rings. */
 void lf_uring_stop(struct lode_fuse *lf);
 /* If iov (a reply) answers a ring request: puts it in its entry and commits it, setting
  * *written as writev would. Returns whether it did. */

@@ -576,7 +576,10 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&lf->clock, NULL);
 	for (unsigned i = 0; i < LF_OLOCKS; i++)
 		pthread_mutex_init(&lf->olock[i], NULL);
-	lf_defer_init(lf);
+	if (lf_defer_init(lf)) {
+		fputs("lode-fuse: out of memory\n", stderr);
+		return 1;
+	}
 	pthread_mutex_init(&lf->glock, NULL);
 	pthread_mutex_init(&lf->dlock, NULL);
 	pthread_mutex_init(&lf->alock, NULL);
@@ -678,8 +681,9 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	rc = fuse_session_loop_mt(lf->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
-	lf_defer_stop(lf); /* the request threads are gone: nothing more is deferred */
-	lf_uring_stop(lf); /* after the deferred replies, which may go to a ring */
+	lf_uring_quiesce(lf); /* requests handed off may still defer work */
+	lf_defer_stop(lf);    /* the request threads are gone: nothing more is deferred */
+	lf_uring_stop(lf);    /* after the deferred replies, which may go to a ring */
 	/* io_uring=require without io_uring (the kernel did not offer it, or refused an
 	 * entry) ended the session: that mount failed, which the exit status says too */
 	if (lf->o.io_uring > 1 && !lf_io_uring())
