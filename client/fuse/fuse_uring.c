@@ -37,16 +37,17 @@
  * until the mount's timeout) would hold every other call made on that CPU until one came
  * back.
  *
- * So a thread serves a request itself only if other entries of its queue wait and none of
- * them is its own; else the request goes to the handoff pool (fuse_defer.c's kind, up to
+ * So a thread serves a request itself only if other entries of its queue wait and it has
+ * no other entry (waiting, or held by a request answered elsewhere, whose commit would
+ * wait too); else the request goes to the handoff pool (fuse_defer.c's kind, up to
  * max_threads, the rest queued there), and the thread registers another entry unless one
  * of its own waits. The spares keep that rare, and each reply on the queue hands out one
  * queued request. A request answered later by another thread (a handoff, or fuse_defer.c:
  * an open that waits for a lock, or hands the kernel pages) keeps its entry until then,
  * and that wait may be for a READ on the same queue (a page the store needs is locked
  * until its READ is answered): so a thread left with no entry waiting registers another.
- * A thread that has two entries waiting once that reply is committed hands off whatever
- * comes to either from then on: it cannot give one back to the kernel. And the kernel does
+ * A thread with two entries hands off whatever comes to either from then on: it cannot give
+ * one back to the kernel. And the kernel does
  * the work of a command (copying the next request into the entry) on the thread that
  * submitted it, so only an entry's own thread commits its replies: a reply made
  * elsewhere wakes it to do so.
@@ -116,6 +117,7 @@ struct lf_uring_ent {
 	_Atomic uint64_t unique; /* the request in service; 0: none */
 	_Atomic uint64_t commit; /* its reply, made on another thread, to commit */
 	bool served;		 /* a request came: the kernel took the entry */
+	bool fetched;		 /* its commit came back with a queued request (committed) */
 };
 
 struct lf_uring_thread {
@@ -137,6 +139,7 @@ struct lf_uring_queue {
 	_Atomic int pending; /* threads started that have not registered their entry yet */
 	unsigned threads;    /* started (lf_uring's lock) */
 	double retry_s;	     /* after a thread could not be started: not before (lock) */
+	_Atomic bool full;   /* at max_q, or the mount at its cap: starts no more */
 };
 
 struct lf_uring {
@@ -144,8 +147,10 @@ struct lf_uring {
 	int fd;
 	size_t payload_max;
 	unsigned nq, per_q, max_q; /* queues, threads a queue at the start and at most */
-	_Atomic bool stopping;
-	struct lf_uring_queue *q;   /* nq */
+	int spare;		  /* entries a queue keeps waiting: LF_URING_SPARE, per_q at most */
+	_Atomic bool quiescing;	  /* no more threads or hand-offs (lf_uring_quiesce) */
+	_Atomic bool stopping;	  /* the ring threads end at their next completion */
+	struct lf_uring_queue *q; /* nq */
 	struct lf_uring_thread **t; /* nq * max_q, queue by queue; NULL: none there yet */
 	pthread_mutex_t lock;	    /* ents */
 	struct lf_uring_ent **ents;
@@ -178,6 +183,26 @@ static void waiting_add(struct lf_uring_thread *t, int d)
 {
 	t->waiting += (unsigned)d;
 	atomic_fetch_add(&t->u->q[t->qid].waiting, d);
+}
+
+/* e's reply was committed (e's thread). The kernel hands a queued request to the entry
+ * within that system call if it holds one, and its completion is then in the ring already:
+ * only an entry that got none is counted waiting, so that requests queued while none
+ * waited (they are handed out only by commits) do not make the queue look better off
+ * than it is. */
+static void committed(struct lf_uring_ent *e)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head;
+
+	io_uring_for_each_cqe(&e->t->ring, head, cqe)
+	{
+		if (cqe->user_data == (uintptr_t)e) {
+			e->fetched = true;
+			return;
+		}
+	}
+	waiting_add(e->t, 1);
 }
 
 /* The possible CPUs: the kernel's queue count (num_possible_cpus). */
@@ -351,7 +376,7 @@ static bool hand_off(struct lf_uring *u, const struct fuse_buf *fb, uint64_t uni
 {
 	struct lf_uring_handoff h = {u, *fb, unique, opcode};
 
-	if (atomic_load(&u->stopping) || lf_pool_run(&u->pool, handoff_run, &h, sizeof(h)))
+	if (atomic_load(&u->quiescing) || lf_pool_run(&u->pool, handoff_run, &h, sizeof(h)))
 		return false;
 	atomic_fetch_add(&handoffs_made, 1);
 	return true;
@@ -379,7 +404,7 @@ static void serve(struct lf_uring_ent *e, bool handoff)
 		memcpy(e->hdr->in_out, &oh, sizeof(oh));
 		e->hdr->ring.payload_sz = 0;
 		if (!submit_cmd(e, LF_URING_COMMIT, ih.unique))
-			waiting_add(t, 1);
+			committed(e);
 		return;
 	}
 	lin = e->payload - sizeof(ih) - arg0;
@@ -422,7 +447,7 @@ static void commit_deferred(struct lf_uring_thread *t)
 			continue;
 		id = atomic_exchange(&e->commit, 0);
 		if (!submit_cmd(e, LF_URING_COMMIT, id))
-			waiting_add(t, 1);
+			committed(e);
 		else
 			lf_log(LF_ERR, "io_uring queue %u: cannot commit a reply", t->qid);
 	}
@@ -492,18 +517,22 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 	struct lf_uring_queue *q = &u->q[qid];
 	int err;
 
-	if (queue_spare(u, qid) >= LF_URING_SPARE)
+	/* the caps read without the lock first: once one is reached, no request takes it */
+	if (queue_spare(u, qid) >= u->spare || atomic_load(&q->full))
 		return;
 	pthread_mutex_lock(&u->lock);
-	while (!atomic_load(&u->stopping) && q->threads < u->max_q &&
-	       u->grown < u->lf->o.max_threads && queue_spare(u, qid) < LF_URING_SPARE &&
-	       now_s() >= q->retry_s) {
+	if (q->threads >= u->max_q || u->grown >= u->lf->o.max_threads)
+		atomic_store(&q->full, true);
+	while (!atomic_load(&u->quiescing) && !atomic_load(&q->full) &&
+	       queue_spare(u, qid) < u->spare && now_s() >= q->retry_s) {
 		struct lf_uring_thread *t = thread_new(u, qid, q->threads, &err);
 
 		if (t) {
 			q->threads++; /* its slot is taken even if it does not start */
 			u->grown++;
 			atomic_fetch_add(&q->pending, 1);
+			if (q->threads >= u->max_q || u->grown >= u->lf->o.max_threads)
+				atomic_store(&q->full, true);
 		}
 		if (!t || !thread_start(t)) {
 			if (t)
@@ -551,7 +580,10 @@ static void *ring_main(void *arg)
 		}
 		if (cqe->user_data == WAKE_STOP)
 			continue;
-		waiting_add(t, -1);
+		if (e->fetched)
+			e->fetched = false; /* never counted waiting */
+		else
+			waiting_add(t, -1);
 		if (res == -ENOTCONN || res == -ECANCELED || res == -ECONNABORTED)
 			break; /* the mount is going */
 		if (res < 0 && !e->served) {
@@ -581,9 +613,11 @@ static void *ring_main(void *arg)
 		}
 		e->served = true;
 		queue_keep_spare(u, t->qid);
-		/* served here only if other entries wait and none of them is this thread's: a
-		 * request the kernel put in one of those would wait for this one */
-		serve(e, t->waiting > 0 || atomic_load(&u->q[t->qid].waiting) <= 0);
+		/* served here only if other entries of the queue wait and this thread has no
+		 * other entry: a request the kernel put in one of its own would wait for this
+		 * one, and so would the commit of a reply made elsewhere for one it holds */
+		t->errors = 0;
+		serve(e, t->nents > 1 || atomic_load(&u->q[t->qid].waiting) <= 0);
 	}
 	/* its entries wait no more (if the mount goes on, what the kernel puts in them is
 	 * lost: the log says why above) */
@@ -640,11 +674,15 @@ bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ss
 	if (e == serving) {
 		rc = submit_cmd(e, LF_URING_COMMIT, oh->unique);
 		if (!rc)
-			waiting_add(e->t, 1);
+			committed(e);
 	} else {
 		/* only the entry's thread may commit (see the top of this file) */
 		atomic_store_explicit(&e->commit, oh->unique, memory_order_release);
 		rc = submit_nop(e->t, WAKE_COMMIT);
+		/* not woken: take the reply back, unless the thread committed it meanwhile (woken
+		 * for another) */
+		if (rc && !atomic_exchange(&e->commit, 0))
+			rc = 0;
 	}
 	if (rc) {
 		*written = -1;
@@ -663,10 +701,10 @@ void lf_uring_quiesce(struct lode_fuse *lf)
 		return;
 	/* under the lock: no queue grows after this (queue_keep_spare looks under it) */
 	pthread_mutex_lock(&u->lock);
-	atomic_store(&u->stopping, true);
+	atomic_store(&u->quiescing, true);
 	pthread_mutex_unlock(&u->lock);
 	/* what was handed off is answered (each call is bounded by the mount's timeout), its
-	 * replies committed by the ring threads, which still run */
+	 * replies committed by the ring threads, which still run until lf_uring_stop */
 	lf_pool_stop(&u->pool);
 }
 
@@ -678,6 +716,7 @@ void lf_uring_stop(struct lode_fuse *lf)
 	if (!u)
 		return;
 	lf_uring_quiesce(lf);
+	atomic_store(&u->stopping, true);
 	n = u->nq * u->max_q;
 	for (unsigned i = 0; i < n; i++) {
 		struct lf_uring_thread *t = u->t[i];
@@ -727,6 +766,7 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	if (u->per_q < 2)
 		u->per_q = 2;
 	u->max_q = lf->o.max_threads > u->per_q ? lf->o.max_threads : u->per_q;
+	u->spare = LF_URING_SPARE < u->per_q ? LF_URING_SPARE : (int)u->per_q;
 	u->q = calloc(u->nq, sizeof(*u->q));
 	u->t = calloc((size_t)u->nq * u->max_q, sizeof(*u->t));
 	if (!u->q || !u->t) {
