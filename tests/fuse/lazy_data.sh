@@ -48,22 +48,21 @@ for i in range(n):
     os.close(os.open(f"{d}/{p}{i}", os.O_CREAT | os.O_WRONLY, 0o644))' "$@"
 }
 
+# refused OPT MESSAGE: lode-fuse -o OPT fails before anything is mounted, saying MESSAGE
+refused() {
+	if "$LODE_FUSE" --mds "$MDS" "$WORK/x" -f -o "$1" 2>"$WORK/bad.txt"; then
+		fail "lode-fuse took -o $1"
+	fi
+	grep -q "$2" "$WORK/bad.txt" || fail "unclear error for -o $1: $(cat "$WORK/bad.txt")"
+	mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o $1"
+	return 0
+}
+
 echo "== a data= value lode-fuse does not know is refused before anything is mounted"
 mkdir "$WORK/x"
-if "$LODE_FUSE" --mds "$MDS" "$WORK/x" -f -o data=fast 2>"$WORK/bad.txt"; then
-	fail "lode-fuse took -o data=fast"
-fi
-grep -q "data: expected durable or lazy, got 'fast'" "$WORK/bad.txt" ||
-	fail "unclear error for -o data=fast: $(cat "$WORK/bad.txt")"
-mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o data=fast"
-
+refused data=fast "data: expected durable or lazy, got 'fast'"
 echo "== so is an io_uring= value other than require"
-if "$LODE_FUSE" --mds "$MDS" "$WORK/x" -f -o io_uring=fast 2>"$WORK/bad.txt"; then
-	fail "lode-fuse took -o io_uring=fast"
-fi
-grep -q "io_uring: expected no value or require, got 'fast'" "$WORK/bad.txt" ||
-	fail "unclear error for -o io_uring=fast: $(cat "$WORK/bad.txt")"
-mountpoint -q "$WORK/x" && fail "lode-fuse mounted with -o io_uring=fast"
+refused io_uring=fast "io_uring: expected no value or require, got 'fast'"
 
 mkdir "$A/d"
 create "$A/d" lazy 100
