@@ -175,7 +175,7 @@ static void collect_requests(struct lode_metrics_buf *b)
 void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 {
 	const char *kv[4] = {"program", "lode-fuse", "version", LODE_VERSION};
-	uint64_t lat[LAT_BOUNDS + 1], threads, handoffs;
+	uint64_t lat[LAT_BOUNDS + 1], threads, handoffs, kicks;
 	char l[96];
 
 	(void)arg;
@@ -233,7 +233,7 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    lf_killpriv_v2());
 	lode_metrics_sample(b, "lode_fuse_kernel_feature", "feature=\"parallel_dirops\"",
 			    lf_parallel_dirops());
-	lf_uring_counts(&threads, &handoffs);
+	lf_uring_counts(&threads, &handoffs, &kicks);
 	lode_metrics_family(b, "lode_fuse_uring_threads", "gauge",
 			    "Threads serving the kernel's io_uring queues (-o io_uring): each "
 			    "CPU's queue starts with a few and gets more while fewer than 4 of "
@@ -244,6 +244,11 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "thread: their queue had no other entry waiting (calls stuck on a "
 			    "server, or a burst), or their thread had one of its own.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_handoffs_total", NULL, handoffs);
+	lode_metrics_family(b, "lode_fuse_uring_kicks_total", "counter",
+			    "GETATTRs of the mount's root that lode-fuse makes from a CPU whose "
+			    "io_uring queue ran low, so that the kernel hands out the requests "
+			    "it queued there meanwhile.");
+	lode_metrics_sample_u64(b, "lode_fuse_uring_kicks_total", NULL, kicks);
 	lode_metrics_family(b, "lode_fuse_errors_total", "counter",
 			    "Requests of any kind answered with an error, by errno (ENOENT of a "
 			    "lookup included).");

@@ -303,9 +303,10 @@ void lf_uring_stop(struct lode_fuse *lf);
 /* If iov (a reply) answers a ring request: puts it in its entry and commits it, setting
  * *written as writev would. Returns whether it did. */
 bool lf_uring_reply(struct lode_fuse *lf, const struct iovec *iov, int count, ssize_t *written);
-/* Ring threads started so far (all queues; the process's one mount), and requests handed
- * to threads of their own because their queue had no other entry waiting. Any thread. */
-void lf_uring_counts(uint64_t *threads, uint64_t *handoffs);
+/* Ring threads started so far (all queues; the process's one mount), requests handed
+ * to threads of their own because their queue had no other entry waiting, and the
+ * kicker's GETATTRs (fuse_uring.c). Any thread. */
+void lf_uring_counts(uint64_t *threads, uint64_t *handoffs, uint64_t *kicks);
 /* Whether the kernel lets MAP_SHARED map a direct_io (O_DIRECT) open: FOPEN_DIRECT_IO
  * then; otherwise O_DIRECT opens use page-cache mode (the kernel still bypasses it). */
 bool lf_dio_mmap(void);
