@@ -240,14 +240,14 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 			    "its entries wait for a request.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_threads", NULL, threads);
 	lode_metrics_family(b, "lode_fuse_uring_handoffs_total", "counter",
-			    "Requests over io_uring served by the handoff pool, not their ring "
-			    "thread: their queue had no other entry waiting (calls stuck on a "
-			    "server, or a burst), or their thread had one of its own.");
+			    "Requests over io_uring handed, with their entry, to a thread started "
+			    "for them: their queue had no other entry waiting (calls stuck on a "
+			    "server, or a burst), or their thread had another entry.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_handoffs_total", NULL, handoffs);
 	lode_metrics_family(b, "lode_fuse_uring_kicks_total", "counter",
 			    "GETATTRs of the mount's root that lode-fuse makes from a CPU whose "
-			    "io_uring queue ran low, so that the kernel hands out the requests "
-			    "it queued there meanwhile.");
+			    "io_uring queue grew, so that the kernel hands out the requests it "
+			    "queued there meanwhile.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_kicks_total", NULL, kicks);
 	lode_metrics_family(b, "lode_fuse_errors_total", "counter",
 			    "Requests of any kind answered with an error, by errno (ENOENT of a "

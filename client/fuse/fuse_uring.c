@@ -37,28 +37,36 @@
  * until the mount's timeout) would hold every other call made on that CPU until one came
  * back.
  *
+ * So a thread serves a request itself only if other entries of its queue wait and it has
+ * no other entry (waiting, or held by a request answered elsewhere, whose commit would
+ * wait too); else it hands the request off: to a thread started for it (up to
+ * max_threads such in all), which takes the request's entry as its own, and the thread
+ * registers another entry unless one of its own waits. The spares keep that rare, and
+ * each reply on the queue hands out one queued request. The kernel does the work of a
+ * command (copying the next request into the entry) on the thread that submitted it, and
+ * sends an entry's next request to the ring its last command came through: so only an
+ * entry's own thread commits its replies (a reply made elsewhere wakes it to do so), and
+ * the thread a request was handed to commits its reply through its own ring, which the
+ * entry belongs to from then on. A request answered later by another thread
+ * (fuse_defer.c: an open that waits for a lock, or hands the kernel pages) keeps its entry
+ * until then, and that wait may be for a READ on the same queue (a page the store needs
+ * is locked until its READ is answered): its thread waits for the reply, as the queue's
+ * spares serve the rest, unless the queue is short of them (it could not grow), when
+ * the thread registers another entry. A thread with two entries hands off what comes to
+ * either, which leaves it one: an entry cannot be given back to the kernel. A thread whose
+ * request was answered here keeps its one entry, even when the commit came back with the
+ * next request. Registering another entry in either case made every thread of a busy
+ * mount a two-entry one that hands off all it gets (a third of the 64 KiB storm's files/s
+ * at 8 processes).
+ *
  * The kick. Whatever the spares, a burst can take a queue's last waiting entry before the
  * threads it makes start register theirs; what comes meanwhile is queued, and with every
  * thread stuck nothing commits (a listing waited 30 s behind stuck reads in 3 of 15 runs).
- * So once a queue grew, the kicker thread, bound to that CPU, asks the kernel for the
- * attributes of the mount's root (statx, AT_STATX_FORCE_SYNC): a request that goes to an
- * entry waiting there, whose commit fetches a queued request if there is one; again while
- * that queue's commits fetched requests meanwhile (lode_fuse_uring_kicks_total).
- *
- * So a thread serves a request itself only if other entries of its queue wait and it has
- * no other entry (waiting, or held by a request answered elsewhere, whose commit would
- * wait too); else the request goes to the handoff pool (fuse_defer.c's kind, up to
- * max_threads, the rest queued there), and the thread registers another entry unless one
- * of its own waits. The spares keep that rare, and each reply on the queue hands out one
- * queued request. A request answered later by another thread (a handoff, or fuse_defer.c:
- * an open that waits for a lock, or hands the kernel pages) keeps its entry until then,
- * and that wait may be for a READ on the same queue (a page the store needs is locked
- * until its READ is answered): so a thread left with no entry waiting registers another.
- * A thread with two entries hands off whatever comes to either from then on: it cannot give
- * one back to the kernel. And the kernel does
- * the work of a command (copying the next request into the entry) on the thread that
- * submitted it, so only an entry's own thread commits its replies: a reply made
- * elsewhere wakes it to do so.
+ * So once a queue grew, the kicker thread starts a thread bound to that CPU that asks the
+ * kernel for the attributes of the mount's root (statx, AT_STATX_FORCE_SYNC): a request
+ * that goes to an entry waiting there, answered at once, whose commit fetches a queued
+ * request if there is one; again while that queue's commits fetched requests meanwhile,
+ * or while a kick is itself queued (lode_fuse_uring_kicks_total).
  */
 #include <errno.h>
 #include <liburing.h>
@@ -130,9 +138,18 @@ struct lf_uring_ent {
 	bool fetched;		 /* its commit came back with a queued request (committed) */
 };
 
+/* A request handed off (hand_off): its entry, its buffer there, and what times it. */
+struct lf_uring_handoff {
+	struct lf_uring_ent *e;
+	struct fuse_buf fb;
+	uint64_t unique;
+	uint32_t opcode;
+};
+
 struct lf_uring_thread {
 	struct lf_uring *u;
 	unsigned qid;
+	struct lf_uring_handoff first; /* a thread started for a request: it (e: NULL if not) */
 	pthread_t th;
 	bool started;
 	struct io_uring ring;
@@ -143,11 +160,23 @@ struct lf_uring_thread {
 	unsigned errors;	 /* entries registered again (ring_main) */
 };
 
+/* A kick (kick_start): its thread, and the statx's outcome. */
+#define KICKS_MAX 16
+struct lf_uring_kick {
+	struct lf_uring *u;
+	pthread_t th;
+	bool started;	   /* not joined yet (the kicker's) */
+	_Atomic pid_t tid; /* its thread's, for serve; -1: none */
+	_Atomic bool done;
+	int err; /* the statx's errno */
+};
+
 /* A CPU's queue: its threads and how many of their entries wait for a request. */
 struct lf_uring_queue {
 	_Atomic int waiting;	  /* entries registered or committed, no request in them yet */
 	_Atomic int pending;	  /* threads started that have not registered their entry yet */
 	unsigned threads;	  /* started (lf_uring's lock) */
+	unsigned handed;	  /* of them, started for a request handed off (lock) */
 	double retry_s;		  /* after a thread could not be started: not before (lock) */
 	_Atomic bool full;	  /* at max_q, or the mount at its cap: starts no more */
 	_Atomic uint64_t fetches; /* commits that came back with a queued request */
@@ -159,18 +188,19 @@ struct lf_uring {
 	int fd;
 	size_t payload_max;
 	unsigned nq, per_q, max_q; /* queues, threads a queue at the start and at most */
+	unsigned slots;		   /* a queue's: max_q, then max_threads for hand-offs */
 	int spare;		  /* entries a queue keeps waiting: LF_URING_SPARE, per_q at most */
 	_Atomic bool quiescing;	  /* no more threads or hand-offs (lf_uring_quiesce) */
 	_Atomic bool stopping;	  /* the ring threads end at their next completion */
 	struct lf_uring_queue *q; /* nq */
-	struct lf_uring_thread **t; /* nq * max_q, queue by queue; NULL: none there yet */
+	struct lf_uring_thread **t; /* nq * slots, queue by queue; NULL: none there yet */
 	pthread_mutex_t lock;	    /* ents */
 	struct lf_uring_ent **ents;
 	unsigned nents, cap;
-	unsigned grown;	      /* threads started past the first ones, all queues (lock) */
-	struct lf_defer pool; /* the threads requests are handed off to */
-	pthread_t kicker;     /* see kick_main */
-	_Atomic pid_t kicker_tid;
+	unsigned grown;	  /* threads started past the first ones for spares, all queues (lock) */
+	unsigned handed;  /* threads started for a request handed off, all queues (lock) */
+	pthread_t kicker; /* see kick_main */
+	struct lf_uring_kick kicks[KICKS_MAX];
 	bool kicker_started;
 	bool kicker_stop;	  /* (lock) */
 	pthread_cond_t kick_cond; /* a queue to kick, or the stop (lock) */
@@ -188,6 +218,15 @@ void lf_uring_counts(uint64_t *threads, uint64_t *handoffs, uint64_t *kicks)
 	*kicks = atomic_load(&kicks_made);
 }
 
+/* Whether a request from thread pid is a kick's. */
+static bool is_kick(struct lf_uring *u, uint32_t pid)
+{
+	for (unsigned i = 0; i < KICKS_MAX; i++)
+		if ((uint32_t)atomic_load(&u->kicks[i].tid) == pid)
+			return true;
+	return false;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -201,6 +240,12 @@ static void waiting_add(struct lf_uring_thread *t, int d)
 {
 	t->waiting += (unsigned)d;
 	atomic_fetch_add(&t->u->q[t->qid].waiting, d);
+}
+
+/* Entries of queue qid waiting for a request, or about to. */
+static int queue_spare(struct lf_uring *u, unsigned qid)
+{
+	return atomic_load(&u->q[qid].waiting) + atomic_load(&u->q[qid].pending);
 }
 
 /* e's reply was committed (e's thread). The kernel hands a queued request to the entry
@@ -371,38 +416,82 @@ static int ent_add(struct lf_uring_thread *t)
 	return rc; /* a listed entry never registered stays until the stop */
 }
 
-/* A request handed off (hand_off): its buffer, in its entry's, and what times it. */
-struct lf_uring_handoff {
-	struct lf_uring *u;
-	struct fuse_buf fb;
-	uint64_t unique;
-	uint32_t opcode;
-};
+static struct lf_uring_thread *thread_new(struct lf_uring *u, unsigned qid, unsigned k, int *err);
+static bool thread_start(struct lf_uring_thread *t);
 
-static void handoff_run(void *arg)
+/* Registers another entry of t (its thread) if none of its entries waits: one held by a
+ * request answered elsewhere, or handed off, must not leave the thread with none. */
+static void keep_one_waiting(struct lf_uring_thread *t)
 {
-	struct lf_uring_handoff *h = arg;
+	static _Atomic bool told;
 
-	lf_dev_request_begin(h->unique, h->opcode);
-	fuse_session_process_buf(h->u->lf->se, &h->fb); /* its reply goes to its entry's thread */
+	if (t->waiting || !ent_add(t) || atomic_exchange(&told, true))
+		return;
+	lf_log(LF_ERR,
+	       "io_uring queue %u: no entry to add; requests on this CPU wait for the "
+	       "deferred ones",
+	       t->qid);
 }
 
-/* Serves the request in fb (in its entry's buffers) on a thread of the handoff pool (up to
- * max_threads; queued when all are busy), unless the mount stops. Returns whether it did;
- * else the caller serves it. */
-static bool hand_off(struct lf_uring *u, const struct fuse_buf *fb, uint64_t unique,
-		     uint32_t opcode)
+/* Serves h's request on this thread, its entry's: libfuse answers it, here or later
+ * (deferred). */
+static void serve_here(const struct lf_uring_handoff *h)
 {
-	struct lf_uring_handoff h = {u, *fb, unique, opcode};
+	struct lf_uring_thread *t = h->e->t;
+	struct fuse_buf fb = h->fb;
 
-	if (atomic_load(&u->quiescing) || lf_pool_run(&u->pool, handoff_run, &h, sizeof(h)))
+	serving = h->e;
+	lf_dev_request_begin(h->unique, h->opcode);
+	fuse_session_process_buf(t->u->lf->se, &fb);
+	serving = NULL;
+	/* answered here, e is this thread's one entry, waiting or with its next request
+	 * already. Answered later (deferred), the thread waits for that reply to commit it,
+	 * unless its queue is short of spares (it could not grow): see the top of this file */
+	if (atomic_load_explicit(&h->e->unique, memory_order_acquire) &&
+	    queue_spare(t->u, t->qid) < t->u->spare)
+		keep_one_waiting(t);
+}
+
+/* Hands h's request to a thread started for it, whose entry its entry becomes: that
+ * thread commits the reply through its own ring, and the kernel then sends the entry's
+ * next requests there; this thread has one entry fewer. Up to max_threads such threads
+ * in all, unless the mount stops. Returns whether it did; else the caller serves it. */
+static bool hand_off(const struct lf_uring_handoff *h)
+{
+	struct lf_uring_thread *t = h->e->t, *s = NULL;
+	struct lf_uring *u = t->u;
+	struct lf_uring_queue *q = &u->q[t->qid];
+	int err = 0;
+
+	pthread_mutex_lock(&u->lock);
+	if (!atomic_load(&u->quiescing) && u->handed < u->lf->o.max_threads &&
+	    now_s() >= q->retry_s)
+		s = thread_new(u, t->qid, q->threads, &err);
+	if (s) {
+		q->threads++; /* its slot is taken even if it does not start */
+		q->handed++;
+		u->handed++;
+		s->first = *h;
+		s->nents = 1;
+		h->e->t = s; /* under the lock: commit_deferred finds entries by thread */
+		if (!thread_start(s)) {
+			h->e->t = t;
+			s = NULL;
+			err = -EAGAIN;
+		}
+	}
+	if (err) {
+		q->retry_s = now_s() + 1;
+		lf_log(LF_WARN, "io_uring queue %u: cannot start a thread for a request", t->qid);
+	}
+	pthread_mutex_unlock(&u->lock);
+	if (!s)
 		return false;
+	t->nents--;
 	atomic_fetch_add(&handoffs_made, 1);
 	return true;
 }
 
-/* The request now in e's buffers, to libfuse as /dev/fuse would have delivered it: on
- * this thread, or with handoff on the handoff pool's (see ring_main). */
 /* Answers the request in e with error err, here (e's thread). */
 static void answer_err(struct lf_uring_ent *e, uint64_t unique, int err)
 {
@@ -422,6 +511,7 @@ static void serve(struct lf_uring_ent *e, bool handoff)
 	size_t arg0;
 	char *lin;
 	struct fuse_buf fb = {0};
+	struct lf_uring_handoff h;
 
 	memcpy(&ih, e->hdr->in_out, sizeof(ih));
 	if (psz > t->u->payload_max || ih.len < sizeof(ih) + psz ||
@@ -432,7 +522,7 @@ static void serve(struct lf_uring_ent *e, bool handoff)
 		answer_err(e, ih.unique, EIO);
 		return;
 	}
-	if (ih.pid == (uint32_t)atomic_load(&t->u->kicker_tid)) {
+	if (ih.opcode == FUSE_GETATTR && ih.nodeid == FUSE_ROOT_ID && is_kick(t->u, ih.pid)) {
 		/* the kicker's: its commit is all it is for (neither the MDS nor libfuse) */
 		answer_err(e, ih.unique, EAGAIN);
 		return;
@@ -443,26 +533,11 @@ static void serve(struct lf_uring_ent *e, bool handoff)
 	fb.mem = lin;
 	fb.size = ih.len;
 	atomic_store_explicit(&e->unique, ih.unique, memory_order_release);
-	if (!handoff || !hand_off(t->u, &fb, ih.unique, ih.opcode)) {
-		serving = e;
-		lf_dev_request_begin(ih.unique, ih.opcode);
-		fuse_session_process_buf(t->u->lf->se, &fb);
-		serving = NULL;
-	}
-	/* answered later by another thread (handed off, or deferred): the entry stays the
-	 * request's until then, and the thread must not be left with none waiting (see the
-	 * top of this file). Answered here, it is this thread's one entry, waiting or with
-	 * its next request already: another would make the thread hand off all it gets
-	 * (ring_main), which cost a third of the 64 KiB storm's files/s at 8 processes. */
-	if (!t->waiting && atomic_load_explicit(&e->unique, memory_order_acquire) && ent_add(t)) {
-		static _Atomic bool told;
-
-		if (!atomic_exchange(&told, true))
-			lf_log(LF_ERR,
-			       "io_uring queue %u: no entry to add; requests on this CPU "
-			       "wait for the deferred ones",
-			       t->qid);
-	}
+	h = (struct lf_uring_handoff){e, fb, ih.unique, ih.opcode};
+	if (handoff && hand_off(&h))
+		keep_one_waiting(t);
+	else
+		serve_here(&h);
 }
 
 /* Commits the replies other threads made for t's entries (ring_main's thread). */
@@ -508,7 +583,7 @@ static struct lf_uring_thread *thread_new(struct lf_uring *u, unsigned qid, unsi
 		return NULL;
 	}
 	t->ring_ok = true;
-	u->t[qid * u->max_q + k] = t;
+	u->t[qid * u->slots + k] = t;
 	return t;
 }
 
@@ -535,12 +610,6 @@ static bool thread_start(struct lf_uring_thread *t)
 	return t->started;
 }
 
-/* Entries of queue qid waiting for a request, or about to. */
-static int queue_spare(struct lf_uring *u, unsigned qid)
-{
-	return atomic_load(&u->q[qid].waiting) + atomic_load(&u->q[qid].pending);
-}
-
 /* Starts threads for queue qid until LF_URING_SPARE of its entries wait or are about to,
  * unless the queue has max_q, the mount has started max_threads past the first ones (each
  * holds a ring's descriptor), or it stops. Any ring thread. */
@@ -553,7 +622,7 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 	if (queue_spare(u, qid) >= u->spare || atomic_load(&q->full))
 		return;
 	pthread_mutex_lock(&u->lock);
-	if (q->threads >= u->max_q || u->grown >= u->lf->o.max_threads)
+	if (q->threads - q->handed >= u->max_q || u->grown >= u->lf->o.max_threads)
 		atomic_store(&q->full, true);
 	while (!atomic_load(&u->quiescing) && !atomic_load(&q->full) &&
 	       queue_spare(u, qid) < u->spare && now_s() >= q->retry_s) {
@@ -563,7 +632,7 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 			q->threads++; /* its slot is taken even if it does not start */
 			u->grown++;
 			atomic_fetch_add(&q->pending, 1);
-			if (q->threads >= u->max_q || u->grown >= u->lf->o.max_threads)
+			if (q->threads - q->handed >= u->max_q || u->grown >= u->lf->o.max_threads)
 				atomic_store(&q->full, true);
 		}
 		if (!t || !thread_start(t)) {
@@ -579,34 +648,91 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 	pthread_mutex_unlock(&u->lock);
 }
 
+/* A kick's thread (kick_start), whose statx may itself be queued: it is joined once done. */
+static void *kick_run(void *arg)
+{
+	struct lf_uring_kick *k = arg;
+	struct statx stx;
+
+	atomic_store(&k->tid, gettid());
+	errno = 0;
+	statx(AT_FDCWD, k->u->lf->o.mount_abs, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
+	k->err = errno;
+	atomic_store(&k->done, true);
+	return NULL;
+}
+
+/* Joins the kicks done, or all of them (the kicker's thread, or after it ended). */
+static void kicks_join(struct lf_uring *u, bool all)
+{
+	for (unsigned i = 0; i < KICKS_MAX; i++) {
+		struct lf_uring_kick *k = &u->kicks[i];
+
+		if (!k->started || (!all && !atomic_load(&k->done)))
+			continue;
+		pthread_join(k->th, NULL);
+		k->started = false;
+		atomic_store(&k->tid, -1);
+	}
+}
+
+/* A kick of queue qid: a thread bound to that CPU that statx()es the mount's root. NULL:
+ * KICKS_MAX are still queued, or no thread could be started there (the kicker's thread). */
+static struct lf_uring_kick *kick_start(struct lf_uring *u, unsigned qid)
+{
+	struct lf_uring_kick *k = NULL;
+	pthread_attr_t a;
+	cpu_set_t set;
+
+	kicks_join(u, false);
+	for (unsigned i = 0; i < KICKS_MAX && !k; i++)
+		if (!u->kicks[i].started)
+			k = &u->kicks[i];
+	if (!k)
+		return NULL;
+	k->u = u;
+	atomic_store(&k->done, false);
+	pthread_attr_init(&a);
+	CPU_ZERO(&set);
+	CPU_SET(qid, &set);
+	/* not in this cpuset: nor are the callers the kernel queues there */
+	k->started = !pthread_attr_setaffinity_np(&a, sizeof(set), &set) &&
+		     !pthread_create(&k->th, &a, kick_run, k);
+	pthread_attr_destroy(&a);
+	if (!k->started)
+		return NULL;
+	atomic_fetch_add(&kicks_made, 1);
+	return k;
+}
+
 /* Makes the kernel hand out what it queued on queue qid: a GETATTR of the mount's root
- * from that CPU, which goes to an entry waiting there (the threads just started have
- * registered theirs by then) and whose commit fetches a queued request if there is one;
- * again while the queue's commits fetched some meanwhile. On the kicker's thread. */
+ * from that CPU (kick_start), which goes to an entry waiting there (the threads just
+ * started have registered theirs by then), is answered at once (serve), and whose commit
+ * fetches a queued request if there is one; again while the queue's commits fetched some
+ * meanwhile. A kick that finds no entry waiting is queued too: the next one, from another
+ * thread, frees the oldest queued request. On the kicker's thread. */
 static void kick_queue(struct lf_uring *u, unsigned qid)
 {
 	struct lf_uring_queue *q = &u->q[qid];
-	struct statx stx;
-	cpu_set_t set;
 
 	for (int i = 0; i < 1000 && atomic_load(&q->pending) > 0; i++) {
 		if (atomic_load(&u->quiescing))
 			return;
 		usleep(1000);
 	}
-	CPU_ZERO(&set);
-	CPU_SET(qid, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		return; /* not in this cpuset: nor are the callers the kernel queues there */
 	for (int n = 0; n < 64 && !atomic_load(&u->quiescing); n++) {
 		uint64_t f = atomic_load(&q->fetches);
+		struct lf_uring_kick *k = kick_start(u, qid);
 
-		atomic_fetch_add(&kicks_made, 1);
-		/* answered EAGAIN by the ring thread it reaches (serve); another error says
-		 * it went elsewhere: the mount is gone */
-		errno = 0;
-		statx(AT_FDCWD, u->lf->o.mount_abs, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
-		if (errno != EAGAIN || atomic_load(&q->fetches) == f)
+		if (!k)
+			break;
+		for (int i = 0; i < 50 && !atomic_load(&k->done); i++)
+			usleep(1000);
+		if (!atomic_load(&k->done))
+			continue; /* queued: kick again */
+		/* answered EAGAIN by the ring thread it reached; another error says it went
+		 * elsewhere: the mount is gone */
+		if (k->err != EAGAIN || atomic_load(&q->fetches) == f)
 			break;
 	}
 }
@@ -616,7 +742,6 @@ static void *kick_main(void *arg)
 {
 	struct lf_uring *u = arg;
 
-	atomic_store(&u->kicker_tid, gettid());
 	pthread_mutex_lock(&u->lock);
 	while (!u->kicker_stop) {
 		unsigned qid;
@@ -641,14 +766,20 @@ static void *ring_main(void *arg)
 	struct lf_uring_thread *t = arg;
 	struct lf_uring *u = t->u;
 
-	/* registered by this thread, which the kernel's work for the entry then runs on */
-	int rc0 = ent_add(t);
+	if (t->first.e) {
+		/* started for a request handed off: its entry is this thread's */
+		serve_here(&t->first);
+	} else {
+		/* registered by this thread, which the kernel's work for the entry then runs
+		 * on */
+		int rc0 = ent_add(t);
 
-	atomic_fetch_sub(&u->q[t->qid].pending, 1);
-	if (rc0) {
-		lf_log(LF_ERR, "io_uring queue %u: cannot register an entry", t->qid);
-		atomic_fetch_sub(&threads_running, 1);
-		return NULL;
+		atomic_fetch_sub(&u->q[t->qid].pending, 1);
+		if (rc0) {
+			lf_log(LF_ERR, "io_uring queue %u: cannot register an entry", t->qid);
+			atomic_fetch_sub(&threads_running, 1);
+			return NULL;
+		}
 	}
 	for (;;) {
 		struct io_uring_cqe *cqe;
@@ -801,9 +932,7 @@ void lf_uring_quiesce(struct lode_fuse *lf)
 		pthread_join(u->kicker, NULL);
 		u->kicker_started = false;
 	}
-	/* what was handed off is answered (each call is bounded by the mount's timeout), its
-	 * replies committed by the ring threads, which still run until lf_uring_stop */
-	lf_pool_stop(&u->pool);
+	kicks_join(u, true);
 }
 
 void lf_uring_stop(struct lode_fuse *lf)
@@ -815,7 +944,7 @@ void lf_uring_stop(struct lode_fuse *lf)
 		return;
 	lf_uring_quiesce(lf);
 	atomic_store(&u->stopping, true);
-	n = u->nq * u->max_q;
+	n = u->nq * u->slots;
 	for (unsigned i = 0; i < n; i++) {
 		struct lf_uring_thread *t = u->t[i];
 
@@ -838,7 +967,6 @@ void lf_uring_stop(struct lode_fuse *lf)
 	for (unsigned i = 0; i < u->nents; i++)
 		ent_free(u->ents[i]);
 	free(u->ents);
-	lf_pool_fini(&u->pool);
 	pthread_cond_destroy(&u->kick_cond);
 	pthread_mutex_destroy(&u->lock);
 	free(u->q);
@@ -867,7 +995,8 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	u->max_q = lf->o.max_threads > u->per_q ? lf->o.max_threads : u->per_q;
 	u->spare = LF_URING_SPARE < u->per_q ? LF_URING_SPARE : (int)u->per_q;
 	u->q = calloc(u->nq, sizeof(*u->q));
-	u->t = calloc((size_t)u->nq * u->max_q, sizeof(*u->t));
+	u->slots = u->max_q + lf->o.max_threads;
+	u->t = calloc((size_t)u->nq * u->slots, sizeof(*u->t));
 	if (!u->q || !u->t) {
 		free(u->q);
 		free(u->t);
@@ -876,9 +1005,9 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->kick_cond, NULL);
-	atomic_store(&u->kicker_tid, -1); /* a request without a caller says pid 0 */
+	for (unsigned i = 0; i < KICKS_MAX; i++)
+		atomic_store(&u->kicks[i].tid, -1); /* a request without a caller says pid 0 */
 	lf->uring = u;
-	rc = lf_pool_init(&u->pool, lf->o.max_threads);
 	for (unsigned qid = 0; qid < u->nq && !rc; qid++)
 		for (unsigned k = 0; k < u->per_q && !rc; k++)
 			if (thread_new(u, qid, k, &rc))
@@ -899,7 +1028,7 @@ void lf_uring_start(struct lode_fuse *lf)
 	pthread_mutex_lock(&u->lock);
 	for (unsigned qid = 0; qid < u->nq; qid++)
 		for (unsigned k = 0; k < u->per_q; k++) {
-			struct lf_uring_thread *t = u->t[qid * u->max_q + k];
+			struct lf_uring_thread *t = u->t[qid * u->slots + k];
 
 			if (!t)
 				continue;

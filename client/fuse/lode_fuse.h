@@ -294,8 +294,8 @@ struct lf_uring;
 int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max);
 /* After that INIT reply: starts their threads, each of which registers its entry. */
 void lf_uring_start(struct lode_fuse *lf);
-/* Once the session loop ended, before lf_defer_stop: no more threads or handoffs, and
- * the requests handed off are answered (their replies may defer work). */
+/* Once the session loop ended, before lf_defer_stop: no more threads, hand-offs or
+ * kicks. */
 void lf_uring_quiesce(struct lode_fuse *lf);
 /* After lf_defer_stop (deferred replies go to the rings): stops and joins the threads,
  * and frees the rings. */

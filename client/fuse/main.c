@@ -681,7 +681,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	rc = fuse_session_loop_mt(lf->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
-	lf_uring_quiesce(lf); /* requests handed off may still defer work */
+	lf_uring_quiesce(lf); /* no more ring threads, hand-offs or kicks */
 	lf_defer_stop(lf);    /* the request threads are gone: nothing more is deferred */
 	lf_uring_stop(lf);    /* after the deferred replies, which may go to a ring */
 	/* io_uring=require without io_uring (the kernel did not offer it, or refused an
