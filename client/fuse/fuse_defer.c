@@ -13,8 +13,7 @@
  * The threads are started as work comes, up to LF_DEFER_THREADS, and live until the mount
  * ends; work queued while all of them wait goes in order to the first that is free. None
  * of them ever answers a request the holder of a lock waits for, so none can hold back
- * the holder. The same kind of pool, a separate one, serves the requests fuse_uring.c
- * hands off (lf_pool_*): those may be the very READs a lock holder waits for.
+ * the holder.
  */
 #include <errno.h>
 #include <stddef.h>

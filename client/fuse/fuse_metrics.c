@@ -237,7 +237,8 @@ void lf_metrics_collect(void *arg, struct lode_metrics_buf *b)
 	lode_metrics_family(b, "lode_fuse_uring_threads", "gauge",
 			    "Threads serving the kernel's io_uring queues (-o io_uring): each "
 			    "CPU's queue starts with a few and gets more while fewer than 4 of "
-			    "its entries wait for a request.");
+			    "its entries wait for a request, and one for each request handed "
+			    "off.");
 	lode_metrics_sample_u64(b, "lode_fuse_uring_threads", NULL, threads);
 	lode_metrics_family(b, "lode_fuse_uring_handoffs_total", "counter",
 			    "Requests over io_uring handed, with their entry, to a thread started "

@@ -39,9 +39,11 @@
  *
  * So a thread serves a request itself only if other entries of its queue wait and it has
  * no other entry (waiting, or held by a request answered elsewhere, whose commit would
- * wait too); else it hands the request off: to a thread started for it (up to
- * max_threads such in all), which takes the request's entry as its own, and the thread
- * registers another entry unless one of its own waits. The spares keep that rare, and
+ * wait too); else it hands the request off: to a thread started for it, which takes the
+ * request's entry as its own, and the thread registers another entry unless one of its
+ * own waits. Threads never end before the mount (an entry cannot be given back to the
+ * kernel), so the mount starts max_threads such over its life; then the thread serves the
+ * request itself. The spares keep that rare, and
  * each reply on the queue hands out one queued request. The kernel does the work of a
  * command (copying the next request into the entry) on the thread that submitted it, and
  * sends an entry's next request to the ring its last command came through: so only an
@@ -53,7 +55,8 @@
  * is locked until its READ is answered): its thread waits for the reply, as the queue's
  * spares serve the rest, unless the queue is short of them (it could not grow), when
  * the thread registers another entry. A thread with two entries hands off what comes to
- * either, which leaves it one: an entry cannot be given back to the kernel. A thread whose
+ * either, which leaves it one (two again if the other is held by a deferred request and
+ * it must register another). A thread whose
  * request was answered here keeps its one entry, even when the commit came back with the
  * next request. Registering another entry in either case made every thread of a busy
  * mount a two-entry one that hands off all it gets (a third of the 64 KiB storm's files/s
@@ -62,11 +65,13 @@
  * The kick. Whatever the spares, a burst can take a queue's last waiting entry before the
  * threads it makes start register theirs; what comes meanwhile is queued, and with every
  * thread stuck nothing commits (a listing waited 30 s behind stuck reads in 3 of 15 runs).
- * So once a queue grew, the kicker thread starts a thread bound to that CPU that asks the
- * kernel for the attributes of the mount's root (statx, AT_STATX_FORCE_SYNC): a request
- * that goes to an entry waiting there, answered at once, whose commit fetches a queued
- * request if there is one; again while that queue's commits fetched requests meanwhile,
- * or while a kick is itself queued (lode_fuse_uring_kicks_total).
+ * So once a queue grew, or a thread registered an entry while none of its own waited, the
+ * kicker thread starts a thread bound to that CPU that asks the kernel for the attributes
+ * of the mount's root (statx, AT_STATX_FORCE_SYNC): a request that goes to an entry
+ * waiting there, answered at once (kick_answered), whose commit fetches a queued request
+ * if there is one; again while such commits did, or while a kick is itself queued (up to
+ * KICKS_MAX at once; lode_fuse_uring_kicks_total). A kick still queued when the mount
+ * stops ends with the connection.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -78,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -160,27 +166,29 @@ struct lf_uring_thread {
 	unsigned errors;	 /* entries registered again (ring_main) */
 };
 
-/* A kick (kick_start): its thread, and the statx's outcome. */
+/* A kick (kick_start): its thread, and the statx's outcome. Freed by the kicker once
+ * done, or by its own thread if the mount stopped first (lf_uring_stop). */
 #define KICKS_MAX 16
+enum { KICK_RUNNING, KICK_DONE, KICK_LEFT };
 struct lf_uring_kick {
-	struct lf_uring *u;
 	pthread_t th;
-	bool started;	   /* not joined yet (the kicker's) */
-	_Atomic pid_t tid; /* its thread's, for serve; -1: none */
-	_Atomic bool done;
-	int err; /* the statx's errno */
+	_Atomic pid_t tid; /* its thread's while its statx is in flight, for is_kick; else -1 */
+	_Atomic int state;
+	int err;	     /* the statx's errno (KICK_DONE) */
+	char path[PATH_MAX]; /* the mount point's realpath */
 };
 
 /* A CPU's queue: its threads and how many of their entries wait for a request. */
 struct lf_uring_queue {
-	_Atomic int waiting;	  /* entries registered or committed, no request in them yet */
-	_Atomic int pending;	  /* threads started that have not registered their entry yet */
-	unsigned threads;	  /* started (lf_uring's lock) */
-	unsigned handed;	  /* of them, started for a request handed off (lock) */
-	double retry_s;		  /* after a thread could not be started: not before (lock) */
-	_Atomic bool full;	  /* at max_q, or the mount at its cap: starts no more */
-	_Atomic uint64_t fetches; /* commits that came back with a queued request */
-	bool kick;		  /* it may hold queued requests: the kicker's (lock) */
+	_Atomic int waiting; /* entries registered or committed, no request in them yet */
+	_Atomic int pending; /* threads started that have not registered their entry yet */
+	unsigned threads;    /* started (lf_uring's lock) */
+	unsigned handed;     /* of them, started for a request handed off (lock) */
+	double retry_s;	     /* after a thread could not be started: not before (lock) */
+	_Atomic bool full;   /* at max_q, or the mount at its cap: starts no more */
+	bool kick;	     /* it may hold queued requests: the kicker's (lock) */
+	_Atomic uint64_t kicks_answered, kicks_fetched; /* kicks answered; their commits that
+							 * came back with a request */
 };
 
 struct lf_uring {
@@ -200,7 +208,7 @@ struct lf_uring {
 	unsigned grown;	  /* threads started past the first ones for spares, all queues (lock) */
 	unsigned handed;  /* threads started for a request handed off, all queues (lock) */
 	pthread_t kicker; /* see kick_main */
-	struct lf_uring_kick kicks[KICKS_MAX];
+	struct lf_uring_kick *kicks[KICKS_MAX]; /* (lock); NULL: a free slot */
 	bool kicker_started;
 	bool kicker_stop;	  /* (lock) */
 	pthread_cond_t kick_cond; /* a queue to kick, or the stop (lock) */
@@ -218,13 +226,30 @@ void lf_uring_counts(uint64_t *threads, uint64_t *handoffs, uint64_t *kicks)
 	*kicks = atomic_load(&kicks_made);
 }
 
-/* Whether a request from thread pid is a kick's. */
+/* Whether a request from thread pid is a kick's (thread ids are unique while they run). */
 static bool is_kick(struct lf_uring *u, uint32_t pid)
 {
-	for (unsigned i = 0; i < KICKS_MAX; i++)
-		if ((uint32_t)atomic_load(&u->kicks[i].tid) == pid)
-			return true;
-	return false;
+	bool found = false;
+
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < KICKS_MAX && !found; i++)
+		found = u->kicks[i] && (uint32_t)atomic_load(&u->kicks[i]->tid) == pid;
+	pthread_mutex_unlock(&u->lock);
+	return found;
+}
+
+/* Wants queue qid kicked (kick_main); u's lock held. */
+static void kick_want_locked(struct lf_uring *u, unsigned qid)
+{
+	u->q[qid].kick = true;
+	pthread_cond_signal(&u->kick_cond);
+}
+
+static void kick_want(struct lf_uring *u, unsigned qid)
+{
+	pthread_mutex_lock(&u->lock);
+	kick_want_locked(u, qid);
+	pthread_mutex_unlock(&u->lock);
 }
 
 static double now_s(void)
@@ -252,8 +277,8 @@ static int queue_spare(struct lf_uring *u, unsigned qid)
  * within that system call if it holds one, and its completion is then in the ring already:
  * only an entry that got none is counted waiting, so that requests queued while none
  * waited (they are handed out only by commits) do not make the queue look better off
- * than it is. */
-static void committed(struct lf_uring_ent *e)
+ * than it is. Returns whether the commit came back with a request. */
+static bool committed(struct lf_uring_ent *e)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head;
@@ -262,11 +287,11 @@ static void committed(struct lf_uring_ent *e)
 	{
 		if (cqe->user_data == (uintptr_t)e) {
 			e->fetched = true;
-			atomic_fetch_add(&e->t->u->q[e->t->qid].fetches, 1);
-			return;
+			return cqe->res >= 0; /* a request, not an error */
 		}
 	}
 	waiting_add(e->t, 1);
+	return false;
 }
 
 /* The possible CPUs: the kernel's queue count (num_possible_cpus). */
@@ -425,12 +450,18 @@ static void keep_one_waiting(struct lf_uring_thread *t)
 {
 	static _Atomic bool told;
 
-	if (t->waiting || !ent_add(t) || atomic_exchange(&told, true))
+	if (t->waiting)
 		return;
-	lf_log(LF_ERR,
-	       "io_uring queue %u: no entry to add; requests on this CPU wait for the "
-	       "deferred ones",
-	       t->qid);
+	if (!ent_add(t)) {
+		/* what came while the queue had none waiting is handed out by a commit only */
+		kick_want(t->u, t->qid);
+		return;
+	}
+	if (!atomic_exchange(&told, true))
+		lf_log(LF_ERR,
+		       "io_uring queue %u: cannot register another entry; requests on this "
+		       "CPU wait for those in service",
+		       t->qid);
 }
 
 /* Serves h's request on this thread, its entry's: libfuse answers it, here or later
@@ -444,8 +475,8 @@ static void serve_here(const struct lf_uring_handoff *h)
 	lf_dev_request_begin(h->unique, h->opcode);
 	fuse_session_process_buf(t->u->lf->se, &fb);
 	serving = NULL;
-	/* answered here, e is this thread's one entry, waiting or with its next request
-	 * already. Answered later (deferred), the thread waits for that reply to commit it,
+	/* answered here, e is waiting again or has its next request already, and needs no
+	 * other. Answered later (deferred), the thread waits for that reply to commit it,
 	 * unless its queue is short of spares (it could not grow): see the top of this file */
 	if (atomic_load_explicit(&h->e->unique, memory_order_acquire) &&
 	    queue_spare(t->u, t->qid) < t->u->spare)
@@ -492,15 +523,37 @@ static bool hand_off(const struct lf_uring_handoff *h)
 	return true;
 }
 
-/* Answers the request in e with error err, here (e's thread). */
-static void answer_err(struct lf_uring_ent *e, uint64_t unique, int err)
+/* Answers the request in e with error err, here (e's thread). Returns whether the commit
+ * came back with the next request. */
+static bool answer_err(struct lf_uring_ent *e, uint64_t unique, int err)
 {
 	struct fuse_out_header oh = {.len = sizeof(oh), .error = -err, .unique = unique};
 
 	memcpy(e->hdr->in_out, &oh, sizeof(oh));
 	e->hdr->ring.payload_sz = 0;
-	if (!submit_cmd(e, LF_URING_COMMIT, unique))
-		committed(e);
+	if (submit_cmd(e, LF_URING_COMMIT, unique)) {
+		lf_log(LF_ERR, "io_uring queue %u: cannot commit a reply", e->t->qid);
+		return false;
+	}
+	return committed(e);
+}
+
+/* If the request in e is a kick's (kick_start), answers it here: its commit is all it is
+ * for (neither the MDS nor libfuse, nor the queue's spares). Returns whether it was. */
+static bool kick_answered(struct lf_uring_ent *e)
+{
+	struct lf_uring_queue *q = &e->t->u->q[e->t->qid];
+	struct fuse_in_header ih;
+	bool fetched;
+
+	memcpy(&ih, e->hdr->in_out, sizeof(ih));
+	if (ih.opcode != FUSE_GETATTR || ih.nodeid != FUSE_ROOT_ID || !is_kick(e->t->u, ih.pid))
+		return false;
+	fetched = answer_err(e, ih.unique, EAGAIN);
+	/* in this order: the kicker reads the second once the first moved */
+	atomic_fetch_add(&q->kicks_fetched, fetched);
+	atomic_fetch_add(&q->kicks_answered, 1);
+	return true;
 }
 
 static void serve(struct lf_uring_ent *e, bool handoff)
@@ -520,11 +573,6 @@ static void serve(struct lf_uring_ent *e, bool handoff)
 		lf_log(LF_ERR, "io_uring: a request of opcode %u with length %u and payload %u",
 		       ih.opcode, ih.len, psz);
 		answer_err(e, ih.unique, EIO);
-		return;
-	}
-	if (ih.opcode == FUSE_GETATTR && ih.nodeid == FUSE_ROOT_ID && is_kick(t->u, ih.pid)) {
-		/* the kicker's: its commit is all it is for (neither the MDS nor libfuse) */
-		answer_err(e, ih.unique, EAGAIN);
 		return;
 	}
 	lin = e->payload - sizeof(ih) - arg0;
@@ -642,13 +690,12 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 			lf_log(LF_WARN, "io_uring queue %u: cannot start another thread", qid);
 			break;
 		}
-		q->kick = true; /* the queue ran low: requests may have been queued meanwhile */
-		pthread_cond_signal(&u->kick_cond);
+		kick_want_locked(u, qid); /* it ran low: requests may have been queued meanwhile */
 	}
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* A kick's thread (kick_start), whose statx may itself be queued: it is joined once done. */
+/* A kick's thread (kick_start), whose statx may itself be queued. */
 static void *kick_run(void *arg)
 {
 	struct lf_uring_kick *k = arg;
@@ -656,23 +703,28 @@ static void *kick_run(void *arg)
 
 	atomic_store(&k->tid, gettid());
 	errno = 0;
-	statx(AT_FDCWD, k->u->lf->o.mount_abs, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
+	statx(AT_FDCWD, k->path, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
 	k->err = errno;
-	atomic_store(&k->done, true);
+	/* answered: no request of this thread id (reused once it ends) is a kick's now */
+	atomic_store(&k->tid, -1);
+	if (atomic_exchange(&k->state, KICK_DONE) == KICK_LEFT)
+		free(k); /* the mount stopped first: nobody else has it */
 	return NULL;
 }
 
-/* Joins the kicks done, or all of them (the kicker's thread, or after it ended). */
-static void kicks_join(struct lf_uring *u, bool all)
+/* Joins and frees the kicks done (the kicker's thread). */
+static void kicks_reap(struct lf_uring *u)
 {
 	for (unsigned i = 0; i < KICKS_MAX; i++) {
-		struct lf_uring_kick *k = &u->kicks[i];
+		struct lf_uring_kick *k = u->kicks[i];
 
-		if (!k->started || (!all && !atomic_load(&k->done)))
+		if (!k || atomic_load(&k->state) != KICK_DONE)
 			continue;
+		pthread_mutex_lock(&u->lock);
+		u->kicks[i] = NULL;
+		pthread_mutex_unlock(&u->lock);
 		pthread_join(k->th, NULL);
-		k->started = false;
-		atomic_store(&k->tid, -1);
+		free(k);
 	}
 }
 
@@ -680,64 +732,83 @@ static void kicks_join(struct lf_uring *u, bool all)
  * KICKS_MAX are still queued, or no thread could be started there (the kicker's thread). */
 static struct lf_uring_kick *kick_start(struct lf_uring *u, unsigned qid)
 {
-	struct lf_uring_kick *k = NULL;
+	struct lf_uring_kick *k;
+	unsigned slot = 0;
 	pthread_attr_t a;
 	cpu_set_t set;
+	int rc;
 
-	kicks_join(u, false);
-	for (unsigned i = 0; i < KICKS_MAX && !k; i++)
-		if (!u->kicks[i].started)
-			k = &u->kicks[i];
+	kicks_reap(u);
+	while (slot < KICKS_MAX && u->kicks[slot])
+		slot++;
+	if (slot == KICKS_MAX || !u->lf->o.mount_real)
+		return NULL;
+	k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	k->u = u;
-	atomic_store(&k->done, false);
+	snprintf(k->path, sizeof(k->path), "%s", u->lf->o.mount_real);
+	atomic_store(&k->tid, -1);
+	atomic_store(&k->state, KICK_RUNNING);
 	pthread_attr_init(&a);
 	CPU_ZERO(&set);
 	CPU_SET(qid, &set);
+	/* listed before it runs: its request may reach a ring thread at once */
+	pthread_mutex_lock(&u->lock);
+	u->kicks[slot] = k;
 	/* not in this cpuset: nor are the callers the kernel queues there */
-	k->started = !pthread_attr_setaffinity_np(&a, sizeof(set), &set) &&
-		     !pthread_create(&k->th, &a, kick_run, k);
+	rc = pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+	if (!rc)
+		rc = pthread_create(&k->th, &a, kick_run, k);
+	if (rc)
+		u->kicks[slot] = NULL;
+	pthread_mutex_unlock(&u->lock);
 	pthread_attr_destroy(&a);
-	if (!k->started)
+	if (rc) {
+		free(k);
 		return NULL;
+	}
 	atomic_fetch_add(&kicks_made, 1);
 	return k;
 }
 
 /* Makes the kernel hand out what it queued on queue qid: a GETATTR of the mount's root
  * from that CPU (kick_start), which goes to an entry waiting there (the threads just
- * started have registered theirs by then), is answered at once (serve), and whose commit
- * fetches a queued request if there is one; again while the queue's commits fetched some
- * meanwhile. A kick that finds no entry waiting is queued too: the next one, from another
- * thread, frees the oldest queued request. On the kicker's thread. */
-static void kick_queue(struct lf_uring *u, unsigned qid)
+ * started have registered theirs by then), is answered at once (kick_answered), and whose
+ * commit fetches a queued request if there is one; again while they did. A kick that finds
+ * no entry waiting is queued too: the next one, from another thread, frees the oldest
+ * queued request. Returns false if it must be tried again later (KICKS_MAX queued). On the
+ * kicker's thread. */
+static bool kick_queue(struct lf_uring *u, unsigned qid)
 {
 	struct lf_uring_queue *q = &u->q[qid];
 
 	for (int i = 0; i < 1000 && atomic_load(&q->pending) > 0; i++) {
 		if (atomic_load(&u->quiescing))
-			return;
+			return true;
 		usleep(1000);
 	}
 	for (int n = 0; n < 64 && !atomic_load(&u->quiescing); n++) {
-		uint64_t f = atomic_load(&q->fetches);
+		uint64_t answered = atomic_load(&q->kicks_answered);
+		uint64_t fetched = atomic_load(&q->kicks_fetched);
 		struct lf_uring_kick *k = kick_start(u, qid);
 
 		if (!k)
-			break;
-		for (int i = 0; i < 50 && !atomic_load(&k->done); i++)
+			return false;
+		for (int i = 0; i < 50 && atomic_load(&q->kicks_answered) == answered; i++) {
+			if (atomic_load(&k->state) == KICK_DONE && k->err != EAGAIN)
+				return true; /* answered elsewhere: the mount is gone */
 			usleep(1000);
-		if (!atomic_load(&k->done))
-			continue; /* queued: kick again */
-		/* answered EAGAIN by the ring thread it reached; another error says it went
-		 * elsewhere: the mount is gone */
-		if (k->err != EAGAIN || atomic_load(&q->fetches) == f)
-			break;
+		}
+		if (atomic_load(&q->kicks_answered) == answered)
+			continue; /* queued itself: kick again */
+		if (atomic_load(&q->kicks_fetched) == fetched)
+			break; /* nothing was queued */
 	}
+	return true;
 }
 
-/* The kicker: kicks each queue that grew (queue_keep_spare), until lf_uring_quiesce. */
+/* The kicker: kicks each queue that grew (queue_keep_spare) or registered an entry while it
+ * had none waiting (keep_one_waiting), until lf_uring_quiesce. */
 static void *kick_main(void *arg)
 {
 	struct lf_uring *u = arg;
@@ -754,7 +825,22 @@ static void *kick_main(void *arg)
 		}
 		u->q[qid].kick = false;
 		pthread_mutex_unlock(&u->lock);
-		kick_queue(u, qid);
+		if (!kick_queue(u, qid)) {
+			/* every kick is queued behind calls stuck somewhere: again in 100 ms */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_mutex_lock(&u->lock);
+			u->q[qid].kick = true;
+			if (!u->kicker_stop)
+				pthread_cond_timedwait(&u->kick_cond, &u->lock, &ts);
+			continue;
+		}
 		pthread_mutex_lock(&u->lock);
 	}
 	pthread_mutex_unlock(&u->lock);
@@ -831,14 +917,17 @@ static void *ring_main(void *arg)
 				break;
 			}
 			waiting_add(t, 1);
+			kick_want(u, t->qid); /* a registration hands out nothing queued */
 			continue;
 		}
 		e->served = true;
+		t->errors = 0;
+		if (kick_answered(e))
+			continue;
 		queue_keep_spare(u, t->qid);
 		/* served here only if other entries of the queue wait and this thread has no
 		 * other entry: a request the kernel put in one of its own would wait for this
 		 * one, and so would the commit of a reply made elsewhere for one it holds */
-		t->errors = 0;
 		serve(e, t->nents > 1 || atomic_load(&u->q[t->qid].waiting) <= 0);
 	}
 	/* its entries wait no more (if the mount goes on, what the kernel puts in them is
@@ -932,7 +1021,6 @@ void lf_uring_quiesce(struct lode_fuse *lf)
 		pthread_join(u->kicker, NULL);
 		u->kicker_started = false;
 	}
-	kicks_join(u, true);
 }
 
 void lf_uring_stop(struct lode_fuse *lf)
@@ -952,6 +1040,22 @@ void lf_uring_stop(struct lode_fuse *lf)
 			continue;
 		submit_nop(t, WAKE_STOP);
 		pthread_join(t->th, NULL);
+	}
+	/* a kick still in flight (queued behind calls that never came back) ends when the
+	 * connection does, and frees itself */
+	for (unsigned i = 0; i < KICKS_MAX; i++) {
+		struct lf_uring_kick *k = u->kicks[i];
+		pthread_t th;
+
+		if (!k)
+			continue;
+		th = k->th;
+		if (atomic_exchange(&k->state, KICK_LEFT) == KICK_DONE) {
+			pthread_join(th, NULL);
+			free(k);
+		} else {
+			pthread_detach(th);
+		}
 	}
 	lf->uring = NULL;
 	for (unsigned i = 0; i < n; i++) {
@@ -1005,8 +1109,6 @@ int lf_uring_prepare(struct lode_fuse *lf, int fd, size_t payload_max)
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->kick_cond, NULL);
-	for (unsigned i = 0; i < KICKS_MAX; i++)
-		atomic_store(&u->kicks[i].tid, -1); /* a request without a caller says pid 0 */
 	lf->uring = u;
 	for (unsigned qid = 0; qid < u->nq && !rc; qid++)
 		for (unsigned k = 0; k < u->per_q && !rc; k++)

@@ -63,6 +63,7 @@ struct lf_opts {
 	unsigned read_ahead_kb; /* kernel readahead of this mount; 0: leave it */
 	int replication;	/* LODE_REPLICATION_*: how writes reach the copies */
 	char *mount_abs;	/* the mount point as /proc/self/mountinfo shows it */
+	char *mount_real;	/* its realpath, whatever its characters (NULL: none) */
 	int root_squash;
 	int lazy_namespace; /* -o namespace=lazy: changes durable at fsync, fsyncdir or 1 s */
 	int lazy_data;	    /* -o data=lazy: fsync returns with the data on every copy's server */
@@ -165,8 +166,7 @@ struct lf_dirattr {
 	double learned_s;    /* CLOCK_MONOTONIC */
 };
 
-/* A pool of the mount's own threads (fuse_defer.c): the one for requests that wait for a
- * lock, and fuse_uring.c's for requests handed off. */
+/* A pool of the mount's own threads (fuse_defer.c), for requests that wait for a lock. */
 struct lf_deferred;
 struct lf_defer {
 	pthread_mutex_t lock;

@@ -560,13 +560,14 @@ int main(int argc, char **argv)
 		free(lf->o.mount_abs);
 		return 1;
 	}
-	free(real);
+	lf->o.mount_real = real;
 	if (log_path) {
 		/* opened now, so that a bad path is said on the terminal */
 		log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 		if (log_fd < 0) {
 			fprintf(stderr, "lode-fuse: --log %s: %s\n", log_path, strerror(errno));
 			free(lf->o.mount_abs);
+			free(lf->o.mount_real);
 			return 1;
 		}
 	}
@@ -682,7 +683,7 @@ int main(int argc, char **argv)
 	rc = fuse_session_loop_mt(lf->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	lf_uring_quiesce(lf); /* no more ring threads, hand-offs or kicks */
-	lf_defer_stop(lf);    /* the request threads are gone: nothing more is deferred */
+	lf_defer_stop(lf);    /* libfuse's threads are gone: a ring thread's deferral now fails */
 	lf_uring_stop(lf);    /* after the deferred replies, which may go to a ring */
 	/* io_uring=require without io_uring (the kernel did not offer it, or refused an
 	 * entry) ended the session: that mount failed, which the exit status says too */
@@ -723,6 +724,7 @@ out_free:
 	pthread_mutex_destroy(&lf->dlock);
 	pthread_mutex_destroy(&lf->alock);
 	free(lf->o.mount_abs);
+	free(lf->o.mount_real);
 	pthread_mutex_destroy(&lf->clock);
 	for (unsigned i = 0; i < LF_OLOCKS; i++)
 		pthread_mutex_destroy(&lf->olock[i]);
