@@ -728,9 +728,10 @@ static void kicks_reap(struct lf_uring *u)
 	}
 }
 
-/* A kick of queue qid: a thread bound to that CPU that statx()es the mount's root. NULL:
- * KICKS_MAX are still queued, or no thread could be started there (the kicker's thread). */
-static struct lf_uring_kick *kick_start(struct lf_uring *u, unsigned qid)
+/* A kick of queue qid: a thread bound to that CPU that statx()es the mount's root, in
+ * *kp. Returns 0, -EBUSY if KICKS_MAX are still queued, or another -errno if none can be
+ * started there (a CPU outside this process's cpuset, say). The kicker's thread. */
+static int kick_start(struct lf_uring *u, unsigned qid, struct lf_uring_kick **kp)
 {
 	struct lf_uring_kick *k;
 	unsigned slot = 0;
@@ -741,11 +742,13 @@ static struct lf_uring_kick *kick_start(struct lf_uring *u, unsigned qid)
 	kicks_reap(u);
 	while (slot < KICKS_MAX && u->kicks[slot])
 		slot++;
-	if (slot == KICKS_MAX || !u->lf->o.mount_real)
-		return NULL;
+	if (slot == KICKS_MAX)
+		return -EBUSY;
+	if (!u->lf->o.mount_real)
+		return -ENOENT;
 	k = calloc(1, sizeof(*k));
 	if (!k)
-		return NULL;
+		return -ENOMEM;
 	snprintf(k->path, sizeof(k->path), "%s", u->lf->o.mount_real);
 	atomic_store(&k->tid, -1);
 	atomic_store(&k->state, KICK_RUNNING);
@@ -765,10 +768,11 @@ static struct lf_uring_kick *kick_start(struct lf_uring *u, unsigned qid)
 	pthread_attr_destroy(&a);
 	if (rc) {
 		free(k);
-		return NULL;
+		return -rc;
 	}
 	atomic_fetch_add(&kicks_made, 1);
-	return k;
+	*kp = k;
+	return 0;
 }
 
 /* Makes the kernel hand out what it queued on queue qid: a GETATTR of the mount's root
@@ -790,10 +794,19 @@ static bool kick_queue(struct lf_uring *u, unsigned qid)
 	for (int n = 0; n < 64 && !atomic_load(&u->quiescing); n++) {
 		uint64_t answered = atomic_load(&q->kicks_answered);
 		uint64_t fetched = atomic_load(&q->kicks_fetched);
-		struct lf_uring_kick *k = kick_start(u, qid);
+		struct lf_uring_kick *k;
+		int rc = kick_start(u, qid, &k);
 
-		if (!k)
+		if (rc == -EBUSY)
 			return false;
+		if (rc) {
+			static _Atomic bool told;
+
+			if (!atomic_exchange(&told, true))
+				lf_log(LF_WARN, "io_uring queue %u: cannot kick it: %s", qid,
+				       strerror(-rc));
+			return true;
+		}
 		for (int i = 0; i < 50 && atomic_load(&q->kicks_answered) == answered; i++) {
 			if (atomic_load(&k->state) == KICK_DONE && k->err != EAGAIN)
 				return true; /* answered elsewhere: the mount is gone */
