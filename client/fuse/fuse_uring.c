@@ -205,9 +205,10 @@ struct lf_uring {
 	pthread_mutex_t lock;	    /* ents */
 	struct lf_uring_ent **ents;
 	unsigned nents, cap;
-	unsigned grown;	  /* threads started past the first ones for spares, all queues (lock) */
-	unsigned handed;  /* threads started for a request handed off, all queues (lock) */
-	pthread_t kicker; /* see kick_main */
+	unsigned grown;	    /* threads started past the first ones for spares, all queues (lock) */
+	unsigned handed;    /* threads started for a request handed off, all queues (lock) */
+	pthread_t kicker;   /* see kick_main */
+	unsigned kick_next; /* the queue kick_main looks at first (lock) */
 	struct lf_uring_kick *kicks[KICKS_MAX]; /* (lock); NULL: a free slot */
 	bool kicker_started;
 	bool kicker_stop;	  /* (lock) */
@@ -828,14 +829,19 @@ static void *kick_main(void *arg)
 
 	pthread_mutex_lock(&u->lock);
 	while (!u->kicker_stop) {
-		unsigned qid;
+		unsigned i, qid = 0;
 
-		for (qid = 0; qid < u->nq && !u->q[qid].kick; qid++)
-			;
-		if (qid == u->nq) {
+		/* round robin: a queue whose kicks stay queued holds back no other */
+		for (i = 0; i < u->nq; i++) {
+			qid = (u->kick_next + i) % u->nq;
+			if (u->q[qid].kick)
+				break;
+		}
+		if (i == u->nq) {
 			pthread_cond_wait(&u->kick_cond, &u->lock);
 			continue;
 		}
+		u->kick_next = qid + 1;
 		u->q[qid].kick = false;
 		pthread_mutex_unlock(&u->lock);
 		if (!kick_queue(u, qid)) {
