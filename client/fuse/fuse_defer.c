@@ -57,7 +57,7 @@ static void *defer_thread(void *p)
 	return NULL;
 }
 
-int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size_t len)
+static int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size_t len)
 {
 	struct lf_deferred *w = malloc(sizeof(*w) + len);
 	int rc = 0;
@@ -93,7 +93,7 @@ int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size
 	return rc;
 }
 
-int lf_pool_init(struct lf_defer *d, unsigned max)
+static int lf_pool_init(struct lf_defer *d, unsigned max)
 {
 	memset(d, 0, sizeof(*d));
 	d->threads = calloc(max, sizeof(*d->threads));
@@ -105,7 +105,7 @@ int lf_pool_init(struct lf_defer *d, unsigned max)
 	return 0;
 }
 
-void lf_pool_stop(struct lf_defer *d)
+static void lf_pool_stop(struct lf_defer *d)
 {
 	if (!d->threads)
 		return; /* never made */
@@ -118,7 +118,7 @@ void lf_pool_stop(struct lf_defer *d)
 	d->nthreads = 0;
 }
 
-void lf_pool_fini(struct lf_defer *d)
+static void lf_pool_fini(struct lf_defer *d)
 {
 	if (!d->threads)
 		return;

@@ -245,11 +245,6 @@ int lf_defer_init(struct lode_fuse *lf);
  * offered after is refused (-ESHUTDOWN). */
 void lf_defer_stop(struct lode_fuse *lf);
 void lf_defer_fini(struct lode_fuse *lf);
-/* The same for any pool of up to max threads (lf_pool_init: 0 or -ENOMEM). */
-int lf_pool_init(struct lf_defer *d, unsigned max);
-int lf_pool_run(struct lf_defer *d, void (*fn)(void *arg), const void *arg, size_t len);
-void lf_pool_stop(struct lf_defer *d);
-void lf_pool_fini(struct lf_defer *d);
 
 /* Metrics (fuse_metrics.c): counted always, served with --metrics HOST:PORT. Any thread. */
 uint64_t lf_metrics_now_ns(void);
