@@ -659,6 +659,13 @@ static bool thread_start(struct lf_uring_thread *t)
 	return t->started;
 }
 
+/* Whether queue q may start no more threads for spares: max_q of its own (those started
+ * for hand-offs apart), or max_threads past the first ones on the mount (u's lock). */
+static bool growth_capped(const struct lf_uring *u, const struct lf_uring_queue *q)
+{
+	return q->threads - q->handed >= u->max_q || u->grown >= u->lf->o.max_threads;
+}
+
 /* Starts threads for queue qid until LF_URING_SPARE of its entries wait or are about to,
  * unless the queue has max_q, the mount has started max_threads past the first ones (each
  * holds a ring's descriptor), or it stops. Any ring thread. */
@@ -671,7 +678,7 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 	if (queue_spare(u, qid) >= u->spare || atomic_load(&q->full))
 		return;
 	pthread_mutex_lock(&u->lock);
-	if (q->threads - q->handed >= u->max_q || u->grown >= u->lf->o.max_threads)
+	if (growth_capped(u, q))
 		atomic_store(&q->full, true);
 	while (!atomic_load(&u->quiescing) && !atomic_load(&q->full) &&
 	       queue_spare(u, qid) < u->spare && now_s() >= q->retry_s) {
@@ -681,7 +688,7 @@ static void queue_keep_spare(struct lf_uring *u, unsigned qid)
 			q->threads++; /* its slot is taken even if it does not start */
 			u->grown++;
 			atomic_fetch_add(&q->pending, 1);
-			if (q->threads - q->handed >= u->max_q || u->grown >= u->lf->o.max_threads)
+			if (growth_capped(u, q))
 				atomic_store(&q->full, true);
 		}
 		if (!t || !thread_start(t)) {
